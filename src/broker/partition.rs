@@ -1,0 +1,107 @@
+//! One partition replica on this broker: its log, its role (leader or follower of L), the ISR
+//! and high watermark when leading.
+//!
+//! `state` guards every role change and every ISR/high-watermark update; appends hold it too so
+//! that a partition cannot become a follower (and truncate) in the middle of an append.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::log::Log;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    /// Following the broker with this id (-1: the controller named no leader).
+    Follower(i32),
+}
+
+pub struct PartitionState {
+    pub role: Role,
+    pub leader_epoch: i32,
+    /// Version of the leaderAndISR node the controller wrote (spec C step 2.1.2): the leader's
+    /// ISR updates are conditional on it.
+    pub zk_version: i32,
+    pub controller_epoch: i32,
+    pub isr: Vec<i32>,
+    pub replicas: Vec<i32>,
+    /// Followers' log end offsets as learnt from their fetch offsets (leader only).
+    pub follower_leos: HashMap<i32, i64>,
+}
+
+pub struct Partition {
+    pub topic: String,
+    pub partition: i32,
+    pub broker_id: i32,
+    pub log: Arc<Log>,
+    /// Readable by consumers below this offset. Published atomically for fetches, which read it
+    /// without taking `state`.
+    high_watermark: AtomicI64,
+    state: Mutex<PartitionState>,
+}
+
+impl Partition {
+    pub fn new(
+        topic: &str,
+        partition: i32,
+        broker_id: i32,
+        log: Arc<Log>,
+        hw: i64,
+        state: PartitionState,
+    ) -> Partition {
+        Partition {
+            topic: topic.to_owned(),
+            partition,
+            broker_id,
+            log,
+            high_watermark: AtomicI64::new(hw),
+            state: Mutex::new(state),
+        }
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    pub fn set_high_watermark(&self, hw: i64) {
+        self.high_watermark.store(hw, Ordering::Release);
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, PartitionState> {
+        self.state.lock()
+    }
+
+    pub fn role(&self) -> Role {
+        self.state.lock().role
+    }
+
+    /// The high watermark is the smallest log end offset in the ISR (architecture: data path
+    /// invariants). It never moves backwards while leading. Returns true when it moved.
+    pub fn maybe_increment_high_watermark(&self, st: &PartitionState) -> bool {
+        if st.role != Role::Leader {
+            return false;
+        }
+        let leo = self.log.log_end_offset();
+        let new_hw = st
+            .isr
+            .iter()
+            .map(|r| {
+                if *r == self.broker_id {
+                    leo
+                } else {
+                    st.follower_leos.get(r).copied().unwrap_or(0)
+                }
+            })
+            .min()
+            .unwrap_or(leo);
+        if new_hw > self.high_watermark() {
+            self.set_high_watermark(new_hw);
+            true
+        } else {
+            false
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! `ReplicaManager`: the partitions this broker hosts and what it does on the controller's
+//! commands (spec section C), plus the leader's append and high-watermark bookkeeping.
+//!
+//! `state_change_lock` serialises controller commands so a LeaderAndIsr and a StopReplica for
+//! the same partition cannot interleave; the partition map is an `RwLock` read by every
+//! produce and fetch.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::notifier::Notifier;
+use super::partition::{Partition, PartitionState, Role};
+use crate::config::BrokerConfig;
+use crate::log::LogManager;
+use crate::protocol::ErrorCode;
+use crate::protocol::controller::{
+    LeaderAndIsrRequest, PartitionErrorsResponse, StopReplicaRequest, TopicPartitionState,
+};
+use crate::zk::{ZkClient, paths};
+
+pub type TopicPartition = (String, i32);
+
+pub struct ReplicaManager {
+    pub broker_id: i32,
+    min_insync_replicas: usize,
+    pub log_manager: Arc<LogManager>,
+    partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
+    /// Newest controller epoch seen; commands from an older one are rejected.
+    controller_epoch: AtomicI32,
+    state_change_lock: Mutex<()>,
+    /// Wakes parked fetches and acks=all produces.
+    pub notifier: Notifier,
+}
+
+impl ReplicaManager {
+    pub fn new(cfg: &BrokerConfig, log_manager: Arc<LogManager>) -> ReplicaManager {
+        ReplicaManager {
+            broker_id: cfg.broker_id,
+            min_insync_replicas: cfg.min_insync_replicas,
+            log_manager,
+            partitions: RwLock::new(HashMap::new()),
+            controller_epoch: AtomicI32::new(0),
+            state_change_lock: Mutex::new(()),
+            notifier: Notifier::default(),
+        }
+    }
+
+    pub fn get_partition(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
+        self.partitions
+            .read()
+            .get(&(topic.to_owned(), partition))
+            .cloned()
+    }
+
+    pub fn controller_epoch(&self) -> i32 {
+        self.controller_epoch.load(Ordering::Acquire)
+    }
+
+    /// Accepts a command's epoch if it is not older than the newest seen (and records it).
+    pub fn check_controller_epoch(
+        &self,
+        epoch: i32,
+        what: &str,
+        controller_id: i32,
+    ) -> Result<(), ErrorCode> {
+        let current = self.controller_epoch();
+        if epoch < current {
+            log::warn!(
+                "[Broker {}] rejecting {what} from controller {controller_id} with stale epoch {epoch} (current {current})",
+                self.broker_id
+            );
+            return Err(ErrorCode::StaleControllerEpoch);
+        }
+        self.controller_epoch.fetch_max(epoch, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Spec C, on_LeaderAndISRCommand.
+    pub fn on_leader_and_isr_command(&self, cmd: &LeaderAndIsrRequest) -> PartitionErrorsResponse {
+        let _g = self.state_change_lock.lock();
+        if let Err(e) =
+            self.check_controller_epoch(cmd.controller_epoch, "LeaderAndIsr", cmd.controller_id)
+        {
+            return PartitionErrorsResponse {
+                error_code: e.code(),
+                partitions: Vec::new(),
+            };
+        }
+        // step 1: the set of partitions set_p in the command.
+        let set_p: HashSet<TopicPartition> = cmd
+            .partition_states
+            .iter()
+            .map(|s| (s.topic.clone(), s.partition))
+            .collect();
+        let mut errors = Vec::new();
+        // step 2: act on each partition P in set_p.
+        for s in &cmd.partition_states {
+            let code = match self.apply_partition_state(s, cmd.controller_id) {
+                Ok(()) => ErrorCode::None,
+                Err(e) => e,
+            };
+            errors.push((s.topic.clone(), s.partition, code.code()));
+        }
+        // step 3: with INIT, delete all local partitions not in set_p.
+        if cmd.init {
+            self.delete_partitions_not_in(&set_p);
+        }
+        self.notifier.notify();
+        PartitionErrorsResponse {
+            error_code: 0,
+            partitions: errors,
+        }
+    }
+
+    fn apply_partition_state(
+        &self,
+        s: &TopicPartitionState,
+        controller_id: i32,
+    ) -> Result<(), ErrorCode> {
+        let tag = format!("[Broker {} {}-{}]", self.broker_id, s.topic, s.partition);
+        if !s.state.replicas.contains(&self.broker_id) {
+            log::warn!(
+                "{tag} LeaderAndIsr from controller {controller_id} names replicas {:?} without this broker; ignored",
+                s.state.replicas
+            );
+            return Err(ErrorCode::UnknownTopicOrPartition);
+        }
+        let partition = self.get_or_create_partition(s)?;
+        let mut st = partition.lock();
+        if s.state.leader_epoch < st.leader_epoch {
+            log::warn!(
+                "{tag} ignoring leader epoch {} older than {}",
+                s.state.leader_epoch,
+                st.leader_epoch
+            );
+            return Err(ErrorCode::StaleControllerEpoch);
+        }
+        let was = st.role;
+        st.leader_epoch = s.state.leader_epoch;
+        st.zk_version = s.state.zk_version;
+        st.controller_epoch = s.state.controller_epoch;
+        st.isr = s.state.isr.clone();
+        st.replicas = s.state.replicas.clone();
+        if s.state.leader == self.broker_id {
+            // step 2.1: asked to lead P. 2.1.1 (stop the fetcher to the current leader) has no
+            // fetcher to stop until replication exists; 2.1.2: become the leader, remembering
+            // the zk version of the leaderAndISR path (stored above).
+            if was != Role::Leader {
+                st.role = Role::Leader;
+                st.follower_leos.clear();
+                log::info!(
+                    "{tag} became leader at epoch {} (zk version {}, isr {:?})",
+                    st.leader_epoch,
+                    st.zk_version,
+                    st.isr
+                );
+            }
+            partition.maybe_increment_high_watermark(&st);
+        } else {
+            // step 2.2: asked to follow L. 2.2.1 stop the fetcher to the current leader (none
+            // yet); 2.2.2 become a follower of L: record L and truncate to the high watermark.
+            let leader = s.state.leader;
+            if was != Role::Follower(leader) {
+                st.role = Role::Follower(leader);
+                st.follower_leos.clear();
+                let hw = partition
+                    .high_watermark()
+                    .min(partition.log.log_end_offset());
+                partition.set_high_watermark(hw);
+                if let Err(e) = partition.log.truncate_to(hw) {
+                    log::error!("{tag} truncation to {hw} failed: {e}");
+                    return Err(ErrorCode::UnknownServerError);
+                }
+                log::info!(
+                    "{tag} became follower of {leader} at epoch {}, log truncated to {hw}",
+                    st.leader_epoch
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn get_or_create_partition(
+        &self,
+        s: &TopicPartitionState,
+    ) -> Result<Arc<Partition>, ErrorCode> {
+        if let Some(p) = self.get_partition(&s.topic, s.partition) {
+            return Ok(p);
+        }
+        let log = self
+            .log_manager
+            .get_or_create(&s.topic, s.partition)
+            .map_err(|e| {
+                log::error!(
+                    "[Broker {}] cannot create log {}-{}: {e}",
+                    self.broker_id,
+                    s.topic,
+                    s.partition
+                );
+                ErrorCode::UnknownServerError
+            })?;
+        let hw = self.log_manager.checkpointed_high_watermark(&log);
+        let p = Arc::new(Partition::new(
+            &s.topic,
+            s.partition,
+            self.broker_id,
+            log,
+            hw,
+            PartitionState {
+                // A fresh replica is neither leader nor following anyone until the role is
+                // applied; Follower(-1) refuses produce and consumer fetches meanwhile.
+                role: Role::Follower(-1),
+                leader_epoch: -1,
+                zk_version: -1,
+                controller_epoch: -1,
+                isr: Vec::new(),
+                replicas: Vec::new(),
+                follower_leos: HashMap::new(),
+            },
+        ));
+        self.partitions
+            .write()
+            .insert((s.topic.clone(), s.partition), p.clone());
+        Ok(p)
+    }
+
+    fn delete_partitions_not_in(&self, keep: &HashSet<TopicPartition>) {
+        for log in self.log_manager.all() {
+            let tp = (log.topic.clone(), log.partition);
+            if !keep.contains(&tp) {
+                log::info!(
+                    "[Broker {}] INIT: deleting local partition {}-{} not in the command",
+                    self.broker_id,
+                    tp.0,
+                    tp.1
+                );
+                self.remove_partition(&tp.0, tp.1, true);
+            }
+        }
+    }
+
+    fn remove_partition(&self, topic: &str, partition: i32, delete: bool) {
+        self.partitions
+            .write()
+            .remove(&(topic.to_owned(), partition));
+        if delete && let Err(e) = self.log_manager.delete(topic, partition) {
+            log::error!(
+                "[Broker {}] deleting {topic}-{partition} failed: {e}",
+                self.broker_id
+            );
+        }
+    }
+
+    /// Spec C, on_StopReplicaCommand.
+    pub fn on_stop_replica_command(&self, cmd: &StopReplicaRequest) -> PartitionErrorsResponse {
+        let _g = self.state_change_lock.lock();
+        if let Err(e) =
+            self.check_controller_epoch(cmd.controller_epoch, "StopReplica", cmd.controller_id)
+        {
+            return PartitionErrorsResponse {
+                error_code: e.code(),
+                partitions: Vec::new(),
+            };
+        }
+        // step 1: the partitions of the command; step 2.1: delete each from local storage,
+        // if present (or only stop serving it when delete_partitions is false).
+        let mut errors = Vec::new();
+        for (topic, partition) in &cmd.partitions {
+            self.remove_partition(topic, *partition, cmd.delete_partitions);
+            log::info!(
+                "[Broker {} {topic}-{partition}] stopped replica (delete={})",
+                self.broker_id,
+                cmd.delete_partitions
+            );
+            errors.push((topic.clone(), *partition, 0));
+        }
+        self.notifier.notify();
+        PartitionErrorsResponse {
+            error_code: 0,
+            partitions: errors,
+        }
+    }
+
+    /// Appends a validated set as leader (Produce). Refused with NOT_LEADER_FOR_PARTITION when
+    /// not leading, and with NOT_ENOUGH_REPLICAS before appending when acks=all and the ISR is
+    /// below `min.insync.replicas`. Returns (first, last) offsets.
+    pub fn append_as_leader(
+        &self,
+        partition: &Partition,
+        set: &mut [u8],
+        count: u32,
+        acks: i16,
+    ) -> Result<(i64, i64), ErrorCode> {
+        let st = partition.lock();
+        if st.role != Role::Leader {
+            return Err(ErrorCode::NotLeaderForPartition);
+        }
+        if acks == -1 && st.isr.len() < self.min_insync_replicas {
+            return Err(ErrorCode::NotEnoughReplicas);
+        }
+        let first = partition.log.append(set, count).map_err(|e| {
+            log::error!(
+                "[Broker {} {}-{}] append failed: {e}",
+                self.broker_id,
+                partition.topic,
+                partition.partition
+            );
+            ErrorCode::UnknownServerError
+        })?;
+        partition.maybe_increment_high_watermark(&st);
+        drop(st);
+        self.notifier.notify();
+        Ok((first, first + i64::from(count) - 1))
+    }
+
+    /// Outcome of an acks=all wait on one partition, checked under the partition lock.
+    pub fn acks_all_status(
+        &self,
+        partition: &Partition,
+        required_offset: i64,
+    ) -> Option<ErrorCode> {
+        let st = partition.lock();
+        if st.role != Role::Leader {
+            return Some(ErrorCode::NotLeaderForPartition);
+        }
+        if partition.high_watermark() >= required_offset {
+            if st.isr.len() < self.min_insync_replicas {
+                return Some(ErrorCode::NotEnoughReplicasAfterAppend);
+            }
+            return Some(ErrorCode::None);
+        }
+        None
+    }
+
+    /// A follower fetched from `offset`: that is its log end offset (leader only).
+    pub fn record_follower_position(&self, partition: &Partition, replica_id: i32, offset: i64) {
+        let mut st = partition.lock();
+        if st.role != Role::Leader || !st.replicas.contains(&replica_id) {
+            return;
+        }
+        st.follower_leos.insert(replica_id, offset);
+        if partition.maybe_increment_high_watermark(&st) {
+            drop(st);
+            self.notifier.notify();
+        }
+    }
+
+    /// Writes every partition's high watermark to the checkpoint files.
+    pub fn checkpoint_high_watermarks(&self) {
+        let parts = self.partitions.read();
+        let hws: Vec<_> = self
+            .log_manager
+            .all()
+            .iter()
+            .map(|l| {
+                let tp = (l.topic.clone(), l.partition);
+                let hw = parts.get(&tp).map_or_else(
+                    || self.log_manager.checkpointed_high_watermark(l),
+                    |p| p.high_watermark(),
+                );
+                (tp, hw)
+            })
+            .collect();
+        drop(parts);
+        if let Err(e) = self.log_manager.checkpoint_high_watermarks(&hws) {
+            log::error!(
+                "[Broker {}] high-watermark checkpoint failed: {e}",
+                self.broker_id
+            );
+        }
+    }
+
+    /// Spec D, broker startup: delete each local partition no longer assigned to this broker.
+    pub fn delete_unassigned_partitions(&self, zk: &ZkClient) -> zookeeper::ZkResult<()> {
+        let mut assignments = HashMap::new();
+        for log in self.log_manager.all() {
+            let topic = log.topic.clone();
+            if !assignments.contains_key(&topic) {
+                assignments.insert(topic.clone(), paths::topic_assignment(zk, &topic)?);
+            }
+            let assigned = assignments[&topic]
+                .as_ref()
+                .and_then(|a| a.get(&log.partition))
+                .is_some_and(|r| r.contains(&self.broker_id));
+            if !assigned {
+                log::info!(
+                    "[Broker {}] startup: deleting local partition {}-{}, no longer assigned to this broker",
+                    self.broker_id,
+                    log.topic,
+                    log.partition
+                );
+                self.remove_partition(&log.topic, log.partition, true);
+            }
+        }
+        Ok(())
+    }
+}

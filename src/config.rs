@@ -1,0 +1,273 @@
+//! Broker configuration: `server.properties` with the key names a Kafka operator knows.
+//!
+//! Every key is consumed by exactly one field below; a key left over is an error naming it, so
+//! a typo never silently falls back to a default. `--override key=value` wins over the file.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A configuration problem, named so the operator can fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub broker_id: i32,
+    /// Address the listener binds and registers; 127.0.0.1 unless configured.
+    pub host: String,
+    /// 0 picks a free port (tests); the bound port is what gets registered.
+    pub port: u16,
+    pub log_dirs: Vec<PathBuf>,
+    /// `host:port[,host:port...][/chroot]`.
+    pub zookeeper_connect: String,
+    pub zookeeper_session_timeout: Duration,
+    pub num_partitions: i32,
+    pub default_replication_factor: i32,
+    pub auto_create_topics_enable: bool,
+    pub log_segment_bytes: u64,
+    /// Retention by age; `None` keeps segments forever.
+    pub log_retention: Option<Duration>,
+    /// Retention by size per partition; `None` is unlimited (Kafka's -1).
+    pub log_retention_bytes: Option<u64>,
+    pub log_retention_check_interval: Duration,
+    /// Force an fsync after this many appended messages.
+    pub log_flush_interval_messages: u64,
+    /// Force an fsync of a log written to longer ago than this; `None`: leave it to the OS.
+    pub log_flush_interval: Option<Duration>,
+    /// One index entry per this many bytes of log.
+    pub log_index_interval_bytes: u32,
+    pub message_max_bytes: usize,
+    pub socket_request_max_bytes: usize,
+    pub max_connections: usize,
+    pub replica_lag_time_max: Duration,
+    pub replica_fetch_max_bytes: i32,
+    pub replica_fetch_wait_max: Duration,
+    pub replica_fetch_min_bytes: i32,
+    pub replica_high_watermark_checkpoint_interval: Duration,
+    pub min_insync_replicas: usize,
+    pub unclean_leader_election_enable: bool,
+}
+
+/// Reads `key=value` lines; `#` and `!` start comments, as in Java properties.
+pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut map = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let (k, v) = line.split_once('=').ok_or_else(|| {
+            ConfigError(format!("line {}: expected key=value, got `{line}`", n + 1))
+        })?;
+        map.insert(k.trim().to_owned(), v.trim().to_owned());
+    }
+    Ok(map)
+}
+
+/// Takes keys out of the map as fields are filled, so leftovers can be reported.
+struct Props(BTreeMap<String, String>);
+
+impl Props {
+    fn take(&mut self, key: &str) -> Option<String> {
+        self.0.remove(key)
+    }
+
+    fn parse<T: FromStr>(&mut self, key: &str, default: T) -> Result<T, ConfigError> {
+        match self.take(key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| ConfigError(format!("bad value `{v}` for `{key}`"))),
+        }
+    }
+
+    fn positive<T: FromStr + PartialOrd + Default>(
+        &mut self,
+        key: &str,
+        default: T,
+    ) -> Result<T, ConfigError> {
+        let v = self.parse(key, default)?;
+        if v <= T::default() {
+            return Err(ConfigError(format!("`{key}` must be positive")));
+        }
+        Ok(v)
+    }
+
+    fn millis(&mut self, key: &str, default_ms: u64) -> Result<Duration, ConfigError> {
+        Ok(Duration::from_millis(self.positive(key, default_ms)?))
+    }
+}
+
+impl BrokerConfig {
+    pub fn from_file(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+        let mut map = parse_properties(&text)?;
+        for o in overrides {
+            let (k, v) = o
+                .split_once('=')
+                .ok_or_else(|| ConfigError(format!("--override expects key=value, got `{o}`")))?;
+            map.insert(k.trim().to_owned(), v.trim().to_owned());
+        }
+        Self::from_map(map)
+    }
+
+    pub fn from_map(map: BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let mut p = Props(map);
+        let broker_id: i32 = p
+            .take("broker.id")
+            .ok_or_else(|| ConfigError("missing required key `broker.id`".into()))?
+            .parse()
+            .ok()
+            .filter(|id| *id >= 0)
+            .ok_or_else(|| ConfigError("`broker.id` must be a non-negative integer".into()))?;
+        let (host, port) = listener(&mut p)?;
+        let log_dirs: Vec<PathBuf> = p
+            .take("log.dirs")
+            .or_else(|| p.take("log.dir"))
+            .ok_or_else(|| ConfigError("missing required key `log.dirs`".into()))?
+            .split(',')
+            .map(|s| PathBuf::from(s.trim()))
+            .collect();
+        let zookeeper_connect = p
+            .take("zookeeper.connect")
+            .ok_or_else(|| ConfigError("missing required key `zookeeper.connect`".into()))?;
+        let retention_hours: i64 = p.parse("log.retention.hours", 168)?;
+        let retention_ms: Option<i64> =
+            p.take("log.retention.ms")
+                .map(|v| v.parse())
+                .transpose()
+                .map_err(|_| ConfigError("bad value for `log.retention.ms`".into()))?;
+        let retention_ms = retention_ms.unwrap_or(retention_hours.saturating_mul(3_600_000));
+        let retention_bytes: i64 = p.parse("log.retention.bytes", -1)?;
+        let flush_ms: Option<u64> = p
+            .take("log.flush.interval.ms")
+            .map(|v| v.parse())
+            .transpose()
+            .map_err(|_| ConfigError("bad value for `log.flush.interval.ms`".into()))?;
+        let cfg = BrokerConfig {
+            broker_id,
+            host,
+            port,
+            log_dirs,
+            zookeeper_connect,
+            zookeeper_session_timeout: p.millis("zookeeper.session.timeout.ms", 6000)?,
+            num_partitions: p.positive("num.partitions", 1)?,
+            default_replication_factor: p.positive("default.replication.factor", 1)?,
+            auto_create_topics_enable: p.parse("auto.create.topics.enable", true)?,
+            log_segment_bytes: p.positive("log.segment.bytes", 1 << 30)?,
+            log_retention: (retention_ms >= 0).then(|| Duration::from_millis(retention_ms as u64)),
+            log_retention_bytes: (retention_bytes >= 0).then_some(retention_bytes as u64),
+            log_retention_check_interval: p.millis("log.retention.check.interval.ms", 300_000)?,
+            log_flush_interval_messages: p.positive("log.flush.interval.messages", u64::MAX)?,
+            log_flush_interval: flush_ms.map(Duration::from_millis),
+            log_index_interval_bytes: p.positive("log.index.interval.bytes", 4096)?,
+            message_max_bytes: p.positive("message.max.bytes", 1_000_012)?,
+            socket_request_max_bytes: p.positive("socket.request.max.bytes", 104_857_600)?,
+            max_connections: p.positive("max.connections", 1000)?,
+            replica_lag_time_max: p.millis("replica.lag.time.max.ms", 10_000)?,
+            replica_fetch_max_bytes: p.positive("replica.fetch.max.bytes", 1 << 20)?,
+            replica_fetch_wait_max: p.millis("replica.fetch.wait.max.ms", 500)?,
+            replica_fetch_min_bytes: p.positive("replica.fetch.min.bytes", 1)?,
+            replica_high_watermark_checkpoint_interval: p
+                .millis("replica.high.watermark.checkpoint.interval.ms", 5000)?,
+            min_insync_replicas: p.positive("min.insync.replicas", 1)?,
+            unclean_leader_election_enable: p.parse("unclean.leader.election.enable", false)?,
+        };
+        if let Some(k) = p.0.keys().next() {
+            return Err(ConfigError(format!("unknown configuration key `{k}`")));
+        }
+        if cfg.log_segment_bytes > u32::MAX as u64 {
+            return Err(ConfigError(
+                "`log.segment.bytes` must fit in 32 bits".into(),
+            ));
+        }
+        Ok(cfg)
+    }
+}
+
+/// `listeners=PLAINTEXT://host:port`, or 0.8's `host.name` + `port`.
+fn listener(p: &mut Props) -> Result<(String, u16), ConfigError> {
+    let host_name = p.take("host.name");
+    let port = p.take("port");
+    if let Some(l) = p.take("listeners") {
+        let rest = l.strip_prefix("PLAINTEXT://").ok_or_else(|| {
+            ConfigError(format!(
+                "`listeners` must be PLAINTEXT://host:port, got `{l}`"
+            ))
+        })?;
+        let (h, pt) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| ConfigError(format!("`listeners` has no port: `{l}`")))?;
+        let pt = pt
+            .parse()
+            .map_err(|_| ConfigError(format!("bad port in `listeners`: `{l}`")))?;
+        let h = if h.is_empty() { "127.0.0.1" } else { h };
+        return Ok((h.to_owned(), pt));
+    }
+    let port = match port {
+        None => 9092,
+        Some(v) => v
+            .parse()
+            .map_err(|_| ConfigError(format!("bad value `{v}` for `port`")))?,
+    };
+    let host = host_name
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "127.0.0.1".into());
+    Ok((host, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> BTreeMap<String, String> {
+        parse_properties("broker.id=1\nlog.dirs=/tmp/x\nzookeeper.connect=127.0.0.1:2181/g\n")
+            .unwrap()
+    }
+
+    #[test]
+    fn defaults_and_listener() {
+        let c = BrokerConfig::from_map(base()).unwrap();
+        assert_eq!((c.host.as_str(), c.port), ("127.0.0.1", 9092));
+        assert!(!c.unclean_leader_election_enable);
+        let mut m = base();
+        m.insert("listeners".into(), "PLAINTEXT://127.0.0.1:9999".into());
+        assert_eq!(BrokerConfig::from_map(m).unwrap().port, 9999);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let mut m = base();
+        m.insert("log.segment.byte".into(), "10".into());
+        let e = BrokerConfig::from_map(m).unwrap_err();
+        assert!(e.0.contains("log.segment.byte"), "{e}");
+        let mut m = base();
+        m.remove("broker.id");
+        assert!(
+            BrokerConfig::from_map(m)
+                .unwrap_err()
+                .0
+                .contains("broker.id")
+        );
+        let mut m = base();
+        m.insert("min.insync.replicas".into(), "two".into());
+        assert!(
+            BrokerConfig::from_map(m)
+                .unwrap_err()
+                .0
+                .contains("min.insync.replicas")
+        );
+    }
+}

@@ -1,0 +1,82 @@
+//! The high-watermark checkpoint file of a data directory (`replication-offset-checkpoint`, as
+//! Kafka names it): a version line, a count line, then `topic partition hw` per line.
+//!
+//! Written to a temporary file, synced and renamed, so a crash leaves either the old or the new
+//! checkpoint, never a torn one. A file that does not parse is reported and ignored (every high
+//! watermark then starts at 0 and is learnt again), never a reason not to start.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::Path;
+
+pub const FILE_NAME: &str = "replication-offset-checkpoint";
+const VERSION: u32 = 0;
+
+pub type TopicPartition = (String, i32);
+
+pub fn write(dir: &Path, hws: &[(TopicPartition, i64)]) -> io::Result<()> {
+    let tmp = dir.join(format!("{FILE_NAME}.tmp"));
+    let mut text = format!("{VERSION}\n{}\n", hws.len());
+    for ((t, p), hw) in hws {
+        text.push_str(&format!("{t} {p} {hw}\n"));
+    }
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join(FILE_NAME))
+}
+
+/// Reads the checkpoint; a missing file is an empty map, a malformed one an error naming why.
+pub fn read(dir: &Path) -> Result<HashMap<TopicPartition, i64>, String> {
+    let path = dir.join(FILE_NAME);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let bad = |why: &str| format!("{}: {why}", path.display());
+    let mut lines = text.lines();
+    if lines.next().and_then(|l| l.trim().parse::<u32>().ok()) != Some(VERSION) {
+        return Err(bad("unknown version line"));
+    }
+    let count: usize = lines
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| bad("bad count line"))?;
+    let mut map = HashMap::new();
+    for line in lines.by_ref().take(count) {
+        let mut it = line.split_whitespace();
+        let (Some(t), Some(p), Some(hw), None) = (it.next(), it.next(), it.next(), it.next())
+        else {
+            return Err(bad(&format!("bad entry `{line}`")));
+        };
+        let p: i32 = p
+            .parse()
+            .map_err(|_| bad(&format!("bad partition in `{line}`")))?;
+        let hw: i64 = hw
+            .parse()
+            .map_err(|_| bad(&format!("bad offset in `{line}`")))?;
+        map.insert((t.to_owned(), p), hw);
+    }
+    if map.len() != count {
+        return Err(bad("fewer entries than the count line says"));
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_garbage() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), &[(("a".into(), 0), 5), (("b".into(), 3), 9)]).unwrap();
+        let m = read(d.path()).unwrap();
+        assert_eq!(m[&("b".to_owned(), 3)], 9);
+        std::fs::write(d.path().join(FILE_NAME), "0\n2\na 0 5\n").unwrap();
+        assert!(read(d.path()).is_err());
+        std::fs::write(d.path().join(FILE_NAME), "garbage").unwrap();
+        assert!(read(d.path()).is_err());
+    }
+}

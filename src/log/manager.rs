@@ -1,0 +1,234 @@
+//! `LogManager`: the data directories, every partition log in them, the high-watermark
+//! checkpoints, and one maintenance thread that applies the flush and retention policies.
+//!
+//! The map of logs is behind a `RwLock`: lookups (every produce and fetch) share it, and only
+//! creating or deleting a partition takes it exclusively.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
+use parking_lot::{Mutex, RwLock};
+
+use super::checkpoint::{self, TopicPartition};
+use super::partition_log::{Log, LogConfig, parse_partition_dir, partition_dir};
+use crate::config::BrokerConfig;
+
+/// The maintenance thread wakes at least this often to look at flush deadlines.
+const MAINTENANCE_TICK: Duration = Duration::from_millis(200);
+
+pub struct LogManager {
+    dirs: Vec<PathBuf>,
+    config: LogConfig,
+    retention: Option<Duration>,
+    retention_bytes: Option<u64>,
+    retention_check_interval: Duration,
+    flush_interval: Option<Duration>,
+    logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
+    /// High watermarks read from the checkpoint files at startup.
+    checkpointed: HashMap<TopicPartition, i64>,
+    /// Serialises checkpoint writers (the periodic one and shutdown).
+    checkpoint_lock: Mutex<()>,
+    stop: Mutex<Option<Sender<()>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl LogManager {
+    /// Creates the data directories and opens (recovering) every partition found in them.
+    pub fn open(cfg: &BrokerConfig) -> io::Result<Arc<LogManager>> {
+        let config = LogConfig {
+            segment_bytes: cfg.log_segment_bytes,
+            index_interval_bytes: cfg.log_index_interval_bytes,
+            flush_interval_messages: cfg.log_flush_interval_messages,
+        };
+        let mut logs = HashMap::new();
+        let mut checkpointed = HashMap::new();
+        for dir in &cfg.log_dirs {
+            std::fs::create_dir_all(dir)?;
+            match checkpoint::read(dir) {
+                Ok(m) => checkpointed.extend(m),
+                Err(e) => log::warn!("ignoring unreadable high-watermark checkpoint: {e}"),
+            }
+            for entry in std::fs::read_dir(dir)? {
+                let entry = entry?;
+                if !entry.file_type()?.is_dir() {
+                    continue;
+                }
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some((topic, partition)) = parse_partition_dir(&name) else {
+                    log::warn!(
+                        "ignoring directory {} in {}: not topic-partition",
+                        name,
+                        dir.display()
+                    );
+                    continue;
+                };
+                let (l, _) = Log::open(entry.path(), &topic, partition, config.clone())?;
+                logs.insert((topic, partition), Arc::new(l));
+            }
+        }
+        log::info!(
+            "loaded {} partition logs from {:?}",
+            logs.len(),
+            cfg.log_dirs
+        );
+        Ok(Arc::new(LogManager {
+            dirs: cfg.log_dirs.clone(),
+            config,
+            retention: cfg.log_retention,
+            retention_bytes: cfg.log_retention_bytes,
+            retention_check_interval: cfg.log_retention_check_interval,
+            flush_interval: cfg.log_flush_interval,
+            logs: RwLock::new(logs),
+            checkpointed,
+            checkpoint_lock: Mutex::new(()),
+            stop: Mutex::new(None),
+            thread: Mutex::new(None),
+        }))
+    }
+
+    pub fn get(&self, topic: &str, partition: i32) -> Option<Arc<Log>> {
+        self.logs
+            .read()
+            .get(&(topic.to_owned(), partition))
+            .cloned()
+    }
+
+    /// The log of a partition, created in the data directory holding the fewest partitions.
+    pub fn get_or_create(&self, topic: &str, partition: i32) -> io::Result<Arc<Log>> {
+        if let Some(l) = self.get(topic, partition) {
+            return Ok(l);
+        }
+        let mut logs = self.logs.write();
+        let key = (topic.to_owned(), partition);
+        if let Some(l) = logs.get(&key) {
+            return Ok(l.clone());
+        }
+        let dir = self
+            .dirs
+            .iter()
+            .min_by_key(|d| logs.values().filter(|l| l.dir.starts_with(d)).count())
+            .expect("config has at least one log dir");
+        let (l, _) = Log::open(
+            partition_dir(dir, topic, partition),
+            topic,
+            partition,
+            self.config.clone(),
+        )?;
+        log::info!("[{topic}-{partition}] created log in {}", dir.display());
+        let l = Arc::new(l);
+        logs.insert(key, l.clone());
+        Ok(l)
+    }
+
+    /// Removes a partition's log and its directory.
+    pub fn delete(&self, topic: &str, partition: i32) -> io::Result<bool> {
+        let removed = self.logs.write().remove(&(topic.to_owned(), partition));
+        match removed {
+            Some(l) => {
+                std::fs::remove_dir_all(&l.dir)?;
+                log::info!("[{topic}-{partition}] deleted log {}", l.dir.display());
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    pub fn all(&self) -> Vec<Arc<Log>> {
+        self.logs.read().values().cloned().collect()
+    }
+
+    /// The checkpointed high watermark of a partition, capped at its log end offset.
+    pub fn checkpointed_high_watermark(&self, log: &Log) -> i64 {
+        let hw = self
+            .checkpointed
+            .get(&(log.topic.clone(), log.partition))
+            .copied()
+            .unwrap_or(0);
+        hw.min(log.log_end_offset()).max(log.log_start_offset())
+    }
+
+    /// Writes one checkpoint file per data directory with the given high watermarks.
+    pub fn checkpoint_high_watermarks(&self, hws: &[(TopicPartition, i64)]) -> io::Result<()> {
+        let _g = self.checkpoint_lock.lock();
+        let logs = self.logs.read();
+        for dir in &self.dirs {
+            let in_dir: Vec<_> = hws
+                .iter()
+                .filter(|(tp, _)| logs.get(tp).is_some_and(|l| l.dir.starts_with(dir)))
+                .cloned()
+                .collect();
+            checkpoint::write(dir, &in_dir)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the thread that flushes logs past `log.flush.interval.ms` and applies retention
+    /// every `log.retention.check.interval.ms`.
+    pub fn start_maintenance(self: &Arc<Self>) {
+        let (tx, rx) = bounded(0);
+        *self.stop.lock() = Some(tx);
+        let me = self.clone();
+        let h = std::thread::Builder::new()
+            .name("log-maintenance".into())
+            .spawn(move || me.maintenance_loop(rx))
+            .expect("spawn log-maintenance thread");
+        *self.thread.lock() = Some(h);
+    }
+
+    fn maintenance_loop(&self, stop: Receiver<()>) {
+        let tick = self
+            .flush_interval
+            .map_or(MAINTENANCE_TICK, |f| f.min(MAINTENANCE_TICK))
+            .min(self.retention_check_interval);
+        let mut last_retention = Instant::now();
+        loop {
+            match stop.recv_timeout(tick) {
+                Err(RecvTimeoutError::Timeout) => {}
+                _ => return,
+            }
+            if let Some(interval) = self.flush_interval {
+                for l in self.all() {
+                    if l.unflushed_for().is_some_and(|t| t >= interval)
+                        && let Err(e) = l.flush()
+                    {
+                        log::error!("[{}-{}] flush failed: {e}", l.topic, l.partition);
+                    }
+                }
+            }
+            if last_retention.elapsed() >= self.retention_check_interval {
+                last_retention = Instant::now();
+                self.apply_retention();
+            }
+        }
+    }
+
+    pub fn apply_retention(&self) {
+        for l in self.all() {
+            if let Err(e) = l.delete_old_segments(self.retention, self.retention_bytes) {
+                log::error!("[{}-{}] retention failed: {e}", l.topic, l.partition);
+            }
+        }
+    }
+
+    /// Stops the maintenance thread and flushes every log.
+    pub fn shutdown(&self) {
+        self.stop.lock().take();
+        if let Some(h) = self.thread.lock().take() {
+            let _ = h.join();
+        }
+        for l in self.all() {
+            if let Err(e) = l.flush() {
+                log::error!(
+                    "[{}-{}] flush at shutdown failed: {e}",
+                    l.topic,
+                    l.partition
+                );
+            }
+        }
+    }
+}

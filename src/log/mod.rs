@@ -1,0 +1,11 @@
+//! Storage: segment files with a sparse offset index (`segment`, `index`), one partition's
+//! `Log`, the high-watermark `checkpoint` file, and the `LogManager` over the data directories.
+
+pub mod checkpoint;
+pub mod index;
+pub mod manager;
+pub mod partition_log;
+pub mod segment;
+
+pub use manager::LogManager;
+pub use partition_log::{Log, LogConfig, LogError};

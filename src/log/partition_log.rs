@@ -1,0 +1,381 @@
+//! `Log`: the segments of one partition, in `<data dir>/<topic>-<partition>/`.
+//!
+//! Locking: `append_lock` guards every change to the log (append, roll, truncate, retention);
+//! readers take the `segments` read lock only long enough to clone the `Arc`s they need, then
+//! read with positional I/O, so a slow reader never holds up the appender.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::segment::{Recovered, Segment};
+use crate::protocol::message;
+
+/// Per-log settings taken from the broker configuration.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    pub index_interval_bytes: u32,
+    pub flush_interval_messages: u64,
+}
+
+#[derive(Debug)]
+pub enum LogError {
+    Io(io::Error),
+    /// The requested offset is not in `[start, end]`.
+    OffsetOutOfRange {
+        requested: i64,
+        start: i64,
+        end: i64,
+    },
+}
+
+impl std::fmt::Display for LogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogError::Io(e) => write!(f, "i/o error: {e}"),
+            LogError::OffsetOutOfRange {
+                requested,
+                start,
+                end,
+            } => {
+                write!(f, "offset {requested} outside [{start}, {end}]")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LogError {}
+
+impl From<io::Error> for LogError {
+    fn from(e: io::Error) -> Self {
+        LogError::Io(e)
+    }
+}
+
+pub struct Log {
+    pub topic: String,
+    pub partition: i32,
+    pub dir: PathBuf,
+    config: LogConfig,
+    /// Sorted by base offset; never empty. The last one is the active segment.
+    segments: RwLock<Vec<Arc<Segment>>>,
+    /// Offset the next message gets (LEO). Published after the bytes are in the segment.
+    log_end_offset: AtomicI64,
+    append_lock: Mutex<FlushState>,
+}
+
+/// Appender-side bookkeeping for the flush policy.
+struct FlushState {
+    unflushed_messages: u64,
+    last_flush: Instant,
+}
+
+/// Where a partition's directory lives, by Kafka's naming.
+pub fn partition_dir(data_dir: &Path, topic: &str, partition: i32) -> PathBuf {
+    data_dir.join(format!("{topic}-{partition}"))
+}
+
+/// Splits a partition directory name `topic-partition` (topics may contain '-').
+pub fn parse_partition_dir(name: &str) -> Option<(String, i32)> {
+    let (t, p) = name.rsplit_once('-')?;
+    let p: i32 = p.parse().ok()?;
+    (!t.is_empty() && p >= 0).then(|| (t.to_owned(), p))
+}
+
+impl Log {
+    /// Opens (creating if needed) the log in `dir` and recovers its last segment: every entry's
+    /// CRC is checked and a torn or corrupt tail is cut, with a warning naming what was cut.
+    pub fn open(
+        dir: PathBuf,
+        topic: &str,
+        partition: i32,
+        config: LogConfig,
+    ) -> io::Result<(Log, Recovered)> {
+        std::fs::create_dir_all(&dir)?;
+        let mut bases: Vec<i64> = Vec::new();
+        for entry in std::fs::read_dir(&dir)? {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            if let Some(stem) = name.strip_suffix(".log") {
+                if let Ok(b) = stem.parse() {
+                    bases.push(b);
+                }
+            } else if name.ends_with(".index") {
+                let stem = name.trim_end_matches(".index");
+                if !dir.join(format!("{stem}.log")).exists() {
+                    log::warn!("[{topic}-{partition}] removing index {name} without a log file");
+                    std::fs::remove_file(dir.join(&name))?;
+                }
+            }
+        }
+        bases.sort_unstable();
+        if bases.is_empty() {
+            bases.push(0);
+        }
+        let mut segments = Vec::with_capacity(bases.len());
+        for b in &bases {
+            segments.push(Arc::new(Segment::open(
+                &dir,
+                *b,
+                config.index_interval_bytes,
+            )?));
+        }
+        let active = segments.last().expect("at least one segment");
+        let recovered = active.recover(true)?;
+        if recovered.truncated_bytes > 0 {
+            log::warn!(
+                "[{topic}-{partition}] recovery cut {} bytes after {} valid messages of segment {}",
+                recovered.truncated_bytes,
+                recovered.messages,
+                active.base_offset
+            );
+        }
+        let leo = active.next_offset();
+        Ok((
+            Log {
+                topic: topic.to_owned(),
+                partition,
+                dir,
+                config,
+                segments: RwLock::new(segments),
+                log_end_offset: AtomicI64::new(leo),
+                append_lock: Mutex::new(FlushState {
+                    unflushed_messages: 0,
+                    last_flush: Instant::now(),
+                }),
+            },
+            recovered,
+        ))
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset.load(Ordering::Acquire)
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.segments.read()[0].base_offset
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.read().iter().map(|s| s.size()).sum()
+    }
+
+    pub fn segment_count(&self) -> usize {
+        self.segments.read().len()
+    }
+
+    /// Assigns dense offsets to a validated set (in place) and appends it. Returns the first
+    /// offset given. `count` is the number of messages in `set`.
+    pub fn append(&self, set: &mut [u8], count: u32) -> io::Result<i64> {
+        let mut flush = self.append_lock.lock();
+        let first = self.log_end_offset();
+        let next = message::assign_offsets(set, first);
+        debug_assert_eq!(next - first, i64::from(count));
+        self.append_locked(&mut flush, set, first, next - 1)?;
+        Ok(first)
+    }
+
+    /// Appends entries whose offsets were assigned by a leader (a follower's append). Refused
+    /// when they do not start at our log end offset, which would leave a gap.
+    pub fn append_with_offsets(&self, set: &[u8], first: i64, last: i64) -> io::Result<()> {
+        let mut flush = self.append_lock.lock();
+        if first != self.log_end_offset() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "append at {first} but log end offset is {}",
+                    self.log_end_offset()
+                ),
+            ));
+        }
+        self.append_locked(&mut flush, set, first, last)
+    }
+
+    fn append_locked(
+        &self,
+        flush: &mut FlushState,
+        set: &[u8],
+        first: i64,
+        last: i64,
+    ) -> io::Result<()> {
+        if set.is_empty() {
+            return Ok(());
+        }
+        let active = self.maybe_roll(set.len() as u64, first)?;
+        active.append(set, first, last)?;
+        self.log_end_offset.store(last + 1, Ordering::Release);
+        flush.unflushed_messages += (last - first + 1) as u64;
+        if flush.unflushed_messages >= self.config.flush_interval_messages {
+            active.flush()?;
+            flush.unflushed_messages = 0;
+            flush.last_flush = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Rolls to a new segment when `len` more bytes would pass `log.segment.bytes`.
+    fn maybe_roll(&self, len: u64, next_offset: i64) -> io::Result<Arc<Segment>> {
+        let active = self.segments.read().last().cloned().expect("never empty");
+        if active.size() == 0 || active.size() + len <= self.config.segment_bytes {
+            return Ok(active);
+        }
+        // The old segment is complete: make it durable before its successor takes writes.
+        active.flush()?;
+        let seg = Arc::new(Segment::open(
+            &self.dir,
+            next_offset,
+            self.config.index_interval_bytes,
+        )?);
+        log::debug!(
+            "[{}-{}] rolled new segment at offset {next_offset}",
+            self.topic,
+            self.partition
+        );
+        self.segments.write().push(seg.clone());
+        Ok(seg)
+    }
+
+    /// Appends to `out` the bytes from `offset` (up to `max_bytes`, and below `max_offset` when
+    /// given: the high watermark for consumers) of the one segment that holds `offset`.
+    /// `offset == LEO` reads nothing; outside `[start, LEO]` is `OffsetOutOfRange`.
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: Option<i64>,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, LogError> {
+        let leo = self.log_end_offset();
+        let (seg, start) = {
+            let segs = self.segments.read();
+            let start = segs[0].base_offset;
+            let i = segs.partition_point(|s| s.base_offset <= offset);
+            (i.checked_sub(1).map(|i| segs[i].clone()), start)
+        };
+        if offset < start || offset > leo {
+            return Err(LogError::OffsetOutOfRange {
+                requested: offset,
+                start,
+                end: leo,
+            });
+        }
+        let max_offset = max_offset.map(|m| m.min(leo));
+        if offset == leo || max_offset.is_some_and(|m| offset >= m) {
+            return Ok(0);
+        }
+        let seg = seg.expect("offset >= start has a segment");
+        Ok(seg.read_into(offset, max_offset, max_bytes, out)?)
+    }
+
+    /// Cuts the log so that `offset` is its new end (a follower truncating to its high
+    /// watermark). Segments wholly above it are deleted.
+    pub fn truncate_to(&self, offset: i64) -> io::Result<()> {
+        let _guard = self.append_lock.lock();
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        let mut segs = self.segments.write();
+        while segs.len() > 1 && segs.last().is_some_and(|s| s.base_offset >= offset) {
+            let s = segs.pop().expect("len > 1");
+            s.delete_files()?;
+        }
+        let active = segs.last().expect("never empty");
+        let offset = offset.max(active.base_offset);
+        active.truncate_to(offset)?;
+        self.log_end_offset.store(offset, Ordering::Release);
+        log::info!(
+            "[{}-{}] truncated log to offset {offset}",
+            self.topic,
+            self.partition
+        );
+        Ok(())
+    }
+
+    /// ListOffsets v0 semantics: candidates are each segment's base offset with its last
+    /// modification time, plus (LEO, now) when the active segment is not empty; answer up to
+    /// `max` of them, newest first, starting at the newest whose time is <= `time` (-1 latest,
+    /// -2 earliest).
+    pub fn offsets_before(&self, time: i64, max: usize) -> Vec<i64> {
+        let segs = self.segments.read().clone();
+        let mut cands: Vec<(i64, i64)> = segs
+            .iter()
+            .map(|s| (s.base_offset, millis(s.last_modified())))
+            .collect();
+        if segs.last().is_some_and(|s| s.size() > 0) {
+            cands.push((self.log_end_offset(), millis(SystemTime::now())));
+        }
+        let start = match time {
+            -1 => cands.len().checked_sub(1),
+            -2 => (!cands.is_empty()).then_some(0),
+            t => cands.iter().rposition(|c| c.1 <= t),
+        };
+        match start {
+            None => Vec::new(),
+            Some(i) => cands[..=i].iter().rev().take(max).map(|c| c.0).collect(),
+        }
+    }
+
+    pub fn flush(&self) -> io::Result<()> {
+        let mut state = self.append_lock.lock();
+        if state.unflushed_messages > 0 {
+            self.segments.read().last().expect("never empty").flush()?;
+            state.unflushed_messages = 0;
+        }
+        state.last_flush = Instant::now();
+        Ok(())
+    }
+
+    /// Time since the last flush, when there is something unflushed.
+    pub fn unflushed_for(&self) -> Option<Duration> {
+        let s = self.append_lock.lock();
+        (s.unflushed_messages > 0).then(|| s.last_flush.elapsed())
+    }
+
+    /// Deletes whole old segments: those last written longer ago than `retention`, then the
+    /// oldest while the log is over `retention_bytes`. The active segment is never deleted.
+    pub fn delete_old_segments(
+        &self,
+        retention: Option<Duration>,
+        retention_bytes: Option<u64>,
+    ) -> io::Result<usize> {
+        let _guard = self.append_lock.lock();
+        let mut segs = self.segments.write();
+        let mut total: u64 = segs.iter().map(|s| s.size()).sum();
+        let now = SystemTime::now();
+        let mut deleted = 0;
+        while segs.len() > 1 {
+            let oldest = &segs[0];
+            let too_old = retention.is_some_and(|r| {
+                now.duration_since(oldest.last_modified())
+                    .unwrap_or_default()
+                    > r
+            });
+            let too_big = retention_bytes.is_some_and(|b| total - oldest.size() >= b);
+            if !(too_old || too_big) {
+                break;
+            }
+            total -= oldest.size();
+            let s = segs.remove(0);
+            s.delete_files()?;
+            deleted += 1;
+        }
+        if deleted > 0 {
+            log::info!(
+                "[{}-{}] retention deleted {deleted} segment(s); log now starts at {}",
+                self.topic,
+                self.partition,
+                segs[0].base_offset
+            );
+        }
+        Ok(deleted)
+    }
+}
+
+fn millis(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,155 @@
+//! `BlockingChannel`: one connection to a broker, one request at a time. Used by the
+//! controller, replica fetchers, gregor's clients and the tests.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::protocol::header::RequestHeader;
+use crate::protocol::{Decode, DecodeError, Encode, Reader};
+
+/// Largest response accepted (a fetch of many partitions can be large, but not unbounded).
+const MAX_RESPONSE_BYTES: usize = 512 << 20;
+
+#[derive(Debug)]
+pub enum ChannelError {
+    Io(io::Error),
+    Decode(DecodeError),
+    /// The response carried another request's correlation id.
+    CorrelationMismatch {
+        expected: i32,
+        got: i32,
+    },
+}
+
+impl std::fmt::Display for ChannelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChannelError::Io(e) => write!(f, "{e}"),
+            ChannelError::Decode(e) => write!(f, "bad response: {e}"),
+            ChannelError::CorrelationMismatch { expected, got } => {
+                write!(f, "response for request {got} while waiting for {expected}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ChannelError {}
+
+impl From<io::Error> for ChannelError {
+    fn from(e: io::Error) -> Self {
+        ChannelError::Io(e)
+    }
+}
+
+impl From<DecodeError> for ChannelError {
+    fn from(e: DecodeError) -> Self {
+        ChannelError::Decode(e)
+    }
+}
+
+pub struct BlockingChannel {
+    stream: TcpStream,
+    client_id: String,
+    next_correlation: i32,
+    buf: Vec<u8>,
+}
+
+impl BlockingChannel {
+    pub fn connect(
+        addr: impl ToSocketAddrs,
+        client_id: &str,
+        timeout: Duration,
+    ) -> io::Result<Self> {
+        let addr = addr
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address"))?;
+        let stream = TcpStream::connect_timeout(&addr, timeout)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        Ok(BlockingChannel {
+            stream,
+            client_id: client_id.to_owned(),
+            next_correlation: 0,
+            buf: Vec::new(),
+        })
+    }
+
+    pub fn set_timeout(&self, timeout: Duration) -> io::Result<()> {
+        self.stream.set_read_timeout(Some(timeout))?;
+        self.stream.set_write_timeout(Some(timeout))
+    }
+
+    /// Sends a request without waiting for an answer (Produce with acks=0).
+    pub fn send_only(
+        &mut self,
+        api_key: i16,
+        api_version: i16,
+        body: &dyn Fn(&mut Vec<u8>),
+    ) -> io::Result<i32> {
+        let corr = self.next_correlation;
+        self.next_correlation = self.next_correlation.wrapping_add(1);
+        self.buf.clear();
+        self.buf.extend_from_slice(&[0; 4]);
+        RequestHeader {
+            api_key,
+            api_version,
+            correlation_id: corr,
+            client_id: Some(&self.client_id),
+        }
+        .encode(&mut self.buf);
+        body(&mut self.buf);
+        let n = (self.buf.len() - 4) as i32;
+        self.buf[..4].copy_from_slice(&n.to_be_bytes());
+        self.stream.write_all(&self.buf)?;
+        Ok(corr)
+    }
+
+    /// Sends a request and returns the raw response body (after the correlation id).
+    pub fn round_trip_raw(
+        &mut self,
+        api_key: i16,
+        api_version: i16,
+        body: &dyn Fn(&mut Vec<u8>),
+    ) -> Result<Vec<u8>, ChannelError> {
+        let corr = self.send_only(api_key, api_version, body)?;
+        let frame = read_frame(&mut self.stream)?;
+        let mut r = Reader::new(&frame);
+        let got = r.i32("correlation_id")?;
+        if got != corr {
+            return Err(ChannelError::CorrelationMismatch {
+                expected: corr,
+                got,
+            });
+        }
+        Ok(frame[4..].to_vec())
+    }
+
+    /// Sends an encodable request and decodes the response as `Resp`.
+    pub fn request<Req: Encode, Resp: for<'a> Decode<'a>>(
+        &mut self,
+        api_key: i16,
+        req: &Req,
+    ) -> Result<Resp, ChannelError> {
+        let body = self.round_trip_raw(api_key, 0, &|b| req.encode(b))?;
+        Ok(crate::protocol::decode_all(&body)?)
+    }
+}
+
+/// Reads one size-prefixed frame.
+pub fn read_frame(stream: &mut impl Read) -> io::Result<Vec<u8>> {
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size)?;
+    let size = i32::from_be_bytes(size);
+    if size < 0 || size as usize > MAX_RESPONSE_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame size {size}"),
+        ));
+    }
+    let mut buf = vec![0; size as usize];
+    stream.read_exact(&mut buf)?;
+    Ok(buf)
+}

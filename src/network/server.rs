@@ -1,0 +1,214 @@
+//! The blocking socket server: 1 acceptor thread, 1 thread per connection.
+//!
+//! Each connection thread reads one frame at a time (int32 size, then the payload), hands it to
+//! the `RequestHandler`, and writes the response before reading the next frame — so responses
+//! leave in request order, as Kafka clients that pipeline require. The frame and response
+//! buffers live as long as the connection, so a steady stream of requests allocates nothing.
+//!
+//! Limits: a size ≤ 0 or above `socket.request.max.bytes` closes the connection (the protocol
+//! cannot express the error); connections beyond `max.connections` are closed on accept.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+/// Idle connections are closed after this long, as Kafka's `connections.max.idle.ms` default.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What the connection does after a request.
+pub enum Action {
+    /// Send `out` (the response body after the correlation id the handler wrote).
+    Respond,
+    /// Send nothing (Produce with acks=0).
+    NoResponse,
+    /// Close the connection (malformed request, unknown api, acks=0 failure).
+    Close,
+}
+
+pub trait RequestHandler: Send + Sync + 'static {
+    /// Handles one request. `frame` is the payload without its size; the handler may rewrite
+    /// it (the broker writes offsets into produced message sets in place). A response is the
+    /// bytes appended to `out`, starting with the correlation id.
+    fn handle(&self, frame: &mut [u8], out: &mut Vec<u8>, peer: &SocketAddr) -> Action;
+}
+
+pub struct SocketServer {
+    local_addr: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    connections: Arc<Mutex<HashMap<u64, TcpStream>>>,
+    acceptor: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Limits {
+    max_request_bytes: usize,
+    max_connections: usize,
+}
+
+impl SocketServer {
+    pub fn start(
+        addr: &str,
+        handler: Arc<dyn RequestHandler>,
+        max_request_bytes: usize,
+        max_connections: usize,
+    ) -> io::Result<SocketServer> {
+        let listener = TcpListener::bind(addr)?;
+        let local_addr = listener.local_addr()?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(Mutex::new(HashMap::new()));
+        let limits = Arc::new(Limits {
+            max_request_bytes,
+            max_connections,
+        });
+        let (st, conns) = (stopping.clone(), connections.clone());
+        let acceptor = std::thread::Builder::new()
+            .name(format!("acceptor-{}", local_addr.port()))
+            .spawn(move || accept_loop(listener, handler, limits, st, conns))?;
+        log::info!("listening on {local_addr}");
+        Ok(SocketServer {
+            local_addr,
+            stopping,
+            connections,
+            acceptor: Mutex::new(Some(acceptor)),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting and closes every connection.
+    pub fn shutdown(&self) {
+        if self.stopping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Wake the acceptor out of accept().
+        let _ = TcpStream::connect_timeout(&self.local_addr, Duration::from_secs(1));
+        if let Some(h) = self.acceptor.lock().take() {
+            let _ = h.join();
+        }
+        for (_, s) in self.connections.lock().drain() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for SocketServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    handler: Arc<dyn RequestHandler>,
+    limits: Arc<Limits>,
+    stopping: Arc<AtomicBool>,
+    connections: Arc<Mutex<HashMap<u64, TcpStream>>>,
+) {
+    let next_id = AtomicU64::new(0);
+    let open = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        if stopping.load(Ordering::Acquire) {
+            return;
+        }
+        let stream = match stream {
+            Ok(s) => s,
+            Err(e) => {
+                log::warn!("accept failed: {e}");
+                continue;
+            }
+        };
+        let peer = match stream.peer_addr() {
+            Ok(p) => p,
+            Err(_) => continue,
+        };
+        if open.load(Ordering::Acquire) >= limits.max_connections {
+            log::warn!(
+                "closing connection from {peer}: max.connections ({}) reached",
+                limits.max_connections
+            );
+            let _ = stream.shutdown(Shutdown::Both);
+            continue;
+        }
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        if let Ok(clone) = stream.try_clone() {
+            connections.lock().insert(id, clone);
+        }
+        open.fetch_add(1, Ordering::AcqRel);
+        let (h, l, c, o) = (
+            handler.clone(),
+            limits.clone(),
+            connections.clone(),
+            open.clone(),
+        );
+        let spawned = std::thread::Builder::new()
+            .name(format!("conn-{peer}"))
+            .spawn(move || {
+                if let Err(e) = serve_connection(stream, &peer, &*h, &l) {
+                    log::debug!("connection from {peer} ended: {e}");
+                }
+                c.lock().remove(&id);
+                o.fetch_sub(1, Ordering::AcqRel);
+            });
+        if let Err(e) = spawned {
+            log::error!("cannot start a thread for {peer}: {e}");
+            connections.lock().remove(&id);
+            open.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+fn serve_connection(
+    mut stream: TcpStream,
+    peer: &SocketAddr,
+    handler: &dyn RequestHandler,
+    limits: &Limits,
+) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
+    let mut frame = Vec::new();
+    let mut out = Vec::with_capacity(1024);
+    loop {
+        let mut size = [0u8; 4];
+        match stream.read_exact(&mut size) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        let size = i32::from_be_bytes(size);
+        if size <= 0 || size as usize > limits.max_request_bytes {
+            log::warn!(
+                "closing connection from {peer}: request size {size} outside 1..={} (socket.request.max.bytes)",
+                limits.max_request_bytes
+            );
+            return Ok(());
+        }
+        frame.clear();
+        frame.resize(size as usize, 0);
+        stream.read_exact(&mut frame)?;
+        out.clear();
+        out.extend_from_slice(&[0; 4]);
+        match handler.handle(&mut frame, &mut out, peer) {
+            Action::Respond => {
+                let n = (out.len() - 4) as i32;
+                out[..4].copy_from_slice(&n.to_be_bytes());
+                stream.write_all(&out)?;
+            }
+            Action::NoResponse => {}
+            Action::Close => return Ok(()),
+        }
+        // A huge response should not pin its memory for the connection's whole life.
+        if out.capacity() > 4 << 20 {
+            out = Vec::with_capacity(1024);
+        }
+        if frame.capacity() > 4 << 20 {
+            frame = Vec::new();
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! The controller's commands to brokers, in Kafka 0.8's v0 layout: LeaderAndIsr (4),
+//! StopReplica (5), UpdateMetadata (6). Each carries the controller's id and epoch; brokers
+//! reject an epoch older than the newest they have seen.
+//!
+//! Deviation (doc/protocol.md): LeaderAndIsr ends with an `init` boolean, the spec's INIT flag
+//! (section D step 4), which 0.8's layout did not have.
+
+use super::{
+    BROKER_MIN, BrokerInfo, Decode, DecodeResult, Encode, Reader, Writer, read_array, write_array,
+};
+
+/// 0.8's PartitionStateInfo: the leader and ISR the controller chose, with the zk version of the
+/// leaderAndISR path so the leader can later update the ISR conditionally.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionState {
+    pub controller_epoch: i32,
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+    pub zk_version: i32,
+    pub replicas: Vec<i32>,
+}
+
+impl Encode for PartitionState {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i32(self.controller_epoch);
+        out.put_i32(self.leader);
+        out.put_i32(self.leader_epoch);
+        out.put_i32_array(&self.isr);
+        out.put_i32(self.zk_version);
+        out.put_i32_array(&self.replicas);
+    }
+}
+
+impl<'a> Decode<'a> for PartitionState {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(PartitionState {
+            controller_epoch: r.i32("controller_epoch")?,
+            leader: r.i32("leader")?,
+            leader_epoch: r.i32("leader_epoch")?,
+            isr: r.i32_array("isr")?,
+            zk_version: r.i32("zk_version")?,
+            replicas: r.i32_array("replicas")?,
+        })
+    }
+}
+
+/// (topic, partition, state) as the commands carry it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicPartitionState {
+    pub topic: String,
+    pub partition: i32,
+    pub state: PartitionState,
+}
+
+const TPS_MIN: usize = 2 + 4 + 24;
+
+fn write_states(out: &mut Vec<u8>, states: &[TopicPartitionState]) {
+    write_array(out, states, |o, s| {
+        o.put_string(&s.topic);
+        o.put_i32(s.partition);
+        s.state.encode(o);
+    });
+}
+
+fn read_states(r: &mut Reader<'_>) -> DecodeResult<Vec<TopicPartitionState>> {
+    read_array(r, "partition_states", TPS_MIN, |r| {
+        Ok(TopicPartitionState {
+            topic: r.string("topic")?.to_owned(),
+            partition: r.i32("partition")?,
+            state: PartitionState::decode(r)?,
+        })
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderAndIsrRequest {
+    pub controller_id: i32,
+    pub controller_epoch: i32,
+    pub partition_states: Vec<TopicPartitionState>,
+    /// Brokers that lead a partition of this request; followers connect to them.
+    pub live_leaders: Vec<BrokerInfo>,
+    /// The spec's INIT flag: the receiver deletes local partitions not in this request.
+    pub init: bool,
+}
+
+impl Encode for LeaderAndIsrRequest {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i32(self.controller_id);
+        out.put_i32(self.controller_epoch);
+        write_states(out, &self.partition_states);
+        write_array(out, &self.live_leaders, |o, b| b.encode(o));
+        out.put_i8(self.init as i8);
+    }
+}
+
+impl<'a> Decode<'a> for LeaderAndIsrRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(LeaderAndIsrRequest {
+            controller_id: r.i32("controller_id")?,
+            controller_epoch: r.i32("controller_epoch")?,
+            partition_states: read_states(r)?,
+            live_leaders: read_array(r, "live_leaders", BROKER_MIN, BrokerInfo::decode)?,
+            init: r.bool("init")?,
+        })
+    }
+}
+
+/// Response of LeaderAndIsr and StopReplica: a top-level error and one per partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionErrorsResponse {
+    pub error_code: i16,
+    pub partitions: Vec<(String, i32, i16)>,
+}
+
+impl Encode for PartitionErrorsResponse {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i16(self.error_code);
+        write_array(out, &self.partitions, |o, (t, p, e)| {
+            o.put_string(t);
+            o.put_i32(*p);
+            o.put_i16(*e);
+        });
+    }
+}
+
+impl<'a> Decode<'a> for PartitionErrorsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(PartitionErrorsResponse {
+            error_code: r.i16("error_code")?,
+            partitions: read_array(r, "partition_errors", 8, |r| {
+                Ok((
+                    r.string("topic")?.to_owned(),
+                    r.i32("partition")?,
+                    r.i16("error_code")?,
+                ))
+            })?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopReplicaRequest {
+    pub controller_id: i32,
+    pub controller_epoch: i32,
+    pub delete_partitions: bool,
+    pub partitions: Vec<(String, i32)>,
+}
+
+impl Encode for StopReplicaRequest {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i32(self.controller_id);
+        out.put_i32(self.controller_epoch);
+        out.put_i8(self.delete_partitions as i8);
+        write_array(out, &self.partitions, |o, (t, p)| {
+            o.put_string(t);
+            o.put_i32(*p);
+        });
+    }
+}
+
+impl<'a> Decode<'a> for StopReplicaRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(StopReplicaRequest {
+            controller_id: r.i32("controller_id")?,
+            controller_epoch: r.i32("controller_epoch")?,
+            delete_partitions: r.bool("delete_partitions")?,
+            partitions: read_array(r, "partitions", 6, |r| {
+                Ok((r.string("topic")?.to_owned(), r.i32("partition")?))
+            })?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdateMetadataRequest {
+    pub controller_id: i32,
+    pub controller_epoch: i32,
+    pub partition_states: Vec<TopicPartitionState>,
+    pub live_brokers: Vec<BrokerInfo>,
+}
+
+impl Encode for UpdateMetadataRequest {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i32(self.controller_id);
+        out.put_i32(self.controller_epoch);
+        write_states(out, &self.partition_states);
+        write_array(out, &self.live_brokers, |o, b| b.encode(o));
+    }
+}
+
+impl<'a> Decode<'a> for UpdateMetadataRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(UpdateMetadataRequest {
+            controller_id: r.i32("controller_id")?,
+            controller_epoch: r.i32("controller_epoch")?,
+            partition_states: read_states(r)?,
+            live_brokers: read_array(r, "live_brokers", BROKER_MIN, BrokerInfo::decode)?,
+        })
+    }
+}
+
+/// UpdateMetadata's response: only an error code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorOnlyResponse {
+    pub error_code: i16,
+}
+
+impl Encode for ErrorOnlyResponse {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i16(self.error_code);
+    }
+}
+
+impl<'a> Decode<'a> for ErrorOnlyResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(ErrorOnlyResponse {
+            error_code: r.i16("error_code")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::round_trip;
+
+    fn state() -> TopicPartitionState {
+        TopicPartitionState {
+            topic: "t".into(),
+            partition: 1,
+            state: PartitionState {
+                controller_epoch: 3,
+                leader: 2,
+                leader_epoch: 5,
+                isr: vec![2, 1],
+                zk_version: 7,
+                replicas: vec![1, 2, 3],
+            },
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let broker = BrokerInfo {
+            id: 2,
+            host: "127.0.0.1".into(),
+            port: 9093,
+        };
+        round_trip(&LeaderAndIsrRequest {
+            controller_id: 1,
+            controller_epoch: 3,
+            partition_states: vec![state()],
+            live_leaders: vec![broker.clone()],
+            init: true,
+        });
+        round_trip(&StopReplicaRequest {
+            controller_id: 1,
+            controller_epoch: 3,
+            delete_partitions: true,
+            partitions: vec![("t".into(), 0)],
+        });
+        round_trip(&UpdateMetadataRequest {
+            controller_id: 1,
+            controller_epoch: 3,
+            partition_states: vec![state()],
+            live_brokers: vec![broker],
+        });
+        round_trip(&PartitionErrorsResponse {
+            error_code: 11,
+            partitions: vec![("t".into(), 0, 6)],
+        });
+        round_trip(&ErrorOnlyResponse { error_code: 0 });
+    }
+}

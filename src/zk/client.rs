@@ -1,0 +1,392 @@
+//! `ZkClient`: a ZooKeeper session that survives expiry.
+//!
+//! The `zookeeper` crate gives up on a session for good (`ZkState::Closed`) when it has not
+//! heard from the server for a session timeout, and reports `NotConnected` both for a dropped
+//! TCP connection (same session, resumed) and for an expired one (a new session, with every
+//! ephemeral node and watch gone). This wrapper absorbs both:
+//!
+//! - `Closed`: open a new `ZooKeeper` handle, with backoff, until one connects.
+//! - `NotConnected` then `Connected`: check whether our ephemeral nodes still belong to our
+//!   session; if not, the session was replaced.
+//!
+//! Either way, on a new session it re-creates this process's ephemeral nodes — waiting out a
+//! stale node still owned by the old session, which the server deletes within a session
+//! timeout — and then calls every `SessionListener` (the spec's `handleNewSession`), which
+//! re-installs its watches.
+//!
+//! Thread model: one `zk-session` thread per client receives state changes from the crate and
+//! does all of the above; callers use the current handle from any thread.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use parking_lot::{Mutex, RwLock};
+use zookeeper::{Acl, CreateMode, Stat, WatchedEvent, ZkError, ZkResult, ZkState, ZooKeeper};
+
+/// Told when the session was replaced, after our ephemeral nodes are back.
+pub trait SessionListener: Send + Sync {
+    fn handle_new_session(&self);
+}
+
+/// An ephemeral node this process owns and re-creates in every new session.
+struct Ephemeral {
+    path: String,
+    data: Vec<u8>,
+}
+
+pub struct ZkClient {
+    connect_string: String,
+    session_timeout: Duration,
+    handle: RwLock<Arc<ZooKeeper>>,
+    /// Bumped per handle, so state events of a discarded handle are ignored.
+    generation: AtomicU64,
+    /// Session id as seen in our ephemeral nodes' `ephemeral_owner`; 0 until we own one.
+    session_id: AtomicI64,
+    ephemerals: Mutex<Vec<Ephemeral>>,
+    listeners: Mutex<Vec<Weak<dyn SessionListener>>>,
+    events: Sender<(u64, ZkState)>,
+    closed: AtomicBool,
+}
+
+fn open_handle(
+    connect: &str,
+    timeout: Duration,
+    generation: u64,
+    events: &Sender<(u64, ZkState)>,
+) -> ZkResult<ZooKeeper> {
+    let zk = ZooKeeper::connect(connect, timeout, |_: WatchedEvent| {})?;
+    let tx = events.clone();
+    zk.add_listener(move |s| {
+        let _ = tx.send((generation, s));
+    });
+    // Requests queue until the session is established, so this returns once connected, or
+    // fails with ConnectionLoss when the crate gives up after a session timeout.
+    zk.exists("/", false)?;
+    Ok(zk)
+}
+
+impl ZkClient {
+    /// Connects, creating the chroot of `connect_string` if it is missing, and starts the
+    /// session thread.
+    pub fn connect(connect_string: &str, session_timeout: Duration) -> ZkResult<Arc<ZkClient>> {
+        if let Some(i) = connect_string.find('/') {
+            let chroot = &connect_string[i..];
+            if chroot.len() > 1 {
+                let (tx, _rx) = unbounded();
+                let root = open_handle(&connect_string[..i], session_timeout, 0, &tx)?;
+                ensure_path_on(&root, chroot)?;
+                let _ = root.close();
+            }
+        }
+        let (tx, rx) = unbounded();
+        let zk = open_handle(connect_string, session_timeout, 1, &tx)?;
+        let client = Arc::new(ZkClient {
+            connect_string: connect_string.to_owned(),
+            session_timeout,
+            handle: RwLock::new(Arc::new(zk)),
+            generation: AtomicU64::new(1),
+            session_id: AtomicI64::new(0),
+            ephemerals: Mutex::new(Vec::new()),
+            listeners: Mutex::new(Vec::new()),
+            events: tx,
+            closed: AtomicBool::new(false),
+        });
+        let weak = Arc::downgrade(&client);
+        std::thread::Builder::new()
+            .name("zk-session".into())
+            .spawn(move || session_loop(weak, rx))
+            .expect("spawn zk-session thread");
+        Ok(client)
+    }
+
+    pub fn session_timeout(&self) -> Duration {
+        self.session_timeout
+    }
+
+    fn zk(&self) -> Arc<ZooKeeper> {
+        self.handle.read().clone()
+    }
+
+    pub fn add_session_listener(&self, l: Weak<dyn SessionListener>) {
+        self.listeners.lock().push(l);
+    }
+
+    /// Creates `path` and its missing parents as persistent nodes with empty data.
+    pub fn ensure_path(&self, path: &str) -> ZkResult<()> {
+        ensure_path_on(&self.zk(), path)
+    }
+
+    pub fn create_persistent(&self, path: &str, data: Vec<u8>) -> ZkResult<()> {
+        if let Some((parent, _)) = path.rsplit_once('/')
+            && !parent.is_empty()
+        {
+            self.ensure_path(parent)?;
+        }
+        self.zk()
+            .create(
+                path,
+                data,
+                Acl::open_unsafe().clone(),
+                CreateMode::Persistent,
+            )
+            .map(|_| ())
+    }
+
+    /// Creates an ephemeral node that this client re-creates in every new session. When the
+    /// node exists with another owner, waits up to `wait` for it to vanish (a previous session
+    /// or incarnation of this process), then fails with `NodeExists`.
+    pub fn create_ephemeral(&self, path: &str, data: Vec<u8>, wait: Duration) -> ZkResult<()> {
+        self.create_ephemeral_once(path, &data, wait)?;
+        let mut eph = self.ephemerals.lock();
+        eph.retain(|e| e.path != path);
+        eph.push(Ephemeral {
+            path: path.to_owned(),
+            data,
+        });
+        Ok(())
+    }
+
+    /// Like `create_ephemeral` but not re-created on a new session (elections decide anew).
+    pub fn create_ephemeral_once(&self, path: &str, data: &[u8], wait: Duration) -> ZkResult<()> {
+        if let Some((parent, _)) = path.rsplit_once('/')
+            && !parent.is_empty()
+        {
+            self.ensure_path(parent)?;
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            let zk = self.zk();
+            match zk.create(
+                path,
+                data.to_vec(),
+                Acl::open_unsafe().clone(),
+                CreateMode::Ephemeral,
+            ) {
+                Ok(_) => {
+                    if let Ok(Some(stat)) = zk.exists(path, false) {
+                        self.session_id
+                            .store(stat.ephemeral_owner, Ordering::Release);
+                    }
+                    return Ok(());
+                }
+                Err(ZkError::NodeExists) => {
+                    let owner = zk.exists(path, false)?.map(|s| s.ephemeral_owner);
+                    let mine = self.session_id.load(Ordering::Acquire);
+                    if owner.is_some() && owner == Some(mine) && mine != 0 {
+                        return Ok(());
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(ZkError::NodeExists);
+                    }
+                    log::info!(
+                        "{path} exists, owned by session {:#x}; waiting for it to expire",
+                        owner.unwrap_or(0)
+                    );
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Deletes an ephemeral node of ours and stops re-creating it.
+    pub fn delete_ephemeral(&self, path: &str) -> ZkResult<()> {
+        self.ephemerals.lock().retain(|e| e.path != path);
+        match self.zk().delete(path, None) {
+            Ok(()) | Err(ZkError::NoNode) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn exists(&self, path: &str) -> ZkResult<Option<Stat>> {
+        self.zk().exists(path, false)
+    }
+
+    pub fn exists_w<W: Fn(WatchedEvent) + Send + 'static>(
+        &self,
+        path: &str,
+        w: W,
+    ) -> ZkResult<Option<Stat>> {
+        self.zk().exists_w(path, w)
+    }
+
+    pub fn get_data(&self, path: &str) -> ZkResult<(Vec<u8>, Stat)> {
+        self.zk().get_data(path, false)
+    }
+
+    pub fn get_data_w<W: Fn(WatchedEvent) + Send + 'static>(
+        &self,
+        path: &str,
+        w: W,
+    ) -> ZkResult<(Vec<u8>, Stat)> {
+        self.zk().get_data_w(path, w)
+    }
+
+    /// Conditional write when `version` is given; `BadVersion` when someone wrote in between.
+    pub fn set_data(&self, path: &str, data: Vec<u8>, version: Option<i32>) -> ZkResult<Stat> {
+        self.zk().set_data(path, data, version)
+    }
+
+    pub fn get_children(&self, path: &str) -> ZkResult<Vec<String>> {
+        self.zk().get_children(path, false)
+    }
+
+    pub fn get_children_w<W: Fn(WatchedEvent) + Send + 'static>(
+        &self,
+        path: &str,
+        w: W,
+    ) -> ZkResult<Vec<String>> {
+        self.zk().get_children_w(path, w)
+    }
+
+    pub fn delete(&self, path: &str, version: Option<i32>) -> ZkResult<()> {
+        self.zk().delete(path, version)
+    }
+
+    /// Deletes `path` and everything below it.
+    pub fn delete_recursive(&self, path: &str) -> ZkResult<()> {
+        let zk = self.zk();
+        match zk.get_children(path, false) {
+            Ok(children) => {
+                for c in children {
+                    self.delete_recursive(&format!("{path}/{c}"))?;
+                }
+            }
+            Err(ZkError::NoNode) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        match zk.delete(path, None) {
+            Ok(()) | Err(ZkError::NoNode) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Ends the session: ephemeral nodes disappear at once, and no new session is opened.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let _ = self.zk().close();
+    }
+
+    /// Opens a new handle (a new session) until one connects, then restores our state.
+    fn replace_session(&self) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+            match open_handle(
+                &self.connect_string,
+                self.session_timeout,
+                generation,
+                &self.events,
+            ) {
+                Ok(zk) => {
+                    let old = std::mem::replace(&mut *self.handle.write(), Arc::new(zk));
+                    let _ = old.close();
+                    break;
+                }
+                Err(e) => {
+                    log::warn!("zookeeper reconnect failed ({e:?}); retrying in {backoff:?}");
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+        self.on_new_session();
+    }
+
+    /// True when every ephemeral node of ours is still owned by the session we know.
+    fn session_survived(&self) -> bool {
+        let mine = self.session_id.load(Ordering::Acquire);
+        let eph: Vec<String> = self
+            .ephemerals
+            .lock()
+            .iter()
+            .map(|e| e.path.clone())
+            .collect();
+        !eph.is_empty()
+            && eph
+                .iter()
+                .all(|p| matches!(self.exists(p), Ok(Some(s)) if s.ephemeral_owner == mine))
+    }
+
+    fn on_new_session(&self) {
+        log::info!("zookeeper session re-established; restoring ephemeral nodes and watches");
+        self.session_id.store(0, Ordering::Release);
+        let eph: Vec<(String, Vec<u8>)> = self
+            .ephemerals
+            .lock()
+            .iter()
+            .map(|e| (e.path.clone(), e.data.clone()))
+            .collect();
+        for (path, data) in eph {
+            // A stale node of the old session lasts at most one session timeout past its
+            // last heartbeat; keep waiting beyond that rather than give up the registration.
+            while let Err(e) = self.create_ephemeral_once(&path, &data, self.session_timeout * 2) {
+                if self.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                log::error!("cannot re-create ephemeral {path}: {e:?}; retrying");
+            }
+        }
+        let listeners: Vec<_> = self
+            .listeners
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for l in listeners {
+            l.handle_new_session();
+        }
+    }
+}
+
+fn ensure_path_on(zk: &ZooKeeper, path: &str) -> ZkResult<()> {
+    let mut cur = String::new();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        cur.push('/');
+        cur.push_str(part);
+        match zk.create(
+            &cur,
+            Vec::new(),
+            Acl::open_unsafe().clone(),
+            CreateMode::Persistent,
+        ) {
+            Ok(_) | Err(ZkError::NodeExists) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
+    let mut suspect = false;
+    while let Ok((generation, state)) = events.recv() {
+        let Some(c) = client.upgrade() else { return };
+        if c.closed.load(Ordering::Acquire) {
+            return;
+        }
+        if generation != c.generation.load(Ordering::Acquire) {
+            continue;
+        }
+        #[allow(deprecated)]
+        match state {
+            ZkState::Closed => {
+                log::warn!("zookeeper session closed by the client library; opening a new one");
+                suspect = false;
+                c.replace_session();
+            }
+            ZkState::NotConnected => suspect = true,
+            ZkState::Connected | ZkState::ConnectedReadOnly if suspect => {
+                suspect = false;
+                if !c.session_survived() {
+                    c.on_new_session();
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The ZooKeeper layout of `doc/../shared/design/architecture.md`, as typed functions. JSON
+//! bodies use `serde_json`; every reader treats a malformed body as an error naming the path.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use zookeeper::{ZkError, ZkResult};
+
+use super::ZkClient;
+use crate::protocol::BrokerInfo;
+
+pub const BROKER_IDS: &str = "/brokers/ids";
+pub const BROKER_TOPICS: &str = "/brokers/topics";
+pub const CONTROLLER: &str = "/controller";
+pub const CONTROLLER_EPOCH: &str = "/controller_epoch";
+pub const REASSIGN_PARTITIONS: &str = "/admin/reassign_partitions";
+pub const PREFERRED_REPLICA_ELECTION: &str = "/admin/preferred_replica_election";
+
+pub fn broker_path(id: i32) -> String {
+    format!("{BROKER_IDS}/{id}")
+}
+
+pub fn topic_path(topic: &str) -> String {
+    format!("{BROKER_TOPICS}/{topic}")
+}
+
+pub fn leader_and_isr_path(topic: &str, partition: i32) -> String {
+    format!("{BROKER_TOPICS}/{topic}/{partition}/leaderAndISR")
+}
+
+/// `/brokers/ids/[id]` (the spec's BrokerPath).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    pub version: i32,
+    pub host: String,
+    pub port: i32,
+    pub jmx_port: i32,
+    pub timestamp: String,
+}
+
+/// `/brokers/topics/[topic]` (TopicPath): the assigned replicas (AR) of each partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicAssignment {
+    pub version: i32,
+    pub partitions: BTreeMap<String, Vec<i32>>,
+}
+
+/// `/brokers/topics/[topic]/[partition]/leaderAndISR`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderAndIsr {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+    pub controller_epoch: i32,
+}
+
+/// `/controller` and `/consumers/coordinator`: who won the election.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElectedBroker {
+    pub version: i32,
+    pub brokerid: i32,
+    pub timestamp: String,
+}
+
+fn now_millis() -> String {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+        .to_string()
+}
+
+pub fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
+    // Serialising these plain structs cannot fail.
+    serde_json::to_vec(v).expect("serialisable")
+}
+
+pub fn from_json<T: for<'de> Deserialize<'de>>(path: &str, data: &[u8]) -> ZkResult<T> {
+    serde_json::from_slice(data).map_err(|e| {
+        log::error!("malformed JSON at {path}: {e}");
+        ZkError::MarshallingError
+    })
+}
+
+pub fn broker_registration(host: &str, port: u16) -> Vec<u8> {
+    to_json(&BrokerRegistration {
+        version: 1,
+        host: host.to_owned(),
+        port: i32::from(port),
+        jmx_port: -1,
+        timestamp: now_millis(),
+    })
+}
+
+pub fn elected_broker(id: i32) -> Vec<u8> {
+    to_json(&ElectedBroker {
+        version: 1,
+        brokerid: id,
+        timestamp: now_millis(),
+    })
+}
+
+/// The live brokers under `/brokers/ids`, sorted by id.
+pub fn live_brokers(zk: &ZkClient) -> ZkResult<Vec<BrokerInfo>> {
+    let mut out = Vec::new();
+    for child in zk.get_children(BROKER_IDS).or_else(no_node_empty)? {
+        let Ok(id) = child.parse::<i32>() else {
+            continue;
+        };
+        let path = broker_path(id);
+        match zk.get_data(&path) {
+            Ok((data, _)) => {
+                let r: BrokerRegistration = from_json(&path, &data)?;
+                out.push(BrokerInfo {
+                    id,
+                    host: r.host,
+                    port: r.port,
+                });
+            }
+            Err(ZkError::NoNode) => {} // died between the list and the read
+            Err(e) => return Err(e),
+        }
+    }
+    out.sort_by_key(|b| b.id);
+    Ok(out)
+}
+
+fn no_node_empty(e: ZkError) -> ZkResult<Vec<String>> {
+    match e {
+        ZkError::NoNode => Ok(Vec::new()),
+        e => Err(e),
+    }
+}
+
+pub fn all_topics(zk: &ZkClient) -> ZkResult<Vec<String>> {
+    let mut t = zk.get_children(BROKER_TOPICS).or_else(no_node_empty)?;
+    t.sort();
+    Ok(t)
+}
+
+/// The replica assignment of a topic by partition id, or `None` when the topic does not exist.
+pub fn topic_assignment(zk: &ZkClient, topic: &str) -> ZkResult<Option<BTreeMap<i32, Vec<i32>>>> {
+    let path = topic_path(topic);
+    match zk.get_data(&path) {
+        Ok((data, _)) => {
+            let a: TopicAssignment = from_json(&path, &data)?;
+            let mut out = BTreeMap::new();
+            for (p, replicas) in a.partitions {
+                let p: i32 = p.parse().map_err(|_| ZkError::MarshallingError)?;
+                out.insert(p, replicas);
+            }
+            Ok(Some(out))
+        }
+        Err(ZkError::NoNode) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes a new topic's assignment; `NodeExists` when the topic exists.
+pub fn create_topic(
+    zk: &ZkClient,
+    topic: &str,
+    assignment: &BTreeMap<i32, Vec<i32>>,
+) -> ZkResult<()> {
+    let a = TopicAssignment {
+        version: 1,
+        partitions: assignment
+            .iter()
+            .map(|(p, r)| (p.to_string(), r.clone()))
+            .collect(),
+    };
+    zk.create_persistent(&topic_path(topic), to_json(&a))
+}
+
+/// The leader and ISR of a partition with the zk version of the node.
+pub fn leader_and_isr(
+    zk: &ZkClient,
+    topic: &str,
+    partition: i32,
+) -> ZkResult<Option<(LeaderAndIsr, i32)>> {
+    let path = leader_and_isr_path(topic, partition);
+    match zk.get_data(&path) {
+        Ok((data, stat)) => Ok(Some((from_json(&path, &data)?, stat.version))),
+        Err(ZkError::NoNode) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes the leader and ISR, conditionally on `version` when given (spec A step 3.3); returns
+/// the node's new version. Creates the node when `version` is `None` and it does not exist.
+pub fn write_leader_and_isr(
+    zk: &ZkClient,
+    topic: &str,
+    partition: i32,
+    v: &LeaderAndIsr,
+    version: Option<i32>,
+) -> ZkResult<i32> {
+    let path = leader_and_isr_path(topic, partition);
+    match zk.set_data(&path, to_json(v), version) {
+        Ok(stat) => Ok(stat.version),
+        Err(ZkError::NoNode) if version.is_none() => {
+            zk.create_persistent(&path, to_json(v))?;
+            Ok(0)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_shapes_match_the_layout() {
+        let v = LeaderAndIsr {
+            leader: 1,
+            leader_epoch: 4,
+            isr: vec![1, 2],
+            controller_epoch: 7,
+        };
+        let s = String::from_utf8(to_json(&v)).unwrap();
+        assert_eq!(
+            s,
+            r#"{"leader":1,"leader_epoch":4,"isr":[1,2],"controller_epoch":7}"#
+        );
+        assert!(from_json::<LeaderAndIsr>("/x", b"{bad").is_err());
+    }
+}
