@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what the tests need (ZooKeeper, kcat) and runs the whole test suite: unit tests,
+# property tests and the integration tests, which start their own ZooKeeper and brokers on
+# free ports of 127.0.0.1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+ensure_packages zookeeper kcat
+command -v cargo >/dev/null || { echo "cargo is needed (https://rustup.rs)" >&2; exit 1; }
+
+cargo build --all-targets --quiet
+# Integration tests mostly wait on sockets and ZooKeeper, so a few run at once even on 2 cores.
+cargo test --all-targets -- --test-threads="${GREGOR_TEST_THREADS:-4}"

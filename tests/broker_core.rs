@@ -1,0 +1,516 @@
+//! The broker against a real ZooKeeper, with the test acting as controller: it sends
+//! LeaderAndIsr, UpdateMetadata and StopReplica itself, then speaks the Kafka protocol.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+use gregor::protocol::ErrorCode;
+use gregor::zk::{ZkClient, paths};
+
+const E_OK: i16 = 0;
+
+/// Makes broker `b` the only replica and leader of `topic` partitions 0..n, and publishes it.
+fn lead(b: &TestBroker, c: &mut Client, epoch: i32, topic: &str, n: i32) {
+    let id = b.broker.id();
+    let states: Vec<_> = (0..n)
+        .map(|p| tps(topic, p, partition_state(id, 0, &[id], &[id], epoch)))
+        .collect();
+    let r = c.leader_and_isr(epoch, states.clone(), vec![b.info()], false);
+    assert_eq!(r.error_code, E_OK);
+    assert!(r.partitions.iter().all(|p| p.2 == E_OK), "{r:?}");
+    assert_eq!(c.update_metadata(epoch, states, vec![b.info()]), E_OK);
+}
+
+#[test]
+fn produce_and_fetch_through_the_kafka_protocol() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("produce"));
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "events", 2);
+
+    let (e, base) = c.produce(1, "events", 0, &[b"a", b"b", b"c"]);
+    assert_eq!((e, base), (E_OK, 0));
+    let (e, base) = c.produce(1, "events", 0, &[b"d"]);
+    assert_eq!((e, base), (E_OK, 3));
+    // acks=0 gets no response; a later request on the same connection still works in order.
+    c.produce(0, "events", 0, &[b"e", b"f"]);
+    let f = c.fetch("events", 0, 0, 0);
+    assert_eq!(f.error_code, E_OK);
+    assert_eq!(f.high_watermark, 6);
+    let got: Vec<_> = values(&f.message_set)
+        .into_iter()
+        .map(|(o, v)| (o, String::from_utf8(v).unwrap()))
+        .collect();
+    let want: Vec<_> = ["a", "b", "c", "d", "e", "f"]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as i64, v.to_string()))
+        .collect();
+    assert_eq!(got, want);
+    // From the middle.
+    assert_eq!(
+        values(&c.fetch("events", 0, 4, 0).message_set)[0],
+        (4, b"e".to_vec())
+    );
+    // Past the end is out of range; at the end is empty.
+    assert_eq!(
+        c.fetch("events", 0, 7, 0).error_code,
+        ErrorCode::OffsetOutOfRange.code()
+    );
+    assert!(c.fetch("events", 0, 6, 0).message_set.is_empty());
+    // Offsets.
+    assert_eq!(c.list_offsets("events", 0, -1), (E_OK, vec![6]));
+    assert_eq!(c.list_offsets("events", 0, -2), (E_OK, vec![0]));
+    assert_eq!(c.list_offsets("events", 1, -1), (E_OK, vec![0]));
+    // Unknown topic and partition.
+    assert_eq!(
+        c.produce(1, "nope", 0, &[b"x"]).0,
+        ErrorCode::UnknownTopicOrPartition.code()
+    );
+    assert_eq!(
+        c.produce(1, "events", 9, &[b"x"]).0,
+        ErrorCode::UnknownTopicOrPartition.code()
+    );
+    assert_eq!(
+        c.fetch("nope", 0, 0, 0).error_code,
+        ErrorCode::UnknownTopicOrPartition.code()
+    );
+}
+
+#[test]
+fn metadata_reflects_update_metadata() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("metadata"));
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    assert!(c.metadata(&[]).topics.is_empty());
+    let ghost = gregor::protocol::BrokerInfo {
+        id: 2,
+        host: "127.0.0.1".into(),
+        port: 1,
+    };
+    let states = vec![
+        tps("m", 0, partition_state(1, 0, &[1, 2], &[1, 2], 3)),
+        tps("m", 1, partition_state(2, 0, &[2], &[2, 1], 3)),
+    ];
+    assert_eq!(
+        c.update_metadata(3, states, vec![b.info(), ghost.clone()]),
+        E_OK
+    );
+    let m = c.metadata(&["m"]);
+    assert_eq!(m.brokers.len(), 2);
+    let t = &m.topics[0];
+    assert_eq!((t.error_code, t.partitions.len()), (0, 2));
+    assert_eq!(
+        (t.partitions[0].leader, t.partitions[0].isr.clone()),
+        (1, vec![1, 2])
+    );
+    assert_eq!(t.partitions[1].leader, 2);
+    // Broker 2 leaves: its partition has no leader, the other loses a replica.
+    let states = vec![
+        tps("m", 0, partition_state(1, 1, &[1], &[1, 2], 3)),
+        tps("m", 1, partition_state(2, 0, &[2], &[2, 1], 3)),
+    ];
+    c.update_metadata(3, states, vec![b.info()]);
+    let t = c.metadata(&[]).topics.remove(0);
+    assert_eq!(
+        (t.partitions[0].error_code, t.partitions[0].replicas.clone()),
+        (9, vec![1])
+    );
+    assert_eq!(
+        (t.partitions[1].error_code, t.partitions[1].leader),
+        (5, -1)
+    );
+    assert_eq!(
+        c.metadata(&["other"]).topics[0].error_code,
+        ErrorCode::UnknownTopicOrPartition.code()
+    );
+}
+
+#[test]
+fn long_poll_fetch_is_woken_by_a_produce() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("longpoll"));
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "lp", 1);
+    let addr = b.addr();
+    let start = Instant::now();
+    let waiter = std::thread::spawn(move || Client::connect(addr).fetch("lp", 0, 0, 30_000));
+    // The fetch parks: nothing is readable yet. Produce once it is surely waiting.
+    wait_until(Duration::from_secs(10), "the fetch to be parked", || {
+        start.elapsed() > Duration::from_millis(200)
+    });
+    assert_eq!(c.produce(1, "lp", 0, &[b"wake"]).0, E_OK);
+    let f = waiter.join().unwrap();
+    assert_eq!(values(&f.message_set), vec![(0, b"wake".to_vec())]);
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "the fetch waited out its max_wait instead of waking"
+    );
+    // With nothing produced, max_wait bounds the wait and the answer is empty.
+    let t = Instant::now();
+    let f = c.fetch("lp", 0, 1, 300);
+    assert!(f.message_set.is_empty() && t.elapsed() >= Duration::from_millis(250));
+}
+
+#[test]
+fn follower_refuses_produce_and_consumers_never_read_above_the_high_watermark() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("hw"));
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    // Partition 0: we lead with ISR {1, 2}; partition 1: we follow broker 2.
+    let states = vec![
+        tps("r", 0, partition_state(1, 0, &[1, 2], &[1, 2], 1)),
+        tps("r", 1, partition_state(2, 0, &[2, 1], &[2, 1], 1)),
+    ];
+    let r = c.leader_and_isr(1, states.clone(), vec![b.info()], false);
+    assert!(r.partitions.iter().all(|p| p.2 == 0));
+    c.update_metadata(1, states, vec![b.info()]);
+    assert_eq!(
+        c.produce(1, "r", 1, &[b"x"]).0,
+        ErrorCode::NotLeaderForPartition.code()
+    );
+    assert_eq!(
+        c.fetch("r", 1, 0, 0).error_code,
+        ErrorCode::NotLeaderForPartition.code()
+    );
+
+    assert_eq!(c.produce(1, "r", 0, &[b"m0", b"m1", b"m2"]), (E_OK, 0));
+    // Replica 2 has not fetched: the high watermark stays at 0, consumers see nothing.
+    let f = c.fetch("r", 0, 0, 0);
+    assert_eq!((f.high_watermark, f.message_set.len()), (0, 0));
+    assert_eq!(c.list_offsets("r", 0, -1).1, vec![0]);
+    // The follower reads up to the log end offset.
+    let f = c.fetch_as(2, "r", 0, 0, 0);
+    assert_eq!(values(&f.message_set).len(), 3);
+    // Its next fetch offset (2) tells the leader its LEO: the HW moves to 2, not beyond.
+    c.fetch_as(2, "r", 0, 2, 0);
+    let f = c.fetch("r", 0, 0, 0);
+    assert_eq!(f.high_watermark, 2);
+    assert_eq!(
+        values(&f.message_set)
+            .iter()
+            .map(|m| m.0)
+            .collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    // A consumer between HW and LEO waits rather than erroring.
+    assert_eq!(c.fetch("r", 0, 3, 0).error_code, E_OK);
+}
+
+#[test]
+fn acks_all_waits_for_the_isr_and_respects_min_insync_replicas() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("acks"));
+    let b = TestBroker::start(1, &zk, &[("min.insync.replicas", "2")]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "solo", 1);
+    // ISR {1} is below min.insync.replicas=2: refused before appending.
+    assert_eq!(
+        c.produce(-1, "solo", 0, &[b"x"]).0,
+        ErrorCode::NotEnoughReplicas.code()
+    );
+    assert_eq!(c.list_offsets("solo", 0, -1).1, vec![0]);
+    // ISR {1, 2}: acknowledged once replica 2 has fetched past the message.
+    let states = vec![tps("solo", 0, partition_state(1, 1, &[1, 2], &[1, 2], 1))];
+    c.leader_and_isr(1, states, vec![b.info()], false);
+    let addr = b.addr();
+    let follower = std::thread::spawn(move || {
+        let mut f = Client::connect(addr);
+        let mut offset = 0;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while offset < 1 && Instant::now() < deadline {
+            offset += values(&f.fetch_as(2, "solo", 0, offset, 500).message_set).len() as i64;
+        }
+        f.fetch_as(2, "solo", 0, offset, 0);
+    });
+    assert_eq!(c.produce(-1, "solo", 0, &[b"y"]), (E_OK, 0));
+    follower.join().unwrap();
+    // A follower that never fetches: the produce times out (the data stays in the log).
+    let body = |buf: &mut Vec<u8>| {
+        gregor::protocol::produce::encode_request(
+            buf,
+            -1,
+            300,
+            &[("solo", vec![(0, &message_set(&[b"z"])[..])])],
+        )
+    };
+    let raw = c.chan.round_trip_raw(0, 0, &body).unwrap();
+    let resp: gregor::protocol::produce::ProduceResponse =
+        gregor::protocol::decode_all(&raw).unwrap();
+    assert_eq!(
+        resp.topics[0].1[0].error_code,
+        ErrorCode::RequestTimedOut.code()
+    );
+}
+
+#[test]
+fn stop_replica_with_delete_removes_the_data() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("stop"));
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "doomed", 1);
+    c.produce(1, "doomed", 0, &[b"bye"]);
+    let dir = b.dir.join("doomed-0");
+    assert!(dir.exists());
+    // Without delete the data stays but the partition is no longer served.
+    let r = c.stop_replica(1, false, vec![("doomed".into(), 0)]);
+    assert_eq!(r.error_code, E_OK);
+    assert!(dir.exists());
+    assert_ne!(c.produce(1, "doomed", 0, &[b"x"]).0, E_OK);
+    lead(&b, &mut c, 1, "doomed", 1);
+    assert_eq!(c.list_offsets("doomed", 0, -1).1, vec![1]);
+    let r = c.stop_replica(1, true, vec![("doomed".into(), 0)]);
+    assert_eq!(r.error_code, E_OK);
+    assert!(!dir.exists(), "data directory deleted");
+}
+
+#[test]
+fn commands_with_an_older_controller_epoch_are_rejected() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("epoch"));
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 5, "e", 1);
+    let stale = ErrorCode::StaleControllerEpoch.code();
+    let states = vec![tps("e", 0, partition_state(2, 1, &[2, 1], &[1, 2], 4))];
+    assert_eq!(
+        c.leader_and_isr(4, states.clone(), vec![], false)
+            .error_code,
+        stale
+    );
+    assert_eq!(c.update_metadata(4, states, vec![]), stale);
+    assert_eq!(
+        c.stop_replica(4, true, vec![("e".into(), 0)]).error_code,
+        stale
+    );
+    // Nothing changed: still the leader, data still there.
+    assert_eq!(c.produce(1, "e", 0, &[b"still"]).0, E_OK);
+    // A newer epoch is accepted.
+    assert_eq!(
+        c.stop_replica(6, false, vec![("e".into(), 0)]).error_code,
+        E_OK
+    );
+}
+
+#[test]
+fn init_flag_deletes_local_partitions_not_in_the_command() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("init"));
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "keep", 1);
+    lead(&b, &mut c, 1, "drop", 1);
+    assert!(b.dir.join("drop-0").exists());
+    let states = vec![tps("keep", 0, partition_state(1, 0, &[1], &[1], 2))];
+    c.leader_and_isr(2, states, vec![b.info()], true);
+    assert!(!b.dir.join("drop-0").exists());
+    assert!(b.dir.join("keep-0").exists());
+}
+
+#[test]
+fn startup_deletes_partitions_no_longer_assigned_and_keeps_data_and_high_watermark() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("startup"));
+    let zkc = ZkClient::connect(&zk, Duration::from_secs(5)).unwrap();
+    let mut assignment = std::collections::BTreeMap::new();
+    assignment.insert(0, vec![1]);
+    paths::create_topic(&zkc, "kept", &assignment).unwrap();
+    let mut b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "kept", 1);
+    lead(&b, &mut c, 1, "gone", 1);
+    c.produce(1, "kept", 0, &[b"1", b"2", b"3"]);
+    c.produce(1, "gone", 0, &[b"x"]);
+    let dir = b.dir.clone();
+    let _keep = b.take_dir();
+    drop(c);
+    drop(b);
+    let b = TestBroker::start_in(1, &zk, &dir, &[]);
+    assert!(
+        !dir.join("gone-0").exists(),
+        "unassigned partition deleted at startup"
+    );
+    let mut c = b.client();
+    // Become follower first: the follower truncates to its high watermark (3, checkpointed
+    // at shutdown), so nothing acknowledged is cut.
+    let st = vec![tps("kept", 0, partition_state(2, 1, &[2, 1], &[1, 2], 2))];
+    c.leader_and_isr(2, st, vec![], false);
+    let st = vec![tps("kept", 0, partition_state(1, 2, &[1], &[1, 2], 3))];
+    assert_eq!(
+        c.leader_and_isr(3, st.clone(), vec![b.info()], false)
+            .partitions[0]
+            .2,
+        E_OK
+    );
+    c.update_metadata(3, st, vec![b.info()]);
+    let f = c.fetch("kept", 0, 0, 0);
+    assert_eq!(f.high_watermark, 3);
+    assert_eq!(values(&f.message_set).len(), 3);
+}
+
+#[test]
+fn a_second_broker_with_the_same_id_fails_to_start() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("dupid"));
+    let _b = TestBroker::start(7, &zk, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let err = gregor::broker::Broker::start(broker_config(7, &zk, dir.path(), &[]))
+        .err()
+        .expect("second broker 7 refused");
+    assert!(err.0.contains("broker id 7 is already registered"), "{err}");
+}
+
+#[test]
+fn expired_session_is_followed_by_re_registration() {
+    init_logging();
+    let root = chroot("expiry");
+    let proxy = Proxy::start(zk_address());
+    let via_proxy = format!("127.0.0.1:{}{root}", proxy.port);
+    let b = TestBroker::start(3, &via_proxy, &[]);
+    let watcher =
+        ZkClient::connect(&format!("{}{root}", zk_address()), Duration::from_secs(10)).unwrap();
+    let path = paths::broker_path(3);
+    let owner = watcher
+        .exists(&path)
+        .unwrap()
+        .expect("registered")
+        .ephemeral_owner;
+    proxy.cut();
+    // The server expires the old session: the registration disappears...
+    wait_until(
+        Duration::from_secs(30),
+        "the old registration to expire",
+        || watcher.exists(&path).unwrap().is_none(),
+    );
+    proxy.heal();
+    // ...and the broker registers again in a new session.
+    wait_until(
+        Duration::from_secs(30),
+        "re-registration",
+        || matches!(watcher.exists(&path), Ok(Some(s)) if s.ephemeral_owner != owner),
+    );
+    let (data, _) = watcher.get_data(&path).unwrap();
+    let reg: paths::BrokerRegistration = serde_json::from_slice(&data).unwrap();
+    assert_eq!(reg.port, i32::from(b.addr().port()));
+}
+
+/// Sends raw bytes on a new connection and reports whether the broker closed it (reading
+/// EOF or a reset) within the deadline.
+fn closed_after(addr: std::net::SocketAddr, bytes: &[u8]) -> bool {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut buf = [0u8; 64];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn malformed_frames_close_only_their_connection() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("garbage"));
+    let b = TestBroker::start(1, &zk, &[("socket.request.max.bytes", "10000")]);
+    let mut good = b.client();
+    lead(&b, &mut good, 1, "g", 1);
+    good.produce(1, "g", 0, &[b"before"]);
+    let addr = b.addr();
+    // Oversized, negative and zero sizes.
+    assert!(closed_after(addr, &20_000i32.to_be_bytes()));
+    assert!(closed_after(addr, &(-5i32).to_be_bytes()));
+    assert!(closed_after(addr, &0i32.to_be_bytes()));
+    // An unknown api key, and a known key at an unsupported version.
+    let frame = |key: i16, ver: i16, body: &[u8]| {
+        let mut f = Vec::new();
+        f.extend_from_slice(&((8 + 2 + body.len()) as i32).to_be_bytes());
+        f.extend_from_slice(&key.to_be_bytes());
+        f.extend_from_slice(&ver.to_be_bytes());
+        f.extend_from_slice(&7i32.to_be_bytes());
+        f.extend_from_slice(&(-1i16).to_be_bytes());
+        f.extend_from_slice(body);
+        f
+    };
+    assert!(closed_after(addr, &frame(99, 0, &[])));
+    assert!(closed_after(addr, &frame(3, 7, &[0, 0, 0, 0])));
+    // A metadata request whose array count runs past the frame.
+    assert!(closed_after(addr, &frame(3, 0, &[0, 0, 0, 9, 0, 1])));
+    // A produce whose message-set length is larger than the bytes sent.
+    assert!(closed_after(
+        addr,
+        &frame(
+            0,
+            0,
+            &[
+                0, 1, 0, 0, 0, 100, 0, 0, 0, 1, 0, 1, b'g', 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0
+            ]
+        )
+    ));
+    // Random bytes in a well-sized frame.
+    let mut junk = 40i32.to_be_bytes().to_vec();
+    junk.extend((0..40u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8));
+    assert!(closed_after(addr, &junk));
+    // A bad CRC is a protocol error, not a closed connection; nothing is appended.
+    let mut set = message_set(&[b"corrupt me"]);
+    let n = set.len();
+    set[n - 2] ^= 0xff;
+    assert_eq!(
+        good.produce_set(1, "g", 0, &set).0,
+        ErrorCode::CorruptMessage.code()
+    );
+    // The other connection was served throughout, and the stored message is intact.
+    let f = good.fetch("g", 0, 0, 0);
+    assert_eq!(values(&f.message_set), vec![(0, b"before".to_vec())]);
+}
+
+#[test]
+fn api_versions_answers_what_we_serve() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("apiversions"));
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    // v0: the list.
+    let raw = c.chan.round_trip_raw(18, 0, &|_| {}).unwrap();
+    let r = gregor::protocol::api_versions::ApiVersionsResponse::decode(
+        &mut gregor::protocol::Reader::new(&raw),
+        0,
+    )
+    .unwrap();
+    assert_eq!(r.error_code, 0);
+    assert!(
+        r.apis.contains(&(0, 0, 0)) && r.apis.contains(&(1, 0, 0)) && r.apis.contains(&(18, 0, 2))
+    );
+    // v3 (librdkafka's first try): UNSUPPORTED_VERSION in v0 format, connection kept open.
+    let raw = c
+        .chan
+        .round_trip_raw(18, 3, &|b| {
+            b.extend_from_slice(&[
+                0, 11, b'l', b'i', b'b', b'r', b'd', b'k', b'a', b'f', b'k', b'a', 6, b'2', b'.',
+                b'0', b'.', b'2', 0,
+            ])
+        })
+        .unwrap();
+    assert_eq!(raw, vec![0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 2]);
+    assert!(
+        c.metadata(&[]).brokers.is_empty(),
+        "connection still serves requests"
+    );
+}

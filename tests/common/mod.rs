@@ -1,0 +1,520 @@
+//! Test harness: a real ZooKeeper per test binary, a chroot per test, in-process brokers, a
+//! TCP proxy that can cut a connection, and a raw Kafka-protocol client.
+//!
+//! Processes: ZooKeeper is started from a thread that lives as long as the test binary, with
+//! PR_SET_PDEATHSIG, so it dies with the binary even when a test fails; `GREGOR_TEST_ZK`
+//! (host:port) uses an already running server instead.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use gregor::broker::Broker;
+use gregor::config::BrokerConfig;
+use gregor::network::BlockingChannel;
+use gregor::protocol::controller::*;
+use gregor::protocol::fetch::*;
+use gregor::protocol::message;
+use gregor::protocol::metadata::*;
+use gregor::protocol::offsets::*;
+use gregor::protocol::produce::*;
+use gregor::protocol::{BrokerInfo, decode_all};
+use parking_lot::Mutex;
+
+/// ZooKeeper session timeout for brokers in tests: short, so expiry tests are quick.
+pub const SESSION_TIMEOUT_MS: u64 = 2000;
+
+pub fn init_logging() {
+    let _ = env_logger::builder().is_test(true).try_init();
+}
+
+/// Sets PR_SET_PDEATHSIG so a child dies with the thread that started it.
+pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: prctl is async-signal-safe and touches only the child's own state.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits for `f` to hold, polling every 20 ms, failing the test with `what` after `limit`.
+pub fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The address of this binary's ZooKeeper, starting it on first use.
+pub fn zk_address() -> &'static str {
+    static ADDR: OnceLock<String> = OnceLock::new();
+    ADDR.get_or_init(|| {
+        if let Ok(a) = std::env::var("GREGOR_TEST_ZK") {
+            return a;
+        }
+        let port = free_port();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("zookeeper-owner".into())
+            .spawn(move || {
+                let dir = tempfile::tempdir().unwrap();
+                let _child = start_zookeeper(dir.path(), port);
+                tx.send(()).unwrap();
+                // This thread must outlive every test: PDEATHSIG fires when it exits.
+                loop {
+                    std::thread::park();
+                }
+            })
+            .unwrap();
+        rx.recv().unwrap();
+        let addr = format!("127.0.0.1:{port}");
+        wait_until(
+            Duration::from_secs(60),
+            "ZooKeeper to serve requests",
+            || serving(&addr),
+        );
+        addr
+    })
+}
+
+fn start_zookeeper(dir: &Path, port: u16) -> Child {
+    let cfg = dir.join("zoo.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+             minSessionTimeout=1000\nmaxSessionTimeout=60000\nadmin.enableServer=false\n\
+             4lw.commands.whitelist=ruok,srvr\n",
+            dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new("java");
+    cmd.args([
+        "-Xmx256m",
+        "-cp",
+        "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar",
+    ])
+    .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+    .arg(&cfg)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    die_with_parent(&mut cmd);
+    cmd.spawn()
+        .expect("java and the Debian zookeeper package are needed (scripts/test.sh installs them)")
+}
+
+/// `ruok` answers before the server takes sessions; `srvr` names the mode only once it does.
+fn serving(addr: &str) -> bool {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(b"srvr").is_err() {
+        return false;
+    }
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.contains("Mode:")
+}
+
+/// A fresh chroot for one test, so tests in a binary never see each other's nodes.
+pub fn chroot(name: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "/gregor-test/{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+pub fn broker_config(
+    id: i32,
+    zk_connect: &str,
+    dir: &Path,
+    extra: &[(&str, &str)],
+) -> BrokerConfig {
+    let mut m = BTreeMap::new();
+    m.insert("broker.id".into(), id.to_string());
+    m.insert("listeners".into(), "PLAINTEXT://127.0.0.1:0".into());
+    m.insert("log.dirs".into(), dir.display().to_string());
+    m.insert("zookeeper.connect".into(), zk_connect.to_owned());
+    m.insert(
+        "zookeeper.session.timeout.ms".into(),
+        SESSION_TIMEOUT_MS.to_string(),
+    );
+    for (k, v) in extra {
+        m.insert((*k).into(), (*v).into());
+    }
+    BrokerConfig::from_map(m).unwrap()
+}
+
+/// An in-process broker with its own data directory; shut down on drop.
+pub struct TestBroker {
+    pub broker: Arc<Broker>,
+    pub dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl TestBroker {
+    pub fn start(id: i32, zk_connect: &str, extra: &[(&str, &str)]) -> TestBroker {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let mut b = Self::start_in(id, zk_connect, &dir, extra);
+        b._tmp = Some(tmp);
+        b
+    }
+
+    /// Starts on an existing data directory (a restart); the caller keeps the directory.
+    pub fn start_in(id: i32, zk_connect: &str, dir: &Path, extra: &[(&str, &str)]) -> TestBroker {
+        let broker =
+            Broker::start(broker_config(id, zk_connect, dir, extra)).expect("broker starts");
+        TestBroker {
+            broker,
+            dir: dir.to_path_buf(),
+            _tmp: None,
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.broker.local_addr()
+    }
+
+    pub fn info(&self) -> BrokerInfo {
+        BrokerInfo {
+            id: self.broker.id(),
+            host: "127.0.0.1".into(),
+            port: i32::from(self.addr().port()),
+        }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(self.addr())
+    }
+
+    /// Keeps the data directory past the broker's life (for restart tests).
+    pub fn take_dir(&mut self) -> Option<tempfile::TempDir> {
+        self._tmp.take()
+    }
+}
+
+impl Drop for TestBroker {
+    fn drop(&mut self) {
+        self.broker.shutdown();
+    }
+}
+
+/// A raw Kafka-protocol client over `BlockingChannel`.
+pub struct Client {
+    pub chan: BlockingChannel,
+}
+
+pub fn partition_state(
+    leader: i32,
+    epoch: i32,
+    isr: &[i32],
+    replicas: &[i32],
+    controller_epoch: i32,
+) -> PartitionState {
+    PartitionState {
+        controller_epoch,
+        leader,
+        leader_epoch: epoch,
+        isr: isr.to_vec(),
+        zk_version: 0,
+        replicas: replicas.to_vec(),
+    }
+}
+
+pub fn tps(topic: &str, partition: i32, state: PartitionState) -> TopicPartitionState {
+    TopicPartitionState {
+        topic: topic.into(),
+        partition,
+        state,
+    }
+}
+
+/// A message set of `values`, magic 0 and 1 alternating so both formats are exercised.
+pub fn message_set(values: &[&[u8]]) -> Vec<u8> {
+    let mut set = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        message::encode_entry(
+            &mut set,
+            i as i64,
+            (i % 2) as i8,
+            1_700_000_000_000,
+            None,
+            Some(v),
+        );
+    }
+    set
+}
+
+/// (offset, value) of every complete message in a fetched set.
+pub fn values(set: &[u8]) -> Vec<(i64, Vec<u8>)> {
+    message::iter(set)
+        .map(|m| m.unwrap())
+        .map(|m| (m.offset, m.value.unwrap_or_default().to_vec()))
+        .collect()
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        Client {
+            chan: BlockingChannel::connect(addr, "gregor-test", Duration::from_secs(30)).unwrap(),
+        }
+    }
+
+    pub fn leader_and_isr(
+        &mut self,
+        controller_epoch: i32,
+        states: Vec<TopicPartitionState>,
+        leaders: Vec<BrokerInfo>,
+        init: bool,
+    ) -> PartitionErrorsResponse {
+        let req = LeaderAndIsrRequest {
+            controller_id: 0,
+            controller_epoch,
+            partition_states: states,
+            live_leaders: leaders,
+            init,
+        };
+        self.chan.request(4, &req).unwrap()
+    }
+
+    pub fn update_metadata(
+        &mut self,
+        controller_epoch: i32,
+        states: Vec<TopicPartitionState>,
+        brokers: Vec<BrokerInfo>,
+    ) -> i16 {
+        let req = UpdateMetadataRequest {
+            controller_id: 0,
+            controller_epoch,
+            partition_states: states,
+            live_brokers: brokers,
+        };
+        self.chan
+            .request::<_, ErrorOnlyResponse>(6, &req)
+            .unwrap()
+            .error_code
+    }
+
+    pub fn stop_replica(
+        &mut self,
+        controller_epoch: i32,
+        delete: bool,
+        partitions: Vec<(String, i32)>,
+    ) -> PartitionErrorsResponse {
+        let req = StopReplicaRequest {
+            controller_id: 0,
+            controller_epoch,
+            delete_partitions: delete,
+            partitions,
+        };
+        self.chan.request(5, &req).unwrap()
+    }
+
+    pub fn metadata(&mut self, topics: &[&str]) -> MetadataResponse {
+        let req = MetadataRequest {
+            topics: topics.iter().map(|t| t.to_string()).collect(),
+        };
+        self.chan.request(3, &req).unwrap()
+    }
+
+    /// Produces `values` to one partition; returns (error code, base offset).
+    pub fn produce(
+        &mut self,
+        acks: i16,
+        topic: &str,
+        partition: i32,
+        values: &[&[u8]],
+    ) -> (i16, i64) {
+        self.produce_set(acks, topic, partition, &message_set(values))
+    }
+
+    pub fn produce_set(
+        &mut self,
+        acks: i16,
+        topic: &str,
+        partition: i32,
+        set: &[u8],
+    ) -> (i16, i64) {
+        let body =
+            |b: &mut Vec<u8>| encode_request(b, acks, 10_000, &[(topic, vec![(partition, set)])]);
+        if acks == 0 {
+            self.chan.send_only(0, 0, &body).unwrap();
+            return (0, -1);
+        }
+        let raw = self.chan.round_trip_raw(0, 0, &body).unwrap();
+        let resp: ProduceResponse = decode_all(&raw).unwrap();
+        let p = &resp.topics[0].1[0];
+        (p.error_code, p.base_offset)
+    }
+
+    pub fn fetch_as(
+        &mut self,
+        replica_id: i32,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+    ) -> FetchPartitionResponse {
+        let req = FetchRequest {
+            replica_id,
+            max_wait_ms,
+            min_bytes: 1,
+            topics: vec![(
+                topic.into(),
+                vec![FetchPartition {
+                    partition,
+                    fetch_offset: offset,
+                    max_bytes: 1 << 20,
+                }],
+            )],
+        };
+        let resp: FetchResponse = self.chan.request(1, &req).unwrap();
+        resp.topics
+            .into_iter()
+            .next()
+            .unwrap()
+            .1
+            .into_iter()
+            .next()
+            .unwrap()
+    }
+
+    pub fn fetch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+    ) -> FetchPartitionResponse {
+        self.fetch_as(CONSUMER_REPLICA_ID, topic, partition, offset, max_wait_ms)
+    }
+
+    pub fn list_offsets(&mut self, topic: &str, partition: i32, time: i64) -> (i16, Vec<i64>) {
+        let req = ListOffsetsRequest {
+            replica_id: -1,
+            topics: vec![(
+                topic.into(),
+                vec![OffsetsPartition {
+                    partition,
+                    time,
+                    max_num_offsets: 1,
+                }],
+            )],
+        };
+        let resp: ListOffsetsResponse = self.chan.request(2, &req).unwrap();
+        let p = &resp.topics[0].1[0];
+        (p.error_code, p.offsets.clone())
+    }
+}
+
+/// A TCP proxy on 127.0.0.1 that forwards to `target` until `cut`, which drops every
+/// connection and refuses new ones until `heal`.
+pub struct Proxy {
+    pub port: u16,
+    cut: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    pub fn start(target: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let (c, s, st, target) = (
+            cut.clone(),
+            stop.clone(),
+            streams.clone(),
+            target.to_owned(),
+        );
+        std::thread::spawn(move || {
+            for inbound in listener.incoming() {
+                if s.load(Ordering::Acquire) {
+                    return;
+                }
+                let Ok(inbound) = inbound else { continue };
+                if c.load(Ordering::Acquire) {
+                    continue; // dropped: refused while cut
+                }
+                let Ok(outbound) = TcpStream::connect(&target) else {
+                    continue;
+                };
+                st.lock().push(inbound.try_clone().unwrap());
+                st.lock().push(outbound.try_clone().unwrap());
+                pipe(inbound.try_clone().unwrap(), outbound.try_clone().unwrap());
+                pipe(outbound, inbound);
+            }
+        });
+        Proxy {
+            port,
+            cut,
+            stop,
+            streams,
+        }
+    }
+
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::Release);
+        for s in self.streams.lock().drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    pub fn heal(&self) {
+        self.cut.store(false, Ordering::Release);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.cut();
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = to.shutdown(std::net::Shutdown::Both);
+    });
+}

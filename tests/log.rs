@@ -1,0 +1,312 @@
+//! The segmented log: appends and reads across rolls, index lookups, recovery of torn and
+//! corrupt tails, retention, and what survives a restart.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use gregor::config::BrokerConfig;
+use gregor::log::{Log, LogConfig, LogError, LogManager};
+use gregor::protocol::message::{self, encode_entry};
+
+fn config(segment_bytes: u64) -> LogConfig {
+    LogConfig {
+        segment_bytes,
+        index_interval_bytes: 256,
+        flush_interval_messages: u64::MAX,
+    }
+}
+
+fn value(i: usize) -> Vec<u8> {
+    format!("message-{i:05}-{}", "x".repeat(i % 37)).into_bytes()
+}
+
+/// Appends messages `from..to`, one produce request of `batch` messages at a time.
+fn append_range(log: &Log, from: usize, to: usize, batch: usize) {
+    let mut i = from;
+    while i < to {
+        let n = batch.min(to - i);
+        let mut set = Vec::new();
+        for j in i..i + n {
+            encode_entry(
+                &mut set,
+                0,
+                (j % 2) as i8,
+                1_700_000_000_000,
+                Some(b"k"),
+                Some(&value(j)),
+            );
+        }
+        let first = log.append(&mut set, n as u32).unwrap();
+        assert_eq!(first, i as i64);
+        i += n;
+    }
+}
+
+/// Reads every message from `from` to the end, hopping segments as a consumer does.
+fn read_all(log: &Log, from: i64) -> Vec<(i64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut offset = from;
+    while offset < log.log_end_offset() {
+        let mut buf = Vec::new();
+        log.read(offset, 4096, None, &mut buf).unwrap();
+        let before = out.len();
+        for m in message::iter(&buf) {
+            let m = m.unwrap();
+            if m.offset >= offset {
+                out.push((m.offset, m.value.unwrap().to_vec()));
+            }
+        }
+        assert!(out.len() > before, "no progress at offset {offset}");
+        offset = out.last().unwrap().0 + 1;
+    }
+    out
+}
+
+fn open(dir: &Path, segment_bytes: u64) -> (Log, gregor::log::segment::Recovered) {
+    Log::open(dir.to_path_buf(), "t", 0, config(segment_bytes)).unwrap()
+}
+
+#[test]
+fn append_and_read_across_segment_rolls() {
+    let d = tempfile::tempdir().unwrap();
+    let (log, _) = open(d.path(), 2000);
+    append_range(&log, 0, 500, 7);
+    assert!(
+        log.segment_count() > 10,
+        "expected rolls, got {}",
+        log.segment_count()
+    );
+    let all = read_all(&log, 0);
+    assert_eq!(all.len(), 500);
+    for (i, (off, v)) in all.iter().enumerate() {
+        assert_eq!((*off, v.clone()), (i as i64, value(i)));
+    }
+    // Segment files are named by their base offset, zero-padded to 20 digits.
+    let mut names: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names[0], "00000000000000000000.index");
+    assert!(names.iter().all(|n| n.len() == 26 || n.len() == 24));
+}
+
+#[test]
+fn index_lookup_finds_every_offset() {
+    let d = tempfile::tempdir().unwrap();
+    let (log, _) = open(d.path(), 1 << 20);
+    append_range(&log, 0, 300, 1);
+    for target in [0, 1, 37, 150, 255, 299] {
+        let mut buf = Vec::new();
+        log.read(target, 200, None, &mut buf).unwrap();
+        let first = message::iter(&buf).next().unwrap().unwrap();
+        assert_eq!(first.offset, target);
+        assert_eq!(first.value.unwrap(), &value(target as usize)[..]);
+    }
+    let mut buf = Vec::new();
+    assert_eq!(log.read(300, 100, None, &mut buf).unwrap(), 0);
+    assert!(matches!(
+        log.read(301, 100, None, &mut buf),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    // A cap (the high watermark) stops the read before that offset.
+    log.read(10, 1 << 20, Some(12), &mut buf).unwrap();
+    let offs: Vec<_> = message::iter(&buf).map(|m| m.unwrap().offset).collect();
+    assert_eq!(offs, vec![10, 11]);
+}
+
+fn last_segment(dir: &Path) -> std::path::PathBuf {
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs.pop().unwrap()
+}
+
+#[test]
+fn recovery_cuts_a_torn_last_message() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let (log, _) = open(d.path(), 4000);
+        append_range(&log, 0, 100, 3);
+        log.flush().unwrap();
+    }
+    let seg = last_segment(d.path());
+    let len = std::fs::metadata(&seg).unwrap().len();
+    OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .unwrap()
+        .set_len(len - 5)
+        .unwrap();
+    let (log, rec) = open(d.path(), 4000);
+    assert!(rec.truncated_bytes > 0);
+    assert_eq!(log.log_end_offset(), 99);
+    let all = read_all(&log, 0);
+    assert_eq!(all.len(), 99);
+    assert_eq!(all[98].1, value(98));
+    // The log takes appends again right after the cut.
+    append_range(&log, 99, 120, 4);
+    assert_eq!(read_all(&log, 0).len(), 120);
+}
+
+#[test]
+fn recovery_cuts_at_a_corrupted_byte_and_garbage_tail() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let (log, _) = open(d.path(), 1 << 20);
+        append_range(&log, 0, 50, 1);
+    }
+    let seg = last_segment(d.path());
+    let mut bytes = std::fs::read(&seg).unwrap();
+    // Find message 30 and flip a byte of its value.
+    let mut pos = 0;
+    for _ in 0..30 {
+        pos += message::parse_entry(&bytes[pos..]).unwrap().entry_len;
+    }
+    let m30 = pos;
+    bytes[m30 + 30] ^= 0x5a;
+    std::fs::write(&seg, &bytes).unwrap();
+    let (log, rec) = open(d.path(), 1 << 20);
+    assert_eq!(rec.messages, 30);
+    assert_eq!(log.log_end_offset(), 30);
+    assert_eq!(read_all(&log, 0).len(), 30);
+    drop(log);
+    // Garbage appended after valid messages is cut too.
+    OpenOptions::new()
+        .append(true)
+        .open(&seg)
+        .unwrap()
+        .write_all(&[0xff; 40])
+        .unwrap();
+    let (log, rec) = open(d.path(), 1 << 20);
+    assert_eq!(rec.truncated_bytes, 40);
+    assert_eq!(log.log_end_offset(), 30);
+}
+
+#[test]
+fn missing_or_bad_index_is_rebuilt() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let (log, _) = open(d.path(), 3000);
+        append_range(&log, 0, 200, 5);
+    }
+    let mut indexes: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "index"))
+        .collect();
+    indexes.sort();
+    std::fs::remove_file(&indexes[0]).unwrap();
+    std::fs::write(&indexes[1], [1, 2, 3]).unwrap();
+    let (log, _) = open(d.path(), 3000);
+    let all = read_all(&log, 0);
+    assert_eq!(all.len(), 200);
+    assert!(indexes[0].exists(), "index rebuilt on disk");
+}
+
+#[test]
+fn truncate_to_drops_whole_and_partial_segments() {
+    let d = tempfile::tempdir().unwrap();
+    let (log, _) = open(d.path(), 2000);
+    append_range(&log, 0, 200, 4);
+    let segs = log.segment_count();
+    log.truncate_to(37).unwrap();
+    assert_eq!(log.log_end_offset(), 37);
+    assert!(log.segment_count() < segs);
+    append_range(&log, 37, 60, 2);
+    let all = read_all(&log, 0);
+    assert_eq!(all.len(), 60);
+    assert_eq!(all[59], (59, value(59)));
+}
+
+#[test]
+fn retention_by_size_and_time_deletes_whole_old_segments() {
+    let d = tempfile::tempdir().unwrap();
+    let (log, _) = open(d.path(), 2000);
+    append_range(&log, 0, 400, 4);
+    let before = log.segment_count();
+    let deleted = log.delete_old_segments(None, Some(6000)).unwrap();
+    assert!(deleted > 0);
+    assert!(log.size_bytes() >= 6000 - 2000 && log.size_bytes() < 6000 + 2000);
+    assert_eq!(log.segment_count(), before - deleted);
+    let start = log.log_start_offset();
+    assert!(start > 0);
+    assert_eq!(read_all(&log, start).len() as i64, 400 - start);
+    let mut buf = Vec::new();
+    assert!(matches!(
+        log.read(0, 100, None, &mut buf),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+
+    // Age every segment but the active one: time retention removes them all.
+    let old = SystemTime::now() - Duration::from_secs(3 * 3600);
+    for e in std::fs::read_dir(d.path()).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|e| e == "log") && p != last_segment(d.path()) {
+            OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+    }
+    log.delete_old_segments(Some(Duration::from_secs(3600)), None)
+        .unwrap();
+    assert_eq!(log.segment_count(), 1, "only the active segment is left");
+    assert_eq!(log.log_end_offset(), 400);
+}
+
+#[test]
+fn offsets_before_answers_latest_and_earliest() {
+    let d = tempfile::tempdir().unwrap();
+    let (log, _) = open(d.path(), 2000);
+    assert_eq!(log.offsets_before(-1, 1), vec![0]);
+    append_range(&log, 0, 100, 4);
+    assert_eq!(log.offsets_before(-1, 1), vec![100]);
+    assert_eq!(log.offsets_before(-2, 1), vec![0]);
+    let many = log.offsets_before(-1, 1000);
+    assert!(many.windows(2).all(|w| w[0] > w[1]), "descending: {many:?}");
+    assert_eq!(*many.last().unwrap(), 0);
+}
+
+fn manager_config(dir: &Path) -> BrokerConfig {
+    let mut m = BTreeMap::new();
+    m.insert("broker.id".to_owned(), "1".to_owned());
+    m.insert("log.dirs".to_owned(), dir.display().to_string());
+    m.insert("zookeeper.connect".to_owned(), "127.0.0.1:1".to_owned());
+    m.insert("log.segment.bytes".to_owned(), "4000".to_owned());
+    BrokerConfig::from_map(m).unwrap()
+}
+
+#[test]
+fn restart_keeps_flushed_messages_and_the_high_watermark() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = manager_config(d.path());
+    {
+        let lm = LogManager::open(&cfg).unwrap();
+        let log = lm.get_or_create("orders", 2).unwrap();
+        append_range(&log, 0, 250, 10);
+        lm.checkpoint_high_watermarks(&[(("orders".into(), 2), 240)])
+            .unwrap();
+        lm.shutdown();
+    }
+    let lm = LogManager::open(&cfg).unwrap();
+    let log = lm.get("orders", 2).expect("log reloaded");
+    assert_eq!(log.log_end_offset(), 250);
+    assert_eq!(lm.checkpointed_high_watermark(&log), 240);
+    assert_eq!(read_all(&log, 0).len(), 250);
+    // A bad checkpoint file is reported and ignored, never fatal.
+    std::fs::write(d.path().join("replication-offset-checkpoint"), "junk").unwrap();
+    let lm = LogManager::open(&cfg).unwrap();
+    assert_eq!(
+        lm.checkpointed_high_watermark(&lm.get("orders", 2).unwrap()),
+        0
+    );
+}

@@ -1,0 +1,167 @@
+//! Property tests: no decoder panics on random or mutated bytes, and every decoder rejects
+//! (rather than misreads) a frame cut short.
+
+use gregor::protocol::api_versions::ApiVersionsResponse;
+use gregor::protocol::controller::*;
+use gregor::protocol::fetch::*;
+use gregor::protocol::header::RequestHeader;
+use gregor::protocol::message;
+use gregor::protocol::metadata::*;
+use gregor::protocol::offsets::*;
+use gregor::protocol::produce::*;
+use gregor::protocol::{BrokerInfo, Encode, Reader, decode_all};
+use proptest::prelude::*;
+
+/// Runs every decoder over `bytes`; the results do not matter, only that none panics.
+fn decode_everything(bytes: &[u8]) {
+    let _ = decode_all::<MetadataRequest>(bytes);
+    let _ = decode_all::<MetadataResponse>(bytes);
+    let _ = decode_all::<ProduceRequest>(bytes);
+    let _ = decode_all::<ProduceResponse>(bytes);
+    let _ = decode_all::<FetchRequest>(bytes);
+    let _ = decode_all::<FetchResponse>(bytes);
+    let _ = decode_all::<ListOffsetsRequest>(bytes);
+    let _ = decode_all::<ListOffsetsResponse>(bytes);
+    let _ = decode_all::<LeaderAndIsrRequest>(bytes);
+    let _ = decode_all::<StopReplicaRequest>(bytes);
+    let _ = decode_all::<UpdateMetadataRequest>(bytes);
+    let _ = decode_all::<PartitionErrorsResponse>(bytes);
+    let _ = decode_all::<ErrorOnlyResponse>(bytes);
+    let _ = RequestHeader::decode(&mut Reader::new(bytes));
+    for v in 0..3 {
+        let _ = ApiVersionsResponse::decode(&mut Reader::new(bytes), v);
+    }
+    for m in message::iter(bytes) {
+        let _ = m;
+    }
+    let _ = message::validate_for_append(bytes, 1 << 20);
+}
+
+/// Valid encodings of every request type, to be mutated.
+fn samples() -> Vec<Vec<u8>> {
+    let broker = BrokerInfo {
+        id: 1,
+        host: "127.0.0.1".into(),
+        port: 9092,
+    };
+    let state = TopicPartitionState {
+        topic: "t".into(),
+        partition: 0,
+        state: PartitionState {
+            controller_epoch: 1,
+            leader: 1,
+            leader_epoch: 0,
+            isr: vec![1],
+            zk_version: 0,
+            replicas: vec![1],
+        },
+    };
+    let mut set = Vec::new();
+    message::encode_entry(&mut set, 0, 0, -1, None, Some(b"hello"));
+    message::encode_entry(&mut set, 1, 1, 5, Some(b"k"), Some(b"world"));
+    let mut out = Vec::new();
+    let mut push = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut b = Vec::new();
+        f(&mut b);
+        out.push(b);
+    };
+    push(&|b| {
+        MetadataRequest {
+            topics: vec!["a".into()],
+        }
+        .encode(b)
+    });
+    push(&|b| encode_request(b, 1, 1000, &[("t", vec![(0, &set[..])])]));
+    push(&|b| {
+        FetchRequest {
+            replica_id: -1,
+            max_wait_ms: 100,
+            min_bytes: 1,
+            topics: vec![(
+                "t".into(),
+                vec![FetchPartition {
+                    partition: 0,
+                    fetch_offset: 0,
+                    max_bytes: 100,
+                }],
+            )],
+        }
+        .encode(b)
+    });
+    push(&|b| {
+        ListOffsetsRequest {
+            replica_id: -1,
+            topics: vec![(
+                "t".into(),
+                vec![OffsetsPartition {
+                    partition: 0,
+                    time: -1,
+                    max_num_offsets: 1,
+                }],
+            )],
+        }
+        .encode(b)
+    });
+    push(&|b| {
+        LeaderAndIsrRequest {
+            controller_id: 1,
+            controller_epoch: 1,
+            partition_states: vec![state.clone()],
+            live_leaders: vec![broker.clone()],
+            init: false,
+        }
+        .encode(b)
+    });
+    push(&|b| {
+        StopReplicaRequest {
+            controller_id: 1,
+            controller_epoch: 1,
+            delete_partitions: true,
+            partitions: vec![("t".into(), 0)],
+        }
+        .encode(b)
+    });
+    push(&|b| {
+        UpdateMetadataRequest {
+            controller_id: 1,
+            controller_epoch: 1,
+            partition_states: vec![state.clone()],
+            live_brokers: vec![broker.clone()],
+        }
+        .encode(b)
+    });
+    out.push(set);
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        decode_everything(&bytes);
+    }
+
+    #[test]
+    fn mutated_valid_frames_never_panic(which in 0usize..8, flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6), cut in any::<usize>()) {
+        let mut b = samples()[which].clone();
+        for (at, v) in flips {
+            let n = b.len();
+            b[at % n] = v;
+        }
+        let cut = cut % (b.len() + 1);
+        decode_everything(&b[..cut]);
+        decode_everything(&b);
+    }
+}
+
+#[test]
+fn a_corrupt_crc_in_a_produced_set_is_caught() {
+    let mut set = samples()[7].clone();
+    let n = set.len();
+    set[n - 1] ^= 1;
+    assert_eq!(
+        message::validate_for_append(&set, 1 << 20),
+        Err(message::SetError::Corrupt(message::MessageError::BadCrc))
+    );
+}
