@@ -80,12 +80,12 @@ pub fn zk_address() -> &'static str {
             .name("zookeeper-owner".into())
             .spawn(move || {
                 let dir = tempfile::tempdir().unwrap();
-                let _child = start_zookeeper(dir.path(), port);
+                let mut child = start_zookeeper(dir.path(), port);
                 tx.send(()).unwrap();
-                // This thread must outlive every test: PDEATHSIG fires when it exits.
-                loop {
-                    std::thread::park();
-                }
+                // This thread must outlive every test (PDEATHSIG fires when it exits): it
+                // waits on ZooKeeper, which only ends when the test binary does.
+                let status = child.wait();
+                eprintln!("test ZooKeeper exited: {status:?}");
             })
             .unwrap();
         rx.recv().unwrap();
