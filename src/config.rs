@@ -57,6 +57,10 @@ pub struct BrokerConfig {
     pub replica_high_watermark_checkpoint_interval: Duration,
     pub min_insync_replicas: usize,
     pub unclean_leader_election_enable: bool,
+    /// On SIGTERM, ask the controller to move leadership away before stopping.
+    pub controlled_shutdown_enable: bool,
+    pub controlled_shutdown_max_retries: u32,
+    pub controlled_shutdown_retry_backoff: Duration,
 }
 
 /// Reads `key=value` lines; `#` and `!` start comments, as in Java properties.
@@ -184,6 +188,10 @@ impl BrokerConfig {
                 .millis("replica.high.watermark.checkpoint.interval.ms", 5000)?,
             min_insync_replicas: p.positive("min.insync.replicas", 1)?,
             unclean_leader_election_enable: p.parse("unclean.leader.election.enable", false)?,
+            controlled_shutdown_enable: p.parse("controlled.shutdown.enable", true)?,
+            controlled_shutdown_max_retries: p.parse("controlled.shutdown.max.retries", 3)?,
+            controlled_shutdown_retry_backoff: p
+                .millis("controlled.shutdown.retry.backoff.ms", 1000)?,
         };
         if let Some(k) = p.0.keys().next() {
             return Err(ConfigError(format!("unknown configuration key `{k}`")));

@@ -13,7 +13,9 @@
 //! between threads and `parking_lot` locks around shared state.
 
 pub mod broker;
+pub mod client;
 pub mod config;
+pub mod controller;
 pub mod log;
 pub mod network;
 pub mod protocol;

@@ -1,5 +1,6 @@
-//! The broker against a real ZooKeeper, with the test acting as controller: it sends
-//! LeaderAndIsr, UpdateMetadata and StopReplica itself, then speaks the Kafka protocol.
+//! The broker against a real ZooKeeper, with the test acting as controller: it holds
+//! `/controller` and sends LeaderAndIsr, UpdateMetadata and StopReplica itself, then speaks the
+//! Kafka protocol.
 
 mod common;
 
@@ -29,6 +30,7 @@ fn lead(b: &TestBroker, c: &mut Client, epoch: i32, topic: &str, n: i32) {
 fn produce_and_fetch_through_the_kafka_protocol() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("produce"));
+    let _controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[]);
     let mut c = b.client();
     lead(&b, &mut c, 1, "events", 2);
@@ -86,7 +88,8 @@ fn produce_and_fetch_through_the_kafka_protocol() {
 fn metadata_reflects_update_metadata() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("metadata"));
-    let b = TestBroker::start(1, &zk, &[]);
+    let _controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[("auto.create.topics.enable", "false")]);
     let mut c = b.client();
     assert!(c.metadata(&[]).topics.is_empty());
     let ghost = gregor::protocol::BrokerInfo {
@@ -133,9 +136,28 @@ fn metadata_reflects_update_metadata() {
 }
 
 #[test]
+fn metadata_for_a_missing_topic_auto_creates_it() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("autocreate"));
+    let controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[("num.partitions", "3")]);
+    let mut c = b.client();
+    let t = c.metadata(&["fresh"]).topics.remove(0);
+    assert_eq!(t.error_code, ErrorCode::LeaderNotAvailable.code());
+    let a = paths::topic_assignment(&controller.zk, "fresh")
+        .unwrap()
+        .expect("topic written to ZooKeeper");
+    assert_eq!(a.len(), 3);
+    assert!(a.values().all(|r| r == &vec![1]));
+    let bad = c.metadata(&["no/slash"]).topics.remove(0);
+    assert_eq!(bad.error_code, ErrorCode::InvalidTopic.code());
+}
+
+#[test]
 fn long_poll_fetch_is_woken_by_a_produce() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("longpoll"));
+    let _controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[]);
     let mut c = b.client();
     lead(&b, &mut c, 1, "lp", 1);
@@ -163,6 +185,7 @@ fn long_poll_fetch_is_woken_by_a_produce() {
 fn follower_refuses_produce_and_consumers_never_read_above_the_high_watermark() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("hw"));
+    let _controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[]);
     let mut c = b.client();
     // Partition 0: we lead with ISR {1, 2}; partition 1: we follow broker 2.
@@ -209,6 +232,7 @@ fn follower_refuses_produce_and_consumers_never_read_above_the_high_watermark() 
 fn acks_all_waits_for_the_isr_and_respects_min_insync_replicas() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("acks"));
+    let _controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[("min.insync.replicas", "2")]);
     let mut c = b.client();
     lead(&b, &mut c, 1, "solo", 1);
@@ -255,6 +279,7 @@ fn acks_all_waits_for_the_isr_and_respects_min_insync_replicas() {
 fn stop_replica_with_delete_removes_the_data() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("stop"));
+    let _controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[]);
     let mut c = b.client();
     lead(&b, &mut c, 1, "doomed", 1);
@@ -277,6 +302,7 @@ fn stop_replica_with_delete_removes_the_data() {
 fn commands_with_an_older_controller_epoch_are_rejected() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("epoch"));
+    let _controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[]);
     let mut c = b.client();
     lead(&b, &mut c, 5, "e", 1);
@@ -305,6 +331,7 @@ fn commands_with_an_older_controller_epoch_are_rejected() {
 fn init_flag_deletes_local_partitions_not_in_the_command() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("init"));
+    let _controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[]);
     let mut c = b.client();
     lead(&b, &mut c, 1, "keep", 1);
@@ -320,6 +347,7 @@ fn init_flag_deletes_local_partitions_not_in_the_command() {
 fn startup_deletes_partitions_no_longer_assigned_and_keeps_data_and_high_watermark() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("startup"));
+    let _controller = FakeController::claim(&zk);
     let zkc = ZkClient::connect(&zk, Duration::from_secs(5)).unwrap();
     let mut assignment = std::collections::BTreeMap::new();
     assignment.insert(0, vec![1]);
@@ -361,6 +389,7 @@ fn startup_deletes_partitions_no_longer_assigned_and_keeps_data_and_high_waterma
 fn a_second_broker_with_the_same_id_fails_to_start() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("dupid"));
+    let _controller = FakeController::claim(&zk);
     let _b = TestBroker::start(7, &zk, &[]);
     let dir = tempfile::tempdir().unwrap();
     let err = gregor::broker::Broker::start(broker_config(7, &zk, dir.path(), &[]))
@@ -375,6 +404,7 @@ fn expired_session_is_followed_by_re_registration() {
     let root = chroot("expiry");
     let proxy = Proxy::start(zk_address());
     let via_proxy = format!("127.0.0.1:{}{root}", proxy.port);
+    let _controller = FakeController::claim(&format!("{}{root}", zk_address()));
     let b = TestBroker::start(3, &via_proxy, &[]);
     let watcher =
         ZkClient::connect(&format!("{}{root}", zk_address()), Duration::from_secs(10)).unwrap();
@@ -429,6 +459,7 @@ fn closed_after(addr: std::net::SocketAddr, bytes: &[u8]) -> bool {
 fn malformed_frames_close_only_their_connection() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("garbage"));
+    let _controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[("socket.request.max.bytes", "10000")]);
     let mut good = b.client();
     lead(&b, &mut good, 1, "g", 1);
@@ -485,6 +516,7 @@ fn malformed_frames_close_only_their_connection() {
 fn api_versions_answers_what_we_serve() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("apiversions"));
+    let _controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[]);
     let mut c = b.client();
     // v0: the list.

@@ -12,12 +12,15 @@ use std::time::{Duration, Instant};
 use super::metadata_cache::MetadataCache;
 use super::partition::{Partition, Role};
 use super::replica_manager::ReplicaManager;
+use crate::client::admin;
 use crate::config::BrokerConfig;
+use crate::controller::KafkaController;
 use crate::log::LogError;
 use crate::network::{Action, RequestHandler};
 use crate::protocol::api_versions::ApiVersionsResponse;
 use crate::protocol::controller::{
-    ErrorOnlyResponse, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest,
+    ControlledShutdownRequest, ControlledShutdownResponse, ErrorOnlyResponse, LeaderAndIsrRequest,
+    StopReplicaRequest, UpdateMetadataRequest,
 };
 use crate::protocol::fetch::{self, FetchRequest};
 use crate::protocol::header::{self, RequestHeader};
@@ -26,12 +29,17 @@ use crate::protocol::metadata::MetadataRequest;
 use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartitionResponse};
 use crate::protocol::produce::{ProducePartitionResponse, ProduceRequest, ProduceResponse};
 use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer, write_array};
+use crate::zk::{ZkClient, paths};
 
 pub struct KafkaApis {
     pub broker_id: i32,
     pub config: Arc<BrokerConfig>,
     pub replica_manager: Arc<ReplicaManager>,
     pub metadata_cache: Arc<MetadataCache>,
+    /// For auto-creating topics on Metadata requests.
+    pub zk: Arc<ZkClient>,
+    /// Serves ControlledShutdown when this broker is the controller.
+    pub controller: Arc<KafkaController>,
 }
 
 impl RequestHandler for KafkaApis {
@@ -78,6 +86,9 @@ impl RequestHandler for KafkaApis {
             }
             header::UPDATE_METADATA => {
                 decode(frame, body_at).map(|req| self.handle_update_metadata(&req, out))
+            }
+            header::CONTROLLED_SHUTDOWN => {
+                decode(frame, body_at).map(|req| self.handle_controlled_shutdown(&req, out))
             }
             _ => unreachable!("is_supported admitted only the keys above"),
         };
@@ -459,8 +470,71 @@ impl KafkaApis {
         Ok(offsets)
     }
 
+    /// Metadata v0 from the cache. A requested topic that does not exist is created when
+    /// `auto.create.topics.enable` is on (answered LEADER_NOT_AVAILABLE until the controller
+    /// has given it leaders; clients retry), and is UNKNOWN_TOPIC_OR_PARTITION otherwise; an
+    /// illegal name is INVALID_TOPIC.
     fn handle_metadata(&self, req: &MetadataRequest, out: &mut Vec<u8>) -> Action {
-        self.metadata_cache.metadata(&req.topics).encode(out);
+        let mut resp = self.metadata_cache.metadata(&req.topics);
+        for t in resp
+            .topics
+            .iter_mut()
+            .filter(|t| t.error_code == ErrorCode::UnknownTopicOrPartition.code())
+        {
+            if admin::validate_topic_name(&t.topic).is_err() {
+                t.error_code = ErrorCode::InvalidTopic.code();
+            } else if self.config.auto_create_topics_enable {
+                t.error_code = self.auto_create(&t.topic).code();
+            }
+        }
+        resp.encode(out);
+        Action::Respond
+    }
+
+    fn auto_create(&self, topic: &str) -> ErrorCode {
+        if matches!(paths::topic_assignment(&self.zk, topic), Ok(Some(_))) {
+            return ErrorCode::LeaderNotAvailable;
+        }
+        let live = self.metadata_cache.live_brokers().len().max(1) as i32;
+        let rf = self.config.default_replication_factor.min(live);
+        match admin::create_topic(&self.zk, topic, self.config.num_partitions, rf, None) {
+            Ok(_) => {
+                log::info!(
+                    "[Broker {}] auto-created topic {topic} ({} partitions, replication {rf})",
+                    self.broker_id,
+                    self.config.num_partitions
+                );
+                ErrorCode::LeaderNotAvailable
+            }
+            Err(admin::AdminError::TopicExists(_)) => ErrorCode::LeaderNotAvailable,
+            Err(e) => {
+                log::warn!(
+                    "[Broker {}] auto-creating topic {topic} failed: {e}",
+                    self.broker_id
+                );
+                ErrorCode::LeaderNotAvailable
+            }
+        }
+    }
+
+    fn handle_controlled_shutdown(
+        &self,
+        req: &ControlledShutdownRequest,
+        out: &mut Vec<u8>,
+    ) -> Action {
+        let (code, remaining) = if !self.controller.is_controller() {
+            (ErrorCode::NotController, Vec::new())
+        } else {
+            match self.controller.controlled_shutdown(req.broker_id) {
+                Ok(r) => (ErrorCode::None, r),
+                Err(e) => (e, Vec::new()),
+            }
+        };
+        ControlledShutdownResponse {
+            error_code: code.code(),
+            partitions_remaining: remaining,
+        }
+        .encode(out);
         Action::Respond
     }
 

@@ -18,8 +18,12 @@ use crossbeam_channel::{RecvTimeoutError, Sender, bounded};
 use parking_lot::Mutex;
 
 use crate::config::BrokerConfig;
+use crate::controller::KafkaController;
 use crate::log::LogManager;
-use crate::network::SocketServer;
+use crate::network::{BlockingChannel, SocketServer};
+use crate::protocol::ErrorCode;
+use crate::protocol::controller::{ControlledShutdownRequest, ControlledShutdownResponse};
+use crate::protocol::header::CONTROLLED_SHUTDOWN;
 use crate::zk::{ZkClient, paths};
 use apis::KafkaApis;
 use metadata_cache::MetadataCache;
@@ -43,6 +47,7 @@ pub struct Broker {
     pub log_manager: Arc<LogManager>,
     pub replica_manager: Arc<ReplicaManager>,
     pub metadata_cache: Arc<MetadataCache>,
+    pub controller: Arc<KafkaController>,
     server: SocketServer,
     stop_checkpointer: Mutex<Option<Sender<()>>>,
     checkpointer: Mutex<Option<JoinHandle<()>>>,
@@ -71,11 +76,15 @@ impl Broker {
             .delete_unassigned_partitions(&zk)
             .map_err(|e| err("cannot read topic assignments", &e))?;
         let metadata_cache = Arc::new(MetadataCache::default());
+        let controller =
+            KafkaController::new(id, zk.clone(), config.unclean_leader_election_enable);
         let apis = Arc::new(KafkaApis {
             broker_id: id,
             config: config.clone(),
             replica_manager: replica_manager.clone(),
             metadata_cache: metadata_cache.clone(),
+            zk: zk.clone(),
+            controller: controller.clone(),
         });
         let addr = format!("{}:{}", config.host, config.port);
         let server = SocketServer::start(
@@ -93,6 +102,7 @@ impl Broker {
             log_manager,
             replica_manager,
             metadata_cache,
+            controller,
             server,
             stop_checkpointer: Mutex::new(None),
             checkpointer: Mutex::new(None),
@@ -116,6 +126,8 @@ impl Broker {
                 e => err("cannot register in ZooKeeper", &e),
             });
         }
+        // Every broker takes part in the controller election (spec D).
+        broker.controller.startup();
         log::info!("[Broker {id}] started on {}:{port}", config.host);
         Ok(broker)
     }
@@ -126,6 +138,66 @@ impl Broker {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.server.local_addr()
+    }
+
+    /// Sends ControlledShutdown to the controller until it reports no partition still led
+    /// here, or `controlled.shutdown.max.retries` is used up; then the broker stops anyway
+    /// (clients fall back to the session-timeout failover for what is left).
+    fn controlled_shutdown(&self) {
+        let id = self.config.broker_id;
+        let tries = self.config.controlled_shutdown_max_retries + 1;
+        for attempt in 1..=tries {
+            match self.ask_controller_to_move_leaders() {
+                Ok(remaining) if remaining.is_empty() => {
+                    log::info!("[Broker {id}] controlled shutdown complete: no partition led here");
+                    return;
+                }
+                Ok(remaining) => log::info!(
+                    "[Broker {id}] controlled shutdown attempt {attempt}: still leading {remaining:?}"
+                ),
+                Err(e) => {
+                    log::warn!("[Broker {id}] controlled shutdown attempt {attempt} failed: {e}")
+                }
+            }
+            if attempt < tries {
+                std::thread::sleep(self.config.controlled_shutdown_retry_backoff);
+            }
+        }
+        log::warn!("[Broker {id}] proceeding with shutdown without moving every leader");
+    }
+
+    fn ask_controller_to_move_leaders(&self) -> Result<Vec<(String, i32)>, String> {
+        let (data, _) = self
+            .zk
+            .get_data(paths::CONTROLLER)
+            .map_err(|e| format!("no controller: {e:?}"))?;
+        let c: paths::ElectedBroker =
+            paths::from_json(paths::CONTROLLER, &data).map_err(|e| format!("{e:?}"))?;
+        let brokers = paths::live_brokers(&self.zk).map_err(|e| format!("{e:?}"))?;
+        let b = brokers
+            .iter()
+            .find(|b| b.id == c.brokerid)
+            .ok_or("controller not registered")?;
+        let mut chan = BlockingChannel::connect(
+            (b.host.as_str(), b.port as u16),
+            &format!("broker-{}", self.id()),
+            std::time::Duration::from_secs(30),
+        )
+        .map_err(|e| e.to_string())?;
+        let req = ControlledShutdownRequest {
+            broker_id: self.id(),
+        };
+        let raw = chan
+            .round_trip_raw(CONTROLLED_SHUTDOWN, 1, &|b| {
+                crate::protocol::Encode::encode(&req, b)
+            })
+            .map_err(|e| e.to_string())?;
+        let resp: ControlledShutdownResponse =
+            crate::protocol::decode_all(&raw).map_err(|e| e.to_string())?;
+        match ErrorCode::from_code(resp.error_code) {
+            ErrorCode::None => Ok(resp.partitions_remaining),
+            e => Err(format!("controller answered {e:?}")),
+        }
     }
 
     fn start_checkpointer(self: &Arc<Self>) {
@@ -144,10 +216,16 @@ impl Broker {
         *self.checkpointer.lock() = Some(h);
     }
 
-    /// Deregisters, stops serving, checkpoints high watermarks and flushes every log.
+    /// Asks the controller to move this broker's leaderships away (controlled shutdown), leaves
+    /// the controller election, deregisters, stops serving, checkpoints high watermarks and
+    /// flushes every log.
     pub fn shutdown(&self) {
         let id = self.config.broker_id;
         log::info!("[Broker {id}] shutting down");
+        if self.config.controlled_shutdown_enable {
+            self.controlled_shutdown();
+        }
+        self.controller.shutdown();
         let _ = self.zk.delete_ephemeral(&paths::broker_path(id));
         self.server.shutdown();
         self.stop_checkpointer.lock().take();

@@ -220,6 +220,54 @@ impl<'a> Decode<'a> for ErrorOnlyResponse {
     }
 }
 
+/// ControlledShutdown (key 7) v0/v1: a broker asks the controller to move its leaderships.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlledShutdownRequest {
+    pub broker_id: i32,
+}
+
+impl Encode for ControlledShutdownRequest {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i32(self.broker_id);
+    }
+}
+
+impl<'a> Decode<'a> for ControlledShutdownRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(ControlledShutdownRequest {
+            broker_id: r.i32("broker_id")?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlledShutdownResponse {
+    pub error_code: i16,
+    /// Partitions the broker still leads.
+    pub partitions_remaining: Vec<(String, i32)>,
+}
+
+impl Encode for ControlledShutdownResponse {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i16(self.error_code);
+        write_array(out, &self.partitions_remaining, |o, (t, p)| {
+            o.put_string(t);
+            o.put_i32(*p);
+        });
+    }
+}
+
+impl<'a> Decode<'a> for ControlledShutdownResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(ControlledShutdownResponse {
+            error_code: r.i16("error_code")?,
+            partitions_remaining: read_array(r, "partitions_remaining", 6, |r| {
+                Ok((r.string("topic")?.to_owned(), r.i32("partition")?))
+            })?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,5 +319,10 @@ mod tests {
             partitions: vec![("t".into(), 0, 6)],
         });
         round_trip(&ErrorOnlyResponse { error_code: 0 });
+        round_trip(&ControlledShutdownRequest { broker_id: 3 });
+        round_trip(&ControlledShutdownResponse {
+            error_code: 0,
+            partitions_remaining: vec![("t".into(), 1)],
+        });
     }
 }

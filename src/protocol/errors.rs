@@ -32,6 +32,7 @@ pub enum ErrorCode {
     InvalidPartitions = 37,
     InvalidReplicationFactor = 38,
     InvalidReplicaAssignment = 39,
+    NotController = 41,
     InvalidRequest = 42,
 }
 
@@ -70,6 +71,7 @@ impl ErrorCode {
             37 => InvalidPartitions,
             38 => InvalidReplicationFactor,
             39 => InvalidReplicaAssignment,
+            41 => NotController,
             42 => InvalidRequest,
             _ => UnknownServerError,
         }

@@ -9,6 +9,7 @@ pub const METADATA: i16 = 3;
 pub const LEADER_AND_ISR: i16 = 4;
 pub const STOP_REPLICA: i16 = 5;
 pub const UPDATE_METADATA: i16 = 6;
+pub const CONTROLLED_SHUTDOWN: i16 = 7;
 pub const API_VERSIONS: i16 = 18;
 
 /// (api key, min version, max version) for every API this broker serves. ApiVersions answers
@@ -21,6 +22,7 @@ pub const SUPPORTED_APIS: &[(i16, i16, i16)] = &[
     (LEADER_AND_ISR, 0, 0),
     (STOP_REPLICA, 0, 0),
     (UPDATE_METADATA, 0, 0),
+    (CONTROLLED_SHUTDOWN, 0, 1),
     (API_VERSIONS, 0, 2),
 ];
 
@@ -49,7 +51,12 @@ impl<'a> RequestHeader<'a> {
         let api_key = r.i16("api_key")?;
         let api_version = r.i16("api_version")?;
         let correlation_id = r.i32("correlation_id")?;
-        let client_id = r.nullable_string("client_id")?;
+        // ControlledShutdown v0 is the one request whose header has no client id.
+        let client_id = if api_key == CONTROLLED_SHUTDOWN && api_version == 0 {
+            None
+        } else {
+            r.nullable_string("client_id")?
+        };
         Ok(RequestHeader {
             api_key,
             api_version,

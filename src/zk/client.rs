@@ -25,8 +25,12 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use parking_lot::{Mutex, RwLock};
 use zookeeper::{Acl, CreateMode, Stat, WatchedEvent, ZkError, ZkResult, ZkState, ZooKeeper};
 
-/// Told when the session was replaced, after our ephemeral nodes are back.
+/// Told about the session's fate.
 pub trait SessionListener: Send + Sync {
+    /// The session is gone (the client gave up on it): whatever our ephemeral nodes stood for
+    /// — leading an election — must stop now, before a new session exists.
+    fn handle_session_lost(&self) {}
+    /// A new session replaced the old one, and our ephemeral nodes are back.
     fn handle_new_session(&self);
 }
 
@@ -313,6 +317,18 @@ impl ZkClient {
                 .all(|p| matches!(self.exists(p), Ok(Some(s)) if s.ephemeral_owner == mine))
     }
 
+    fn notify_session_lost(&self) {
+        let listeners: Vec<_> = self
+            .listeners
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for l in listeners {
+            l.handle_session_lost();
+        }
+    }
+
     fn on_new_session(&self) {
         log::info!("zookeeper session re-established; restoring ephemeral nodes and watches");
         self.session_id.store(0, Ordering::Release);
@@ -377,6 +393,7 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
             ZkState::Closed => {
                 log::warn!("zookeeper session closed by the client library; opening a new one");
                 suspect = false;
+                c.notify_session_lost();
                 c.replace_session();
             }
             ZkState::NotConnected => suspect = true,

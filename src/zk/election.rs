@@ -150,6 +150,10 @@ impl ZkElection {
 }
 
 impl SessionListener for ZkElection {
+    fn handle_session_lost(&self) {
+        self.resign_for_new_session();
+    }
+
     fn handle_new_session(&self) {
         let _ = self.triggers.send(Trigger::NewSession);
     }

@@ -205,6 +205,60 @@ pub fn write_leader_and_isr(
     }
 }
 
+/// One partition of `/admin/reassign_partitions`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionReassignment {
+    pub topic: String,
+    pub partition: i32,
+    pub replicas: Vec<i32>,
+}
+
+/// `/admin/reassign_partitions` (and the file `gregor reassign` reads).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReassignmentRequest {
+    pub version: i32,
+    pub partitions: Vec<PartitionReassignment>,
+}
+
+/// One partition of `/admin/preferred_replica_election`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionRef {
+    pub topic: String,
+    pub partition: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreferredElectionRequest {
+    pub version: i32,
+    pub partitions: Vec<PartitionRef>,
+}
+
+/// Reads a JSON node, `None` when it does not exist.
+pub fn read_json<T: for<'de> Deserialize<'de>>(zk: &ZkClient, path: &str) -> ZkResult<Option<T>> {
+    match zk.get_data(path) {
+        Ok((data, _)) => Ok(Some(from_json(path, &data)?)),
+        Err(ZkError::NoNode) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Replaces a topic's whole assignment (reassignment).
+pub fn write_topic_assignment(
+    zk: &ZkClient,
+    topic: &str,
+    assignment: &BTreeMap<i32, Vec<i32>>,
+) -> ZkResult<()> {
+    let a = TopicAssignment {
+        version: 1,
+        partitions: assignment
+            .iter()
+            .map(|(p, r)| (p.to_string(), r.clone()))
+            .collect(),
+    };
+    zk.set_data(&topic_path(topic), to_json(&a), None)
+        .map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,6 +140,31 @@ fn serving(addr: &str) -> bool {
     out.contains("Mode:")
 }
 
+/// Holds `/controller` in a chroot so no broker there becomes controller: the test sends the
+/// controller's commands itself. Released on drop.
+pub struct FakeController {
+    pub zk: Arc<gregor::zk::ZkClient>,
+}
+
+impl FakeController {
+    pub fn claim(zk_connect: &str) -> FakeController {
+        let zk = gregor::zk::ZkClient::connect(zk_connect, Duration::from_secs(10)).unwrap();
+        zk.create_ephemeral(
+            "/controller",
+            gregor::zk::paths::elected_broker(0),
+            Duration::ZERO,
+        )
+        .unwrap();
+        FakeController { zk }
+    }
+}
+
+impl Drop for FakeController {
+    fn drop(&mut self) {
+        self.zk.close();
+    }
+}
+
 /// A fresh chroot for one test, so tests in a binary never see each other's nodes.
 pub fn chroot(name: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
@@ -165,6 +190,9 @@ pub fn broker_config(
         "zookeeper.session.timeout.ms".into(),
         SESSION_TIMEOUT_MS.to_string(),
     );
+    // Tests stop many brokers: retry a controlled shutdown once, quickly.
+    m.insert("controlled.shutdown.max.retries".into(), "1".into());
+    m.insert("controlled.shutdown.retry.backoff.ms".into(), "200".into());
     for (k, v) in extra {
         m.insert((*k).into(), (*v).into());
     }

@@ -1,0 +1,3 @@
+//! Clients of a gregor cluster: admin operations on ZooKeeper.
+
+pub mod admin;

@@ -1,0 +1,136 @@
+//! Spec section A, `on_broker_change`: brokers came or went.
+
+use std::collections::BTreeSet;
+
+use zookeeper::ZkResult;
+
+use super::ControllerState;
+use super::channel_manager::CommandBatch;
+use super::context::TopicPartition;
+use super::election_rules::{Election, offline_partition_leader};
+use super::leader_and_isr::{refresh, update_in_context};
+use super::topic_change::init_leaders;
+use crate::zk::paths;
+
+impl ControllerState {
+    /// Spec A, steps 1–4, plus what a returning broker needs: LeaderAndIsr for every partition
+    /// it hosts, and a leader for offline partitions it can now lead.
+    pub fn on_broker_change(&mut self, batch: &mut CommandBatch) -> ZkResult<()> {
+        // step 1: the current live brokers from BrokerPath (re-installing the watch).
+        let live = self.read_live_brokers()?;
+        let before: BTreeSet<i32> = self.ctx.live_brokers.keys().copied().collect();
+        let now: BTreeSet<i32> = live.iter().map(|b| b.id).collect();
+        let joined: Vec<i32> = now.difference(&before).copied().collect();
+        let left: Vec<i32> = before.difference(&now).copied().collect();
+        for id in &left {
+            self.channels.remove_broker(*id);
+            self.ctx.shutting_down.remove(id);
+        }
+        self.ctx.live_brokers = live.into_iter().map(|b| (b.id, b)).collect();
+        for id in &joined {
+            let b = self.ctx.live_brokers[id].clone();
+            self.channels.add_broker(&b);
+        }
+        if !joined.is_empty() || !left.is_empty() {
+            log::info!(
+                "[Controller {} epoch {}] brokers joined {joined:?}, left {left:?}",
+                self.broker_id,
+                self.ctx.epoch
+            );
+        }
+        // A returning broker first learns the state of every partition it hosts.
+        for id in &joined {
+            for tp in self.ctx.partitions_on(*id) {
+                refresh(&self.zk, &mut self.ctx, &tp)?;
+                batch.leader_and_isr(&self.ctx, &[*id], &tp);
+            }
+        }
+        // step 2: set_p, the partitions whose leader is not live (or that have none).
+        let set_p: Vec<TopicPartition> = self
+            .ctx
+            .leaders
+            .iter()
+            .filter(|(_, (l, _))| !self.ctx.is_live(l.leader))
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        let never_led: Vec<TopicPartition> = self
+            .ctx
+            .leaders
+            .iter()
+            .filter(|(_, (l, _))| l.leader == -1 && l.isr.is_empty())
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        // step 3: elect each (3.1–3.3 in update_in_context).
+        let unclean = self.unclean_leader_election;
+        let eligible = self.ctx.eligible_brokers();
+        for tp in set_p.iter().filter(|tp| !never_led.contains(tp)) {
+            let ar = self.ctx.assignments.get(tp).cloned().unwrap_or_default();
+            update_in_context(&self.zk, &mut self.ctx, tp, |cur| {
+                if eligible.contains(&cur.leader) {
+                    return None; // re-read at 3.1: the leader is live after all
+                }
+                match offline_partition_leader(&ar, &cur.isr, |r| eligible.contains(&r), unclean) {
+                    Election::Leader { leader, isr } => Some((leader, isr)),
+                    Election::NoLeader { isr } if cur.leader != -1 => Some((-1, isr)),
+                    Election::NoLeader { .. } => None,
+                }
+            })?;
+            // step 4: LeaderAndIsr to the affected brokers.
+            batch.leader_and_isr(&self.ctx, &ar, tp);
+        }
+        // Partitions created while none of their replicas was live get a first leader now.
+        init_leaders(self, &never_led, batch)?;
+        // Kafka's addition to the spec: a dead follower leaves the ISR of partitions whose
+        // leader lives, so acks=all producers are not held up by a replica that is gone.
+        self.remove_dead_replicas_from_isr(&left, batch)?;
+        batch.update_metadata();
+        Ok(())
+    }
+
+    fn remove_dead_replicas_from_isr(
+        &mut self,
+        left: &[i32],
+        batch: &mut CommandBatch,
+    ) -> ZkResult<()> {
+        if left.is_empty() {
+            return Ok(());
+        }
+        let affected: Vec<TopicPartition> = self
+            .ctx
+            .leaders
+            .iter()
+            .filter(|(_, (l, _))| {
+                self.ctx.is_live(l.leader) && l.isr.iter().any(|r| left.contains(r))
+            })
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in affected {
+            let live = self.ctx.live_brokers.clone();
+            let written = update_in_context(&self.zk, &mut self.ctx, &tp, |cur| {
+                let isr: Vec<i32> = cur
+                    .isr
+                    .iter()
+                    .copied()
+                    .filter(|r| live.contains_key(r))
+                    .collect();
+                (isr.len() < cur.isr.len() && live.contains_key(&cur.leader))
+                    .then_some((cur.leader, isr))
+            })?;
+            if written {
+                let ar = self.ctx.assignments.get(&tp).cloned().unwrap_or_default();
+                batch.leader_and_isr(&self.ctx, &ar, &tp);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `/brokers/ids` and re-installs the child watch that feeds BrokerChange events.
+    pub fn read_live_brokers(&self) -> ZkResult<Vec<crate::protocol::BrokerInfo>> {
+        let tx = self.events.clone();
+        let _ = self.zk.ensure_path(paths::BROKER_IDS);
+        self.zk.get_children_w(paths::BROKER_IDS, move |_| {
+            let _ = tx.send(super::Event::BrokerChange);
+        })?;
+        paths::live_brokers(&self.zk)
+    }
+}

@@ -1,0 +1,81 @@
+//! `ControllerContext`: what the controller knows, read from ZooKeeper on failover and kept up
+//! to date by its own writes. Only the controller's event thread touches it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::protocol::BrokerInfo;
+use crate::protocol::controller::{PartitionState, TopicPartitionState};
+use crate::zk::paths::LeaderAndIsr;
+
+pub type TopicPartition = (String, i32);
+
+#[derive(Default)]
+pub struct ControllerContext {
+    /// This controller's epoch, carried by every command it sends.
+    pub epoch: i32,
+    pub live_brokers: BTreeMap<i32, BrokerInfo>,
+    /// Brokers in controlled shutdown: never chosen as leader again.
+    pub shutting_down: BTreeSet<i32>,
+    /// Assigned replicas (AR) of every partition.
+    pub assignments: BTreeMap<TopicPartition, Vec<i32>>,
+    /// The leaderAndISR of every partition that has one, with its zk version.
+    pub leaders: BTreeMap<TopicPartition, (LeaderAndIsr, i32)>,
+}
+
+impl ControllerContext {
+    /// Live and not shutting down: eligible to lead.
+    pub fn is_eligible(&self, id: i32) -> bool {
+        self.live_brokers.contains_key(&id) && !self.shutting_down.contains(&id)
+    }
+
+    /// Every broker that may be chosen as leader now.
+    pub fn eligible_brokers(&self) -> BTreeSet<i32> {
+        self.live_brokers
+            .keys()
+            .copied()
+            .filter(|id| !self.shutting_down.contains(id))
+            .collect()
+    }
+
+    pub fn is_live(&self, id: i32) -> bool {
+        self.live_brokers.contains_key(&id)
+    }
+
+    pub fn topics(&self) -> BTreeSet<String> {
+        self.assignments.keys().map(|(t, _)| t.clone()).collect()
+    }
+
+    pub fn partitions_of(&self, topic: &str) -> Vec<TopicPartition> {
+        self.assignments
+            .keys()
+            .filter(|(t, _)| t == topic)
+            .cloned()
+            .collect()
+    }
+
+    /// Partitions with a replica on broker `id`.
+    pub fn partitions_on(&self, id: i32) -> Vec<TopicPartition> {
+        self.assignments
+            .iter()
+            .filter(|(_, ar)| ar.contains(&id))
+            .map(|(tp, _)| tp.clone())
+            .collect()
+    }
+
+    /// The state a LeaderAndIsr or UpdateMetadata command carries for `tp`.
+    pub fn partition_state(&self, tp: &TopicPartition) -> Option<TopicPartitionState> {
+        let (l, version) = self.leaders.get(tp)?;
+        Some(TopicPartitionState {
+            topic: tp.0.clone(),
+            partition: tp.1,
+            state: PartitionState {
+                controller_epoch: l.controller_epoch,
+                leader: l.leader,
+                leader_epoch: l.leader_epoch,
+                isr: l.isr.clone(),
+                zk_version: *version,
+                replicas: self.assignments.get(tp).cloned().unwrap_or_default(),
+            },
+        })
+    }
+}

@@ -1,0 +1,218 @@
+//! The controller (spec sections A, B, D): elected through `/controller`, it decides every
+//! partition's leader and ISR and tells the brokers.
+//!
+//! Thread model: ZooKeeper watches (broker list, topic list, admin paths) and the election
+//! only put `Event`s on one channel; one `controller-event` thread handles them in order and is
+//! the only code that touches the `ControllerContext`. Commands to brokers leave through one
+//! sender thread per broker (`channel_manager`). Losing the ZooKeeper session resigns at once:
+//! the election's `on_resigned` arrives as an event, the context is dropped and the senders
+//! stop, so a deposed controller sends nothing more.
+
+pub mod broker_change;
+pub mod channel_manager;
+pub mod context;
+pub mod election_rules;
+pub mod failover;
+pub mod leader_and_isr;
+pub mod reassignment;
+pub mod shutdown;
+pub mod topic_change;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use parking_lot::Mutex;
+
+use crate::protocol::ErrorCode;
+use crate::zk::{ElectionListener, ZkClient, ZkElection, paths};
+use channel_manager::{CommandBatch, ControllerChannelManager};
+use context::{ControllerContext, TopicPartition};
+
+/// How long a ControlledShutdown request waits for the controller thread.
+const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub enum Event {
+    Elected,
+    Resigned,
+    BrokerChange,
+    TopicChange,
+    ReassignPartitions,
+    PreferredReplicaElection,
+    /// A broker asks to shut down; the reply lists partitions it still leads (None: not live).
+    ControlledShutdown(i32, Sender<Option<Vec<TopicPartition>>>),
+    Stop,
+}
+
+/// Everything the event thread owns.
+pub struct ControllerState {
+    pub broker_id: i32,
+    pub zk: Arc<ZkClient>,
+    pub ctx: ControllerContext,
+    pub channels: ControllerChannelManager,
+    /// For watches to feed the event queue.
+    pub events: Sender<Event>,
+    pub unclean_leader_election: bool,
+    /// True between Elected and Resigned.
+    active: bool,
+}
+
+impl ControllerState {
+    fn handle(&mut self, ev: Event) -> zookeeper::ZkResult<()> {
+        match ev {
+            Event::Elected => {
+                self.active = true;
+                self.on_controller_failover()?;
+            }
+            Event::Resigned => self.resign(),
+            Event::ControlledShutdown(id, reply) => {
+                let mut batch = CommandBatch::default();
+                let r = if self.active {
+                    self.on_controlled_shutdown(id, &mut batch)?
+                } else {
+                    None
+                };
+                batch.send(&self.ctx, &self.channels, self.broker_id);
+                let _ = reply.send(r);
+            }
+            // Watches of an earlier term may still fire: ignored unless we are controller.
+            _ if !self.active => {}
+            ev => {
+                let mut batch = CommandBatch::default();
+                match ev {
+                    Event::BrokerChange => self.on_broker_change(&mut batch)?,
+                    Event::TopicChange => self.on_topic_change(&mut batch)?,
+                    Event::ReassignPartitions => self.on_partitions_reassigned(&mut batch)?,
+                    Event::PreferredReplicaElection => {
+                        self.on_preferred_replica_election(&mut batch)?
+                    }
+                    _ => unreachable!("handled above"),
+                }
+                batch.send(&self.ctx, &self.channels, self.broker_id);
+            }
+        }
+        Ok(())
+    }
+
+    fn resign(&mut self) {
+        if self.active {
+            log::info!(
+                "[Controller {} epoch {}] resigned",
+                self.broker_id,
+                self.ctx.epoch
+            );
+        }
+        self.active = false;
+        self.channels.shutdown();
+        self.ctx = ControllerContext::default();
+    }
+}
+
+/// Bridges the election's callbacks onto the event queue.
+struct ElectionBridge(Sender<Event>);
+
+impl ElectionListener for ElectionBridge {
+    fn on_elected(&self) {
+        let _ = self.0.send(Event::Elected);
+    }
+    fn on_resigned(&self) {
+        let _ = self.0.send(Event::Resigned);
+    }
+}
+
+pub struct KafkaController {
+    broker_id: i32,
+    zk: Arc<ZkClient>,
+    events: Sender<Event>,
+    bridge: Arc<ElectionBridge>,
+    election: Mutex<Option<Arc<ZkElection>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl KafkaController {
+    /// Starts the event thread; `startup` then enters the election.
+    pub fn new(
+        broker_id: i32,
+        zk: Arc<ZkClient>,
+        unclean_leader_election: bool,
+    ) -> Arc<KafkaController> {
+        let (tx, rx) = unbounded();
+        let mut state = ControllerState {
+            broker_id,
+            zk: zk.clone(),
+            ctx: ControllerContext::default(),
+            channels: ControllerChannelManager::new(broker_id),
+            events: tx.clone(),
+            unclean_leader_election,
+            active: false,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("controller-event-{broker_id}"))
+            .spawn(move || event_loop(&mut state, rx))
+            .expect("spawn controller event thread");
+        Arc::new(KafkaController {
+            broker_id,
+            zk,
+            events: tx.clone(),
+            bridge: Arc::new(ElectionBridge(tx)),
+            election: Mutex::new(None),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Enters the election on `/controller`.
+    pub fn startup(&self) {
+        let listener: Arc<dyn ElectionListener> = self.bridge.clone();
+        let e = ZkElection::start(
+            self.zk.clone(),
+            paths::CONTROLLER,
+            self.broker_id,
+            Arc::downgrade(&listener),
+        );
+        *self.election.lock() = Some(e);
+    }
+
+    pub fn is_controller(&self) -> bool {
+        self.election.lock().as_ref().is_some_and(|e| e.is_leader())
+    }
+
+    /// Runs a controlled shutdown of `broker` on the event thread.
+    pub fn controlled_shutdown(&self, broker: i32) -> Result<Vec<(String, i32)>, ErrorCode> {
+        let (tx, rx) = bounded(1);
+        let _ = self.events.send(Event::ControlledShutdown(broker, tx));
+        match rx.recv_timeout(CONTROLLED_SHUTDOWN_TIMEOUT) {
+            Ok(Some(remaining)) => Ok(remaining),
+            Ok(None) => Err(ErrorCode::BrokerNotAvailable),
+            Err(_) => Err(ErrorCode::RequestTimedOut),
+        }
+    }
+
+    /// Leaves the election (deleting `/controller` if held) and stops the event thread.
+    pub fn shutdown(&self) {
+        if let Some(e) = self.election.lock().take() {
+            e.stop();
+        }
+        let _ = self.events.send(Event::Stop);
+        if let Some(h) = self.thread.lock().take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn event_loop(state: &mut ControllerState, rx: Receiver<Event>) {
+    while let Ok(ev) = rx.recv() {
+        if matches!(ev, Event::Stop) {
+            state.resign();
+            return;
+        }
+        if let Err(e) = state.handle(ev) {
+            // A ZooKeeper error mid-decision: the session is probably going; the election will
+            // resign and re-elect, and failover re-reads everything.
+            log::error!(
+                "[Controller {}] ZooKeeper error while handling an event: {e:?}",
+                state.broker_id
+            );
+        }
+    }
+}

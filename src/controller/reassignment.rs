@@ -1,0 +1,202 @@
+//! Spec section D step 7, `on_partitions_reassigned`, and preferred replica election.
+//!
+//! Reassignment of a partition from OAR to RAR, as Kafka 0.8 did it:
+//! 1. AR := OAR ∪ RAR in ZooKeeper, and LeaderAndIsr (new leader epoch) to every replica of it,
+//!    so the new replicas start following the leader and copying its log;
+//! 2. wait until every replica of RAR is in the ISR (a data watch on the partition's
+//!    leaderAndISR node re-runs this when the leader changes the ISR);
+//! 3. if the leader is not in RAR, elect one from RAR ∩ ISR; the ISR drops OAR − RAR;
+//! 4. StopReplica with delete to OAR − RAR;
+//! 5. AR := RAR in ZooKeeper; the partition leaves `/admin/reassign_partitions` (the node is
+//!    deleted when none is left).
+
+use std::collections::BTreeMap;
+
+use zookeeper::{WatchedEventType, ZkError, ZkResult};
+
+use super::channel_manager::CommandBatch;
+use super::context::TopicPartition;
+use super::election_rules::{preferred_leader, reassigned_leader};
+use super::leader_and_isr::update_in_context;
+use super::{ControllerState, Event};
+use crate::zk::paths::{self, PreferredElectionRequest, ReassignmentRequest};
+
+impl ControllerState {
+    pub fn on_partitions_reassigned(&mut self, batch: &mut CommandBatch) -> ZkResult<()> {
+        let tx = self.events.clone();
+        self.zk.exists_w(paths::REASSIGN_PARTITIONS, move |_| {
+            let _ = tx.send(Event::ReassignPartitions);
+        })?;
+        let Some(req) =
+            paths::read_json::<ReassignmentRequest>(&self.zk, paths::REASSIGN_PARTITIONS)?
+        else {
+            return Ok(());
+        };
+        let mut remaining = Vec::new();
+        for r in &req.partitions {
+            let tp = (r.topic.clone(), r.partition);
+            if !self.ctx.assignments.contains_key(&tp) || r.replicas.is_empty() {
+                log::warn!(
+                    "[Controller {}] dropping reassignment of unknown partition {}-{}",
+                    self.broker_id,
+                    tp.0,
+                    tp.1
+                );
+                continue;
+            }
+            if !self.reassign_partition(&tp, &r.replicas, batch)? {
+                remaining.push(r.clone());
+            }
+        }
+        if remaining.len() != req.partitions.len() {
+            if remaining.is_empty() {
+                match self.zk.delete(paths::REASSIGN_PARTITIONS, None) {
+                    Ok(()) | Err(ZkError::NoNode) => {}
+                    Err(e) => return Err(e),
+                }
+            } else {
+                let left = ReassignmentRequest {
+                    version: 1,
+                    partitions: remaining,
+                };
+                self.zk
+                    .set_data(paths::REASSIGN_PARTITIONS, paths::to_json(&left), None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves one partition's replicas to `rar`; true when finished.
+    fn reassign_partition(
+        &mut self,
+        tp: &TopicPartition,
+        rar: &[i32],
+        batch: &mut CommandBatch,
+    ) -> ZkResult<bool> {
+        let oar = self.ctx.assignments[tp].clone();
+        if oar == rar {
+            return Ok(true);
+        }
+        super::leader_and_isr::refresh(&self.zk, &mut self.ctx, tp)?;
+        let isr = self
+            .ctx
+            .leaders
+            .get(tp)
+            .map(|(l, _)| l.isr.clone())
+            .unwrap_or_default();
+        let all_in_isr = rar.iter().all(|r| isr.contains(r));
+        if !all_in_isr {
+            // step 1: AR := OAR ∪ RAR, and every replica hears of it.
+            let mut union_ordered: Vec<i32> = oar.clone();
+            union_ordered.extend(rar.iter().filter(|r| !oar.contains(r)));
+            if self.ctx.assignments[tp] != union_ordered {
+                self.ctx
+                    .assignments
+                    .insert(tp.clone(), union_ordered.clone());
+                self.write_assignment(&tp.0)?;
+                update_in_context(&self.zk, &mut self.ctx, tp, |cur| {
+                    Some((cur.leader, cur.isr.clone()))
+                })?;
+                batch.leader_and_isr(&self.ctx, &union_ordered, tp);
+                log::info!(
+                    "[Controller {}] reassigning {}-{}: {oar:?} -> {rar:?}, waiting for {rar:?} to join the ISR",
+                    self.broker_id,
+                    tp.0,
+                    tp.1
+                );
+            }
+            // step 2: wait for the ISR; the leader's ISR write fires this watch.
+            let tx = self.events.clone();
+            self.zk
+                .exists_w(&paths::leader_and_isr_path(&tp.0, tp.1), move |ev| {
+                    if ev.event_type == WatchedEventType::NodeDataChanged {
+                        let _ = tx.send(Event::ReassignPartitions);
+                    }
+                })?;
+            return Ok(false);
+        }
+        // step 3: a leader from RAR; the ISR keeps only RAR.
+        let eligible = self.ctx.eligible_brokers();
+        let rar_v = rar.to_vec();
+        let written = update_in_context(&self.zk, &mut self.ctx, tp, |cur| {
+            let isr: Vec<i32> = cur
+                .isr
+                .iter()
+                .copied()
+                .filter(|r| rar_v.contains(r))
+                .collect();
+            let leader = if rar_v.contains(&cur.leader) && eligible.contains(&cur.leader) {
+                cur.leader
+            } else {
+                reassigned_leader(&rar_v, &cur.isr, |r| eligible.contains(&r))?
+            };
+            Some((leader, isr))
+        })?;
+        if !written {
+            return Ok(false);
+        }
+        // step 4: the replicas leaving stop and delete their copy.
+        for old in oar.iter().filter(|r| !rar.contains(r)) {
+            if self.ctx.is_live(*old) {
+                batch.stop_replica(*old, true, tp);
+            }
+        }
+        // step 5: AR := RAR.
+        self.ctx.assignments.insert(tp.clone(), rar.to_vec());
+        self.write_assignment(&tp.0)?;
+        batch.leader_and_isr(&self.ctx, rar, tp);
+        log::info!(
+            "[Controller {}] reassignment of {}-{} to {rar:?} complete",
+            self.broker_id,
+            tp.0,
+            tp.1
+        );
+        Ok(true)
+    }
+
+    fn write_assignment(&self, topic: &str) -> ZkResult<()> {
+        let a: BTreeMap<i32, Vec<i32>> = self
+            .ctx
+            .assignments
+            .iter()
+            .filter(|((t, _), _)| t == topic)
+            .map(|((_, p), ar)| (*p, ar.clone()))
+            .collect();
+        paths::write_topic_assignment(&self.zk, topic, &a)
+    }
+
+    /// `/admin/preferred_replica_election`: move leadership back to each partition's first
+    /// assigned replica when it is live and in the ISR; the node is deleted when done.
+    pub fn on_preferred_replica_election(&mut self, batch: &mut CommandBatch) -> ZkResult<()> {
+        let tx = self.events.clone();
+        self.zk
+            .exists_w(paths::PREFERRED_REPLICA_ELECTION, move |_| {
+                let _ = tx.send(Event::PreferredReplicaElection);
+            })?;
+        let Some(req) = paths::read_json::<PreferredElectionRequest>(
+            &self.zk,
+            paths::PREFERRED_REPLICA_ELECTION,
+        )?
+        else {
+            return Ok(());
+        };
+        let eligible = self.ctx.eligible_brokers();
+        for p in &req.partitions {
+            let tp = (p.topic.clone(), p.partition);
+            let Some(ar) = self.ctx.assignments.get(&tp).cloned() else {
+                continue;
+            };
+            let written = update_in_context(&self.zk, &mut self.ctx, &tp, |cur| {
+                let preferred = preferred_leader(&ar, &cur.isr, |r| eligible.contains(&r))?;
+                (preferred != cur.leader).then(|| (preferred, cur.isr.clone()))
+            })?;
+            if written {
+                batch.leader_and_isr(&self.ctx, &ar, &tp);
+            }
+        }
+        match self.zk.delete(paths::PREFERRED_REPLICA_ELECTION, None) {
+            Ok(()) | Err(ZkError::NoNode) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}

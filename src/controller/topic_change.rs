@@ -1,0 +1,126 @@
+//! Spec section B: `on_topic_change` (topics created or deleted) and `init_leaders`.
+
+use std::collections::BTreeSet;
+
+use zookeeper::{ZkError, ZkResult};
+
+use super::ControllerState;
+use super::channel_manager::CommandBatch;
+use super::context::TopicPartition;
+use super::election_rules::{Election, init_leader};
+use crate::zk::paths::{self, LeaderAndIsr};
+
+impl ControllerState {
+    /// Spec B, on_topic_change: the controller keeps the list of existing topics in memory
+    /// (the context's assignments) and compares it with `/brokers/topics`.
+    pub fn on_topic_change(&mut self, batch: &mut CommandBatch) -> ZkResult<()> {
+        let now: BTreeSet<String> = self.read_topics()?.into_iter().collect();
+        let before = self.ctx.topics();
+        // step 1: a new topic: read its replica assignment from TopicPath...
+        let mut new_partitions = Vec::new();
+        for topic in now.difference(&before) {
+            let Some(assignment) = paths::topic_assignment(&self.zk, topic)? else {
+                continue;
+            };
+            for (p, ar) in assignment {
+                let tp = (topic.clone(), p);
+                self.ctx.assignments.insert(tp.clone(), ar);
+                match paths::leader_and_isr(&self.zk, topic, p)? {
+                    Some(l) => {
+                        self.ctx.leaders.insert(tp, l);
+                    }
+                    None => new_partitions.push(tp),
+                }
+            }
+            log::info!(
+                "[Controller {} epoch {}] new topic {topic}",
+                self.broker_id,
+                self.ctx.epoch
+            );
+        }
+        // step 1.1: ...and init_leaders on all newly created partitions.
+        init_leaders(self, &new_partitions, batch)?;
+        // step 2: a deleted topic: StopReplica (with delete) to every affected broker.
+        for topic in before.difference(&now) {
+            for tp in self.ctx.partitions_of(topic) {
+                let ar = self.ctx.assignments.remove(&tp).unwrap_or_default();
+                self.ctx.leaders.remove(&tp);
+                for b in ar.iter().filter(|b| self.ctx.is_live(**b)) {
+                    batch.stop_replica(*b, true, &tp);
+                }
+                batch.deleted(tp);
+            }
+            log::info!(
+                "[Controller {} epoch {}] topic {topic} deleted",
+                self.broker_id,
+                self.ctx.epoch
+            );
+        }
+        Ok(())
+    }
+
+    /// Reads `/brokers/topics` and re-installs the child watch that feeds TopicChange events.
+    pub fn read_topics(&self) -> ZkResult<Vec<String>> {
+        let tx = self.events.clone();
+        self.zk.ensure_path(paths::BROKER_TOPICS)?;
+        self.zk.get_children_w(paths::BROKER_TOPICS, move |_| {
+            let _ = tx.send(super::Event::TopicChange);
+        })
+    }
+}
+
+/// Spec B, init_leaders(set_p).
+pub fn init_leaders(
+    c: &mut ControllerState,
+    set_p: &[TopicPartition],
+    batch: &mut CommandBatch,
+) -> ZkResult<()> {
+    // step 0: the live brokers (kept current by on_broker_change).
+    let eligible = c.ctx.eligible_brokers();
+    // step 1: for each partition P in set_p...
+    for tp in set_p {
+        let ar = c.ctx.assignments.get(tp).cloned().unwrap_or_default();
+        // step 1.1: a live replica of AR leads; every live replica of AR is in the ISR.
+        let (leader, isr) = match init_leader(&ar, |r| eligible.contains(&r)) {
+            Election::Leader { leader, isr } => (leader, isr),
+            Election::NoLeader { isr } => (-1, isr),
+        };
+        // step 1.2: write the leader and ISR to the leaderAndISR path.
+        let existing = paths::leader_and_isr(&c.zk, &tp.0, tp.1)?;
+        let version = match existing {
+            Some((cur, v)) if !(cur.leader == -1 && cur.isr.is_empty()) => {
+                c.ctx.leaders.insert(tp.clone(), (cur, v));
+                batch.leader_and_isr(&c.ctx, &ar, tp);
+                continue;
+            }
+            Some((_, v)) => Some(v),
+            None => None,
+        };
+        let l = LeaderAndIsr {
+            leader,
+            leader_epoch: 0,
+            isr,
+            controller_epoch: c.ctx.epoch,
+        };
+        match paths::write_leader_and_isr(&c.zk, &tp.0, tp.1, &l, version) {
+            Ok(v) => {
+                log::info!(
+                    "[Controller epoch {}] {}-{}: initial leader {} isr {:?}",
+                    c.ctx.epoch,
+                    tp.0,
+                    tp.1,
+                    l.leader,
+                    l.isr
+                );
+                c.ctx.leaders.insert(tp.clone(), (l, v));
+            }
+            Err(ZkError::NodeExists) | Err(ZkError::BadVersion) => {
+                super::leader_and_isr::refresh(&c.zk, &mut c.ctx, tp)?;
+            }
+            Err(e) => return Err(e),
+        }
+        // step 2: LeaderAndIsr to the affected brokers.
+        batch.leader_and_isr(&c.ctx, &ar, tp);
+    }
+    Ok(())
+}
