@@ -357,16 +357,11 @@ impl KafkaApis {
     ) -> Result<usize, ErrorCode> {
         let part = self.partition(topic, p.partition)?;
         let hw = part.high_watermark();
-        let max_offset = match replica_id {
-            fetch::DEBUGGING_REPLICA_ID => Some(hw),
-            r if r >= 0 => None,
-            _ => {
-                if part.role() != Role::Leader {
-                    return Err(ErrorCode::NotLeaderForPartition);
-                }
-                Some(hw)
-            }
-        };
+        if replica_id != fetch::DEBUGGING_REPLICA_ID && part.role() != Role::Leader {
+            return Err(ErrorCode::NotLeaderForPartition);
+        }
+        // Followers read to the log end offset; consumers only what the ISR has.
+        let max_offset = (replica_id < 0).then_some(hw);
         if p.max_bytes < 0 {
             return Err(ErrorCode::InvalidFetchSize);
         }

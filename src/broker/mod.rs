@@ -8,6 +8,7 @@ pub mod apis;
 pub mod metadata_cache;
 pub mod notifier;
 pub mod partition;
+pub mod replica_fetcher;
 pub mod replica_manager;
 
 use std::net::SocketAddr;
@@ -49,8 +50,8 @@ pub struct Broker {
     pub metadata_cache: Arc<MetadataCache>,
     pub controller: Arc<KafkaController>,
     server: SocketServer,
-    stop_checkpointer: Mutex<Option<Sender<()>>>,
-    checkpointer: Mutex<Option<JoinHandle<()>>>,
+    /// Periodic tasks (high-watermark checkpoint, ISR expiry); dropping the senders stops them.
+    periodic: Mutex<Vec<(Sender<()>, JoinHandle<()>)>>,
 }
 
 impl Broker {
@@ -71,7 +72,11 @@ impl Broker {
                     &e,
                 )
             })?;
-        let replica_manager = Arc::new(ReplicaManager::new(&config, log_manager.clone()));
+        let replica_manager = Arc::new(ReplicaManager::new(
+            &config,
+            log_manager.clone(),
+            zk.clone(),
+        ));
         replica_manager
             .delete_unassigned_partitions(&zk)
             .map_err(|e| err("cannot read topic assignments", &e))?;
@@ -104,10 +109,20 @@ impl Broker {
             metadata_cache,
             controller,
             server,
-            stop_checkpointer: Mutex::new(None),
-            checkpointer: Mutex::new(None),
+            periodic: Mutex::new(Vec::new()),
         });
-        broker.start_checkpointer();
+        let rm = broker.replica_manager.clone();
+        broker.spawn_periodic(
+            "hw-checkpoint",
+            config.replica_high_watermark_checkpoint_interval,
+            move || rm.checkpoint_high_watermarks(),
+        );
+        let rm = broker.replica_manager.clone();
+        broker.spawn_periodic(
+            "isr-expiration",
+            config.replica_lag_time_max / 2,
+            move || rm.maybe_shrink_isr(),
+        );
         // Register last, so the controller only sees a broker that can serve. A node left by
         // our own previous session vanishes within a session timeout; one that stays belongs
         // to another live broker with this id.
@@ -200,20 +215,23 @@ impl Broker {
         }
     }
 
-    fn start_checkpointer(self: &Arc<Self>) {
+    /// Runs `task` every `every` on its own thread until shutdown.
+    fn spawn_periodic(
+        &self,
+        name: &str,
+        every: std::time::Duration,
+        task: impl Fn() + Send + 'static,
+    ) {
         let (tx, rx) = bounded::<()>(0);
-        *self.stop_checkpointer.lock() = Some(tx);
-        let rm = self.replica_manager.clone();
-        let every = self.config.replica_high_watermark_checkpoint_interval;
         let h = std::thread::Builder::new()
-            .name("hw-checkpoint".into())
+            .name(format!("{name}-{}", self.id()))
             .spawn(move || {
                 while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
-                    rm.checkpoint_high_watermarks();
+                    task();
                 }
             })
-            .expect("spawn hw-checkpoint thread");
-        *self.checkpointer.lock() = Some(h);
+            .expect("spawn periodic task thread");
+        self.periodic.lock().push((tx, h));
     }
 
     /// Asks the controller to move this broker's leaderships away (controlled shutdown), leaves
@@ -228,8 +246,9 @@ impl Broker {
         self.controller.shutdown();
         let _ = self.zk.delete_ephemeral(&paths::broker_path(id));
         self.server.shutdown();
-        self.stop_checkpointer.lock().take();
-        if let Some(h) = self.checkpointer.lock().take() {
+        self.replica_manager.fetchers.shutdown();
+        for (stop, h) in self.periodic.lock().drain(..) {
+            drop(stop);
             let _ = h.join();
         }
         self.replica_manager.checkpoint_high_watermarks();

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Instant;
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -30,6 +31,9 @@ pub struct PartitionState {
     pub replicas: Vec<i32>,
     /// Followers' log end offsets as learnt from their fetch offsets (leader only).
     pub follower_leos: HashMap<i32, i64>,
+    /// When each follower last fetched from our log end offset (leader only): a follower not
+    /// caught up for `replica.lag.time.max.ms` leaves the ISR.
+    pub caught_up_at: HashMap<i32, Instant>,
 }
 
 pub struct Partition {

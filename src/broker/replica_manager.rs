@@ -8,25 +8,33 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
+use zookeeper::ZkError;
 
 use super::notifier::Notifier;
 use super::partition::{Partition, PartitionState, Role};
+use super::replica_fetcher::ReplicaFetcherManager;
 use crate::config::BrokerConfig;
 use crate::log::LogManager;
-use crate::protocol::ErrorCode;
 use crate::protocol::controller::{
     LeaderAndIsrRequest, PartitionErrorsResponse, StopReplicaRequest, TopicPartitionState,
 };
-use crate::zk::{ZkClient, paths};
+use crate::protocol::{BrokerInfo, ErrorCode};
+use crate::zk::ZkClient;
+use crate::zk::paths::{self, LeaderAndIsr};
 
 pub type TopicPartition = (String, i32);
 
 pub struct ReplicaManager {
     pub broker_id: i32,
     min_insync_replicas: usize,
+    replica_lag_time_max: Duration,
     pub log_manager: Arc<LogManager>,
+    /// For the leader's conditional ISR writes.
+    zk: Arc<ZkClient>,
+    pub fetchers: ReplicaFetcherManager,
     partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
     /// Newest controller epoch seen; commands from an older one are rejected.
     controller_epoch: AtomicI32,
@@ -36,11 +44,18 @@ pub struct ReplicaManager {
 }
 
 impl ReplicaManager {
-    pub fn new(cfg: &BrokerConfig, log_manager: Arc<LogManager>) -> ReplicaManager {
+    pub fn new(
+        cfg: &BrokerConfig,
+        log_manager: Arc<LogManager>,
+        zk: Arc<ZkClient>,
+    ) -> ReplicaManager {
         ReplicaManager {
             broker_id: cfg.broker_id,
             min_insync_replicas: cfg.min_insync_replicas,
+            replica_lag_time_max: cfg.replica_lag_time_max,
             log_manager,
+            zk,
+            fetchers: ReplicaFetcherManager::new(cfg),
             partitions: RwLock::new(HashMap::new()),
             controller_epoch: AtomicI32::new(0),
             state_change_lock: Mutex::new(()),
@@ -98,7 +113,7 @@ impl ReplicaManager {
         let mut errors = Vec::new();
         // step 2: act on each partition P in set_p.
         for s in &cmd.partition_states {
-            let code = match self.apply_partition_state(s, cmd.controller_id) {
+            let code = match self.apply_partition_state(s, cmd.controller_id, &cmd.live_leaders) {
                 Ok(()) => ErrorCode::None,
                 Err(e) => e,
             };
@@ -119,6 +134,7 @@ impl ReplicaManager {
         &self,
         s: &TopicPartitionState,
         controller_id: i32,
+        live_leaders: &[BrokerInfo],
     ) -> Result<(), ErrorCode> {
         let tag = format!("[Broker {} {}-{}]", self.broker_id, s.topic, s.partition);
         if !s.state.replicas.contains(&self.broker_id) {
@@ -145,12 +161,18 @@ impl ReplicaManager {
         st.isr = s.state.isr.clone();
         st.replicas = s.state.replicas.clone();
         if s.state.leader == self.broker_id {
-            // step 2.1: asked to lead P. 2.1.1 (stop the fetcher to the current leader) has no
-            // fetcher to stop until replication exists; 2.1.2: become the leader, remembering
-            // the zk version of the leaderAndISR path (stored above).
+            // step 2.1: asked to lead P and not leading it yet.
             if was != Role::Leader {
+                // step 2.1.1: stop the fetcher to the current leader.
+                self.fetchers
+                    .remove_partition(&(s.topic.clone(), s.partition));
+                // step 2.1.2: become the leader, remembering the zk version of the
+                // leaderAndISR path (stored above) for later conditional ISR writes.
                 st.role = Role::Leader;
                 st.follower_leos.clear();
+                // Every ISR member gets a full lag period to show it keeps up.
+                let now = Instant::now();
+                st.caught_up_at = st.isr.iter().map(|r| (*r, now)).collect();
                 log::info!(
                     "{tag} became leader at epoch {} (zk version {}, isr {:?})",
                     st.leader_epoch,
@@ -160,12 +182,17 @@ impl ReplicaManager {
             }
             partition.maybe_increment_high_watermark(&st);
         } else {
-            // step 2.2: asked to follow L. 2.2.1 stop the fetcher to the current leader (none
-            // yet); 2.2.2 become a follower of L: record L and truncate to the high watermark.
+            // step 2.2: asked to follow L and not following L yet.
             let leader = s.state.leader;
             if was != Role::Follower(leader) {
+                // step 2.2.1: stop the fetcher to the current leader.
+                self.fetchers
+                    .remove_partition(&(s.topic.clone(), s.partition));
+                // step 2.2.2: become a follower of L: record L, truncate to the high
+                // watermark, and fetch from L.
                 st.role = Role::Follower(leader);
                 st.follower_leos.clear();
+                st.caught_up_at.clear();
                 let hw = partition
                     .high_watermark()
                     .min(partition.log.log_end_offset());
@@ -178,6 +205,13 @@ impl ReplicaManager {
                     "{tag} became follower of {leader} at epoch {}, log truncated to {hw}",
                     st.leader_epoch
                 );
+                match live_leaders.iter().find(|b| b.id == leader) {
+                    Some(b) => self.fetchers.add_partition(b, partition.clone()),
+                    None if leader >= 0 => log::warn!(
+                        "{tag} leader {leader} is not among the command's live leaders; not fetching"
+                    ),
+                    None => {}
+                }
             }
         }
         Ok(())
@@ -219,6 +253,7 @@ impl ReplicaManager {
                 isr: Vec::new(),
                 replicas: Vec::new(),
                 follower_leos: HashMap::new(),
+                caught_up_at: HashMap::new(),
             },
         ));
         self.partitions
@@ -243,6 +278,8 @@ impl ReplicaManager {
     }
 
     fn remove_partition(&self, topic: &str, partition: i32, delete: bool) {
+        self.fetchers
+            .remove_partition(&(topic.to_owned(), partition));
         self.partitions
             .write()
             .remove(&(topic.to_owned(), partition));
@@ -335,16 +372,116 @@ impl ReplicaManager {
         None
     }
 
-    /// A follower fetched from `offset`: that is its log end offset (leader only).
+    /// A follower fetched from `offset`: that is its log end offset (leader only). A follower
+    /// outside the ISR that has reached the high watermark is added back.
     pub fn record_follower_position(&self, partition: &Partition, replica_id: i32, offset: i64) {
         let mut st = partition.lock();
         if st.role != Role::Leader || !st.replicas.contains(&replica_id) {
             return;
         }
         st.follower_leos.insert(replica_id, offset);
-        if partition.maybe_increment_high_watermark(&st) {
-            drop(st);
+        let leo = partition.log.log_end_offset();
+        let mut changed = false;
+        if !st.isr.contains(&replica_id) && offset >= partition.high_watermark() {
+            let mut isr = st.isr.clone();
+            isr.push(replica_id);
+            changed |= self.update_isr(
+                partition,
+                &mut st,
+                isr,
+                &format!("replica {replica_id} caught up to {offset}"),
+            );
+        }
+        if offset >= leo
+            || !st.caught_up_at.contains_key(&replica_id) && st.isr.contains(&replica_id)
+        {
+            st.caught_up_at.insert(replica_id, Instant::now());
+        }
+        changed |= partition.maybe_increment_high_watermark(&st);
+        drop(st);
+        if changed {
             self.notifier.notify();
+        }
+    }
+
+    /// Drops from the ISR of every partition led here the followers that have not caught up
+    /// for `replica.lag.time.max.ms`.
+    pub fn maybe_shrink_isr(&self) {
+        let parts: Vec<Arc<Partition>> = self.partitions.read().values().cloned().collect();
+        let mut changed = false;
+        for p in parts {
+            let mut st = p.lock();
+            if st.role != Role::Leader {
+                continue;
+            }
+            let lagging: Vec<i32> = st
+                .isr
+                .iter()
+                .copied()
+                .filter(|r| *r != self.broker_id)
+                .filter(|r| {
+                    st.caught_up_at
+                        .get(r)
+                        .is_none_or(|t| t.elapsed() > self.replica_lag_time_max)
+                })
+                .collect();
+            if lagging.is_empty() {
+                continue;
+            }
+            let isr: Vec<i32> = st
+                .isr
+                .iter()
+                .copied()
+                .filter(|r| !lagging.contains(r))
+                .collect();
+            changed |= self.update_isr(
+                &p,
+                &mut st,
+                isr,
+                &format!(
+                    "replicas {lagging:?} lag more than {:?}",
+                    self.replica_lag_time_max
+                ),
+            );
+            changed |= p.maybe_increment_high_watermark(&st);
+        }
+        if changed {
+            self.notifier.notify();
+        }
+    }
+
+    /// Writes a new ISR to the leaderAndISR path, conditionally on the zk version the
+    /// controller gave us. Losing that race means the controller has moved on (spec question
+    /// 6: it fences the old leader), so we stop acting as leader until it tells us our role.
+    /// Returns true when our state changed.
+    fn update_isr(&self, p: &Partition, st: &mut PartitionState, isr: Vec<i32>, why: &str) -> bool {
+        let tag = format!("[Broker {} {}-{}]", self.broker_id, p.topic, p.partition);
+        let l = LeaderAndIsr {
+            leader: self.broker_id,
+            leader_epoch: st.leader_epoch,
+            isr: isr.clone(),
+            controller_epoch: st.controller_epoch,
+        };
+        match paths::write_leader_and_isr(&self.zk, &p.topic, p.partition, &l, Some(st.zk_version))
+        {
+            Ok(v) => {
+                log::info!("{tag} ISR {:?} -> {isr:?} ({why}); zk version {v}", st.isr);
+                st.isr = isr;
+                st.zk_version = v;
+                true
+            }
+            Err(ZkError::BadVersion) | Err(ZkError::NoNode) => {
+                log::warn!(
+                    "{tag} leaderAndISR changed since zk version {} (the controller has moved on): not changing the ISR, no longer acting as leader",
+                    st.zk_version
+                );
+                st.role = Role::Follower(-1);
+                true
+            }
+            Err(e) => {
+                log::error!("{tag} cannot write the ISR ({why}): {e:?}");
+                false
+            }
         }
     }
 

@@ -295,6 +295,28 @@ impl Log {
         Ok(())
     }
 
+    /// Drops every segment and starts an empty log at `offset` (a follower whose log ends
+    /// before the leader's log starts).
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> io::Result<()> {
+        let _guard = self.append_lock.lock();
+        let mut segs = self.segments.write();
+        for s in segs.drain(..) {
+            s.delete_files()?;
+        }
+        segs.push(Arc::new(Segment::open(
+            &self.dir,
+            offset,
+            self.config.index_interval_bytes,
+        )?));
+        self.log_end_offset.store(offset, Ordering::Release);
+        log::info!(
+            "[{}-{}] log reset to start at offset {offset}",
+            self.topic,
+            self.partition
+        );
+        Ok(())
+    }
+
     /// ListOffsets v0 semantics: candidates are each segment's base offset with its last
     /// modification time, plus (LEO, now) when the active segment is not empty; answer up to
     /// `max` of them, newest first, starting at the newest whose time is <= `time` (-1 latest,

@@ -1,0 +1,365 @@
+//! Replica fetchers: one thread per source broker copies every partition this broker follows
+//! from it, with Fetch requests carrying our broker id as `replica_id`.
+//!
+//! A follower appends what it fetched with the leader's offsets, and keeps its high watermark
+//! at min(leader's HW, own LEO). `partitions` is held while a response is applied, so once
+//! `remove_partition` returns the thread appends nothing more to that partition — a
+//! LeaderAndIsr can then truncate or take over the log safely (spec C 2.1.1 / 2.2.1).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::partition::Partition;
+use crate::config::BrokerConfig;
+use crate::network::BlockingChannel;
+use crate::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
+use crate::protocol::header::{FETCH, LIST_OFFSETS};
+use crate::protocol::message;
+use crate::protocol::offsets::{
+    EARLIEST_TIME, LATEST_TIME, ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition,
+};
+use crate::protocol::{BrokerInfo, ErrorCode};
+
+pub type TopicPartition = (String, i32);
+
+/// Pause after a failed fetch (broker gone, partition moving) before trying again.
+const BACKOFF: Duration = Duration::from_millis(200);
+
+/// Fetch settings from the broker configuration.
+#[derive(Clone)]
+struct FetchSettings {
+    broker_id: i32,
+    max_bytes: i32,
+    max_wait: Duration,
+    min_bytes: i32,
+}
+
+struct Followed {
+    partition: Arc<Partition>,
+    fetch_offset: i64,
+}
+
+struct Fetcher {
+    source: BrokerInfo,
+    partitions: Mutex<HashMap<TopicPartition, Followed>>,
+    stop: AtomicBool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+pub struct ReplicaFetcherManager {
+    settings: FetchSettings,
+    fetchers: Mutex<HashMap<i32, Arc<Fetcher>>>,
+}
+
+impl ReplicaFetcherManager {
+    pub fn new(cfg: &BrokerConfig) -> Self {
+        ReplicaFetcherManager {
+            settings: FetchSettings {
+                broker_id: cfg.broker_id,
+                max_bytes: cfg.replica_fetch_max_bytes,
+                max_wait: cfg.replica_fetch_wait_max,
+                min_bytes: cfg.replica_fetch_min_bytes,
+            },
+            fetchers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Starts copying `partition` from `leader`, from our log end offset.
+    pub fn add_partition(&self, leader: &BrokerInfo, partition: Arc<Partition>) {
+        let tp = (partition.topic.clone(), partition.partition);
+        self.remove_partition(&tp);
+        let mut fetchers = self.fetchers.lock();
+        let f = fetchers
+            .entry(leader.id)
+            .or_insert_with(|| start_fetcher(leader.clone(), self.settings.clone()));
+        let fetch_offset = partition.log.log_end_offset();
+        log::info!(
+            "[Broker {} {}-{}] fetching from broker {} at offset {fetch_offset}",
+            self.settings.broker_id,
+            tp.0,
+            tp.1,
+            leader.id
+        );
+        f.partitions.lock().insert(
+            tp,
+            Followed {
+                partition,
+                fetch_offset,
+            },
+        );
+    }
+
+    /// Stops copying a partition; returns once no fetcher will touch its log again.
+    pub fn remove_partition(&self, tp: &TopicPartition) {
+        let mut fetchers = self.fetchers.lock();
+        let mut idle = Vec::new();
+        for (id, f) in fetchers.iter() {
+            let mut parts = f.partitions.lock();
+            parts.remove(tp);
+            if parts.is_empty() {
+                idle.push(*id);
+            }
+        }
+        for id in idle {
+            if let Some(f) = fetchers.remove(&id) {
+                f.stop.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    pub fn shutdown(&self) {
+        let all: Vec<Arc<Fetcher>> = self.fetchers.lock().drain().map(|(_, f)| f).collect();
+        for f in &all {
+            f.stop.store(true, Ordering::Release);
+        }
+        for f in all {
+            if let Some(h) = f.thread.lock().take() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+fn start_fetcher(source: BrokerInfo, settings: FetchSettings) -> Arc<Fetcher> {
+    let f = Arc::new(Fetcher {
+        source,
+        partitions: Mutex::new(HashMap::new()),
+        stop: AtomicBool::new(false),
+        thread: Mutex::new(None),
+    });
+    let me = f.clone();
+    let h = std::thread::Builder::new()
+        .name(format!(
+            "replica-fetcher-{}-from-{}",
+            settings.broker_id, f.source.id
+        ))
+        .spawn(move || me.run(&settings))
+        .expect("spawn replica fetcher thread");
+    *f.thread.lock() = Some(h);
+    f
+}
+
+impl Fetcher {
+    fn run(&self, s: &FetchSettings) {
+        let tag = format!("[Broker {} fetcher from {}]", s.broker_id, self.source.id);
+        let addr = (self.source.host.clone(), self.source.port as u16);
+        let mut chan: Option<BlockingChannel> = None;
+        while !self.stop.load(Ordering::Acquire) {
+            let request = self.build_request(s);
+            if request.topics.is_empty() {
+                std::thread::sleep(BACKOFF);
+                continue;
+            }
+            if chan.is_none() {
+                match BlockingChannel::connect(
+                    addr.clone(),
+                    &format!("replica-fetcher-{}", s.broker_id),
+                    s.max_wait + Duration::from_secs(30),
+                ) {
+                    Ok(c) => chan = Some(c),
+                    Err(e) => {
+                        log::debug!("{tag} connect failed: {e}");
+                        std::thread::sleep(BACKOFF);
+                        continue;
+                    }
+                }
+            }
+            let c = chan.as_mut().expect("connected above");
+            let resp: FetchResponse = match c.request(FETCH, &request) {
+                Ok(r) => r,
+                Err(e) => {
+                    log::warn!("{tag} fetch failed: {e}; reconnecting");
+                    chan = None;
+                    std::thread::sleep(BACKOFF);
+                    continue;
+                }
+            };
+            if !self.apply(&tag, c, s, &request, resp) {
+                std::thread::sleep(BACKOFF);
+            }
+        }
+    }
+
+    fn build_request(&self, s: &FetchSettings) -> FetchRequest {
+        let mut by_topic: HashMap<String, Vec<FetchPartition>> = HashMap::new();
+        for ((t, p), f) in self.partitions.lock().iter() {
+            by_topic.entry(t.clone()).or_default().push(FetchPartition {
+                partition: *p,
+                fetch_offset: f.fetch_offset,
+                max_bytes: s.max_bytes,
+            });
+        }
+        FetchRequest {
+            replica_id: s.broker_id,
+            max_wait_ms: s.max_wait.as_millis() as i32,
+            min_bytes: s.min_bytes,
+            topics: by_topic.into_iter().collect(),
+        }
+    }
+
+    /// Applies a fetch response under the partition map's lock; false when every partition
+    /// failed (worth a pause before the next try).
+    fn apply(
+        &self,
+        tag: &str,
+        chan: &mut BlockingChannel,
+        s: &FetchSettings,
+        req: &FetchRequest,
+        resp: FetchResponse,
+    ) -> bool {
+        let mut parts = self.partitions.lock();
+        let mut progress = false;
+        for (topic, ps) in resp.topics {
+            for p in ps {
+                let tp = (topic.clone(), p.partition);
+                let requested = req
+                    .topics
+                    .iter()
+                    .find(|t| t.0 == topic)
+                    .and_then(|t| t.1.iter().find(|x| x.partition == p.partition));
+                let Some(f) = parts.get_mut(&tp) else {
+                    continue;
+                };
+                // Only apply a response to the offset we asked for; anything else is stale.
+                if requested.map(|r| r.fetch_offset) != Some(f.fetch_offset) {
+                    continue;
+                }
+                match ErrorCode::from_code(p.error_code) {
+                    ErrorCode::None => {
+                        progress = true;
+                        if let Err(e) = append_fetched(f, &p.message_set, p.high_watermark) {
+                            log::error!("{tag} {}-{}: cannot append fetched data: {e}", tp.0, tp.1);
+                        }
+                    }
+                    ErrorCode::OffsetOutOfRange => {
+                        if let Err(e) = handle_offset_out_of_range(tag, chan, s.broker_id, f) {
+                            log::warn!(
+                                "{tag} {}-{}: offset out of range and cannot ask the leader: {e}",
+                                tp.0,
+                                tp.1
+                            );
+                        } else {
+                            progress = true;
+                        }
+                    }
+                    e => log::debug!("{tag} {}-{}: leader answered {e:?}", tp.0, tp.1),
+                }
+            }
+        }
+        progress
+    }
+}
+
+/// Appends the complete messages of a fetched set at the leader's offsets and moves our high
+/// watermark to min(leader's HW, our LEO).
+fn append_fetched(f: &mut Followed, set: &[u8], leader_hw: i64) -> std::io::Result<()> {
+    let log = &f.partition.log;
+    let mut start = None;
+    let mut end = 0;
+    let mut first = 0;
+    let mut last = -1;
+    let mut pos = 0;
+    for m in message::iter(set) {
+        let m = match m {
+            Ok(m) => m,
+            Err(e) => {
+                log::error!(
+                    "[{}-{}] corrupt message from the leader at {}: {e}",
+                    f.partition.topic,
+                    f.partition.partition,
+                    f.fetch_offset
+                );
+                break;
+            }
+        };
+        // The leader serves from the entry holding the offset; skip anything before it.
+        if m.offset >= f.fetch_offset {
+            if start.is_none() {
+                start = Some(pos);
+                first = m.offset;
+            }
+            last = m.offset;
+            end = pos + m.entry_len;
+        }
+        pos += m.entry_len;
+    }
+    if let Some(start) = start {
+        log.append_with_offsets(&set[start..end], first, last)?;
+        f.fetch_offset = last + 1;
+    }
+    f.partition
+        .set_high_watermark(leader_hw.min(log.log_end_offset()));
+    Ok(())
+}
+
+/// Kafka 0.8's rule: when the leader's log ends before our fetch offset, truncate to the
+/// leader's end; when it starts after it (retention), drop our log and start at the leader's
+/// start.
+fn handle_offset_out_of_range(
+    tag: &str,
+    chan: &mut BlockingChannel,
+    me: i32,
+    f: &mut Followed,
+) -> Result<(), String> {
+    let leader_end = leader_offset(chan, me, &f.partition, LATEST_TIME)?;
+    let log = &f.partition.log;
+    let (t, p) = (&f.partition.topic, f.partition.partition);
+    if leader_end < f.fetch_offset {
+        log.truncate_to(leader_end).map_err(|e| e.to_string())?;
+        log::warn!(
+            "{tag} {t}-{p}: our offset {} is past the leader's end {leader_end}; truncated to it",
+            f.fetch_offset
+        );
+        f.fetch_offset = leader_end;
+    } else {
+        let leader_start = leader_offset(chan, me, &f.partition, EARLIEST_TIME)?;
+        log.truncate_fully_and_start_at(leader_start)
+            .map_err(|e| e.to_string())?;
+        log::warn!(
+            "{tag} {t}-{p}: our offset {} is before the leader's start {leader_start}; log reset to start there",
+            f.fetch_offset
+        );
+        f.fetch_offset = leader_start;
+        f.partition.set_high_watermark(leader_start);
+    }
+    Ok(())
+}
+
+fn leader_offset(
+    chan: &mut BlockingChannel,
+    me: i32,
+    part: &Partition,
+    time: i64,
+) -> Result<i64, String> {
+    let req = ListOffsetsRequest {
+        replica_id: me,
+        topics: vec![(
+            part.topic.clone(),
+            vec![OffsetsPartition {
+                partition: part.partition,
+                time,
+                max_num_offsets: 1,
+            }],
+        )],
+    };
+    let resp: ListOffsetsResponse = chan
+        .request(LIST_OFFSETS, &req)
+        .map_err(|e| e.to_string())?;
+    let p = resp
+        .topics
+        .first()
+        .and_then(|t| t.1.first())
+        .ok_or("empty ListOffsets answer")?;
+    if p.error_code != 0 {
+        return Err(format!("ListOffsets error {}", p.error_code));
+    }
+    p.offsets
+        .first()
+        .copied()
+        .ok_or_else(|| "no offset in ListOffsets answer".into())
+}

@@ -1,0 +1,4 @@
+//! The `gregor` command's subcommands. Only this folder and `main.rs` print to stdout.
+
+pub mod broker;
+pub mod topics;
