@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 ensure_packages zookeeper kcat
 command -v cargo >/dev/null || { echo "cargo is needed (https://rustup.rs)" >&2; exit 1; }
 
+# The code standards are part of the suite: formatted, and no clippy warning.
+cargo fmt --all -- --check
+cargo clippy --all-targets --quiet -- -D warnings
 cargo build --all-targets --quiet
 # Integration tests mostly wait on sockets and ZooKeeper, so a few run at once even on 2 cores.
 cargo test --all-targets -- --test-threads="${GREGOR_TEST_THREADS:-4}"

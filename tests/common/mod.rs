@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

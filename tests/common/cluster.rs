@@ -1,0 +1,252 @@
+//! A cluster of `gregor broker` child processes on 127.0.0.1, for tests that kill -9, pause or
+//! restart brokers. Children die with the test (PR_SET_PDEATHSIG) and are killed on drop.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gregor::client::admin;
+use gregor::protocol::ErrorCode;
+use gregor::zk::ZkClient;
+use gregor::zk::paths::{self, LeaderAndIsr};
+
+use super::{
+    Client, SESSION_TIMEOUT_MS, chroot, die_with_parent, free_port, wait_until, zk_address,
+};
+
+pub struct BrokerProcess {
+    pub id: i32,
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Option<Child>,
+}
+
+pub struct Cluster {
+    pub zk_connect: String,
+    pub zk: Arc<ZkClient>,
+    pub brokers: BTreeMap<i32, BrokerProcess>,
+    extra: Vec<(String, String)>,
+    _tmp: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Starts `n` brokers (ids 1..=n) in a fresh chroot and waits until all are registered.
+    pub fn start(name: &str, n: i32, extra: &[(&str, &str)]) -> Cluster {
+        super::init_logging();
+        let zk_connect = format!("{}{}", zk_address(), chroot(name));
+        let zk = ZkClient::connect(&zk_connect, Duration::from_secs(10)).unwrap();
+        let mut c = Cluster {
+            zk_connect,
+            zk,
+            brokers: BTreeMap::new(),
+            extra: extra
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            _tmp: tempfile::tempdir().unwrap(),
+        };
+        for id in 1..=n {
+            let dir = c._tmp.path().join(format!("broker-{id}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            c.brokers.insert(
+                id,
+                BrokerProcess {
+                    id,
+                    port: free_port(),
+                    dir,
+                    child: None,
+                },
+            );
+            c.spawn(id);
+        }
+        for id in 1..=n {
+            c.wait_registered(id);
+        }
+        c
+    }
+
+    fn spawn(&mut self, id: i32) {
+        let b = self.brokers.get_mut(&id).unwrap();
+        let props = b.dir.join("server.properties");
+        let mut text = format!(
+            "broker.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{}\nlog.dirs={}\nzookeeper.connect={}\n\
+             zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}\nreplica.lag.time.max.ms=3000\n\
+             controlled.shutdown.retry.backoff.ms=300\n",
+            b.port,
+            b.dir.join("data").display(),
+            self.zk_connect
+        );
+        for (k, v) in &self.extra {
+            text.push_str(&format!("{k}={v}\n"));
+        }
+        std::fs::write(&props, text).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(b.dir.join("broker.log"))
+            .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gregor"));
+        cmd.args(["broker", "--config"])
+            .arg(&props)
+            .env("RUST_LOG", "info,zookeeper=warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        die_with_parent(&mut cmd);
+        b.child = Some(cmd.spawn().expect("spawn gregor broker"));
+    }
+
+    pub fn wait_registered(&self, id: i32) {
+        wait_until(
+            Duration::from_secs(30),
+            &format!("broker {id} to register"),
+            || matches!(self.zk.exists(&paths::broker_path(id)), Ok(Some(_))),
+        );
+    }
+
+    pub fn pid(&self, id: i32) -> i32 {
+        self.brokers[&id]
+            .child
+            .as_ref()
+            .expect("broker running")
+            .id() as i32
+    }
+
+    fn signal(&self, id: i32, sig: i32) {
+        // SAFETY: sending a signal to our own child process.
+        unsafe { libc::kill(self.pid(id), sig) };
+    }
+
+    /// kill -9, and reap the process.
+    pub fn kill9(&mut self, id: i32) {
+        if let Some(mut c) = self.brokers.get_mut(&id).unwrap().child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM (controlled shutdown) and wait for the process to exit.
+    pub fn terminate(&mut self, id: i32) -> std::process::ExitStatus {
+        self.signal(id, libc::SIGTERM);
+        let mut c = self.brokers.get_mut(&id).unwrap().child.take().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "broker {id} did not exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn pause(&self, id: i32) {
+        self.signal(id, libc::SIGSTOP);
+    }
+
+    pub fn resume(&self, id: i32) {
+        self.signal(id, libc::SIGCONT);
+    }
+
+    /// Starts a stopped (killed or terminated) broker again on the same port and data.
+    pub fn restart(&mut self, id: i32) {
+        assert!(
+            self.brokers[&id].child.is_none(),
+            "broker {id} is still running"
+        );
+        self.spawn(id);
+        self.wait_registered(id);
+    }
+
+    pub fn log_of(&self, id: i32) -> String {
+        std::fs::read_to_string(self.brokers[&id].dir.join("broker.log")).unwrap_or_default()
+    }
+
+    pub fn data_dir(&self, id: i32) -> PathBuf {
+        self.brokers[&id].dir.join("data")
+    }
+
+    pub fn addr(&self, id: i32) -> std::net::SocketAddr {
+        ([127, 0, 0, 1], self.brokers[&id].port).into()
+    }
+
+    pub fn client(&self, id: i32) -> Client {
+        Client::connect(self.addr(id))
+    }
+
+    pub fn live(&self) -> Vec<i32> {
+        paths::live_brokers(&self.zk)
+            .unwrap()
+            .iter()
+            .map(|b| b.id)
+            .collect()
+    }
+
+    pub fn create_topic(&self, topic: &str, partitions: i32, rf: i32) {
+        admin::create_topic(&self.zk, topic, partitions, rf, None).unwrap();
+        self.wait_all_led(topic);
+    }
+
+    pub fn create_topic_on(&self, topic: &str, assignment: &str) {
+        admin::create_topic(&self.zk, topic, 0, 0, Some(assignment)).unwrap();
+        self.wait_all_led(topic);
+    }
+
+    pub fn state(&self, topic: &str, partition: i32) -> Option<LeaderAndIsr> {
+        paths::leader_and_isr(&self.zk, topic, partition)
+            .unwrap()
+            .map(|(l, _)| l)
+    }
+
+    pub fn leader(&self, topic: &str, partition: i32) -> i32 {
+        self.state(topic, partition).map_or(-1, |s| s.leader)
+    }
+
+    /// Waits until every partition of `topic` has a live leader that answers produce.
+    pub fn wait_all_led(&self, topic: &str) {
+        let n = paths::topic_assignment(&self.zk, topic)
+            .unwrap()
+            .unwrap()
+            .len() as i32;
+        for p in 0..n {
+            self.wait_leader_serving(topic, p, |_| true);
+        }
+    }
+
+    /// Waits until partition `p`'s leader satisfies `ok`, is live, and accepts an empty produce
+    /// (it acts on the LeaderAndIsr, not only ZooKeeper knows); returns it.
+    pub fn wait_leader_serving(&self, topic: &str, p: i32, ok: impl Fn(i32) -> bool) -> i32 {
+        let mut leader = -1;
+        wait_until(
+            Duration::from_secs(40),
+            &format!("{topic}-{p} to get a serving leader"),
+            || {
+                leader = self.leader(topic, p);
+                leader >= 0
+                    && ok(leader)
+                    && self.live().contains(&leader)
+                    && self.brokers[&leader].child.is_some()
+                    && self.client(leader).produce_set(1, topic, p, &[]).0 == ErrorCode::None.code()
+            },
+        );
+        leader
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for b in self.brokers.values_mut() {
+            if let Some(mut c) = b.child.take() {
+                // SAFETY: resuming a possibly stopped child so the kill is delivered.
+                unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        self.zk.close();
+    }
+}

@@ -1,0 +1,399 @@
+//! The controller against a real ZooKeeper and brokers as child processes: leaders for new
+//! topics, failover on kill -9, unclean election on and off, controller failover and epoch
+//! fencing, topic deletion, reassignment, controlled shutdown, and kcat against the cluster.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::cluster::Cluster;
+use common::*;
+use gregor::client::admin;
+use gregor::controller::leader_and_isr::{Update, update_leader_and_isr};
+use gregor::protocol::ErrorCode;
+use gregor::zk::paths::{self, LeaderAndIsr, PartitionReassignment, ReassignmentRequest};
+
+const LONG: Duration = Duration::from_secs(40);
+
+fn controller_of(c: &Cluster) -> Option<(i32, i32)> {
+    let (d, _) = c.zk.get_data(paths::CONTROLLER).ok()?;
+    let e: paths::ElectedBroker = serde_json::from_slice(&d).ok()?;
+    let (epoch, _) = c.zk.get_data(paths::CONTROLLER_EPOCH).ok()?;
+    Some((e.brokerid, String::from_utf8(epoch).ok()?.parse().ok()?))
+}
+
+/// Produces `values` with acks=all to the partition's current leader.
+fn produce_all(c: &Cluster, topic: &str, p: i32, values: &[&[u8]]) {
+    let leader = c.wait_leader_serving(topic, p, |_| true);
+    let (e, _) = c.client(leader).produce(-1, topic, p, values);
+    assert_eq!(e, 0, "produce to {topic}-{p} on broker {leader}");
+}
+
+fn read_all(c: &Cluster, topic: &str, p: i32) -> Vec<Vec<u8>> {
+    let leader = c.wait_leader_serving(topic, p, |_| true);
+    let mut client = c.client(leader);
+    let mut out = Vec::new();
+    loop {
+        let f = client.fetch(topic, p, out.len() as i64, 0);
+        assert_eq!(f.error_code, 0);
+        let vs = values(&f.message_set);
+        if vs.is_empty() {
+            return out;
+        }
+        out.extend(vs.into_iter().map(|(_, v)| v));
+    }
+}
+
+#[test]
+fn topic_creation_gives_every_partition_a_live_leader_and_metadata_everywhere() {
+    let c = Cluster::start("create", 3, &[]);
+    c.create_topic("orders", 6, 3);
+    let mut leaders = [0; 4];
+    for p in 0..6 {
+        let s = c.state("orders", p).unwrap();
+        assert!(c.live().contains(&s.leader));
+        assert_eq!(s.isr.len(), 3);
+        leaders[s.leader as usize] += 1;
+    }
+    assert_eq!(&leaders[1..], &[2, 2, 2], "leaders spread evenly");
+    for id in 1..=3 {
+        wait_until(LONG, "metadata on every broker", || {
+            let m = c.client(id).metadata(&["orders"]);
+            m.brokers.len() == 3
+                && m.topics[0].partitions.len() == 6
+                && m.topics[0].partitions.iter().all(|p| p.leader > 0)
+        });
+    }
+    // Bad input from the admin side gets a clear error.
+    assert!(matches!(
+        admin::create_topic(&c.zk, "orders", 1, 1, None),
+        Err(admin::AdminError::TopicExists(_))
+    ));
+    assert!(matches!(
+        admin::create_topic(&c.zk, "big", 1, 4, None),
+        Err(admin::AdminError::InvalidReplicationFactor { .. })
+    ));
+    assert!(matches!(
+        admin::create_topic(&c.zk, "bad name", 1, 1, None),
+        Err(admin::AdminError::InvalidTopic(_))
+    ));
+}
+
+#[test]
+fn kill_of_a_leader_elects_a_new_one_from_the_isr() {
+    let mut c = Cluster::start("failover", 3, &[]);
+    c.create_topic("t", 1, 3);
+    produce_all(&c, "t", 0, &[b"one", b"two"]);
+    let old = c.leader("t", 0);
+    let isr = c.state("t", 0).unwrap().isr;
+    c.kill9(old);
+    let new = c.wait_leader_serving("t", 0, |l| l != old);
+    assert!(isr.contains(&new));
+    // Client routing: the other broker's metadata names the new leader, and it serves.
+    let other = (1..=3).find(|b| *b != old && *b != new).unwrap();
+    wait_until(LONG, "metadata to follow the leader change", || {
+        c.client(other).metadata(&["t"]).topics[0].partitions[0].leader == new
+    });
+    assert_eq!(
+        c.client(other).produce(1, "t", 0, &[b"x"]).0,
+        ErrorCode::NotLeaderForPartition.code()
+    );
+    produce_all(&c, "t", 0, &[b"three"]);
+    assert_eq!(
+        read_all(&c, "t", 0),
+        vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]
+    );
+}
+
+/// Topic t-0 on brokers 1 and 2 (broker 3, holding no replica, keeps a controller alive);
+/// broker 2 dies first and leaves the ISR, then broker 1 — the whole ISR — dies too.
+fn lose_the_whole_isr(c: &mut Cluster) {
+    c.create_topic_on("t", "1:2");
+    produce_all(c, "t", 0, &[b"kept"]);
+    c.kill9(2);
+    wait_until(LONG, "broker 2 to leave the ISR", || {
+        c.state("t", 0).unwrap().isr == vec![1]
+    });
+    c.kill9(1);
+    wait_until(LONG, "the partition to go offline", || {
+        c.leader("t", 0) == -1
+    });
+}
+
+#[test]
+fn without_unclean_election_a_partition_waits_for_its_isr() {
+    let mut c = Cluster::start("clean", 3, &[]);
+    lose_the_whole_isr(&mut c);
+    c.restart(2);
+    // Broker 2 is not in the ISR: it must not lead. The controller has handled its return
+    // once broker 2's own metadata lists it, with the partition still offline.
+    wait_until(LONG, "the controller to handle broker 2's return", || {
+        let m = c.client(2).metadata(&["t"]);
+        m.brokers.iter().any(|b| b.id == 2)
+            && m.topics[0]
+                .partitions
+                .first()
+                .is_some_and(|p| p.leader == -1)
+    });
+    assert_eq!(c.leader("t", 0), -1);
+    assert_eq!(c.state("t", 0).unwrap().isr, vec![1]);
+    c.restart(1);
+    c.wait_leader_serving("t", 0, |l| l == 1);
+    assert_eq!(read_all(&c, "t", 0), vec![b"kept".to_vec()]);
+}
+
+#[test]
+fn with_unclean_election_a_live_assigned_replica_leads() {
+    let mut c = Cluster::start("unclean", 3, &[("unclean.leader.election.enable", "true")]);
+    lose_the_whole_isr(&mut c);
+    c.restart(2);
+    c.wait_leader_serving("t", 0, |l| l == 2);
+    assert_eq!(c.state("t", 0).unwrap().isr, vec![2]);
+}
+
+#[test]
+fn controller_failover_raises_the_epoch_and_brokers_reject_the_old_one() {
+    let mut c = Cluster::start("ctrl", 3, &[]);
+    c.create_topic("t", 3, 2);
+    let (old, old_epoch) = controller_of(&c).unwrap();
+    c.kill9(old);
+    let mut now = None;
+    wait_until(LONG, "a new controller", || {
+        now = controller_of(&c).filter(|(id, e)| *id != old && *e > old_epoch);
+        now.is_some()
+    });
+    let (new, epoch) = now.unwrap();
+    assert!(epoch > old_epoch);
+    for p in 0..3 {
+        c.wait_leader_serving("t", p, |l| l != old);
+    }
+    // A command carrying the deposed controller's epoch is rejected.
+    let survivor = (1..=3).find(|b| *b != old).unwrap();
+    let r = c
+        .client(survivor)
+        .stop_replica(old_epoch, true, vec![("t".into(), 0)]);
+    assert_eq!(r.error_code, ErrorCode::StaleControllerEpoch.code());
+    assert!(c.log_of(new).contains("became controller"));
+}
+
+#[test]
+fn a_conditional_leader_and_isr_write_that_loses_a_race_is_retried() {
+    init_logging();
+    let zk_connect = format!("{}{}", zk_address(), chroot("race"));
+    let zk = gregor::zk::ZkClient::connect(&zk_connect, Duration::from_secs(10)).unwrap();
+    let first = LeaderAndIsr {
+        leader: 1,
+        leader_epoch: 3,
+        isr: vec![1, 2],
+        controller_epoch: 1,
+    };
+    paths::write_leader_and_isr(&zk, "t", 0, &first, None).unwrap();
+    let mut seen = Vec::new();
+    let tp = ("t".to_owned(), 0);
+    let r = update_leader_and_isr(&zk, 2, &tp, |cur| {
+        seen.push(cur.clone());
+        if seen.len() == 1 {
+            // Someone else (the old leader shrinking its ISR) writes between our read and write.
+            let racing = LeaderAndIsr {
+                isr: vec![1],
+                ..cur.clone()
+            };
+            paths::write_leader_and_isr(&zk, "t", 0, &racing, None).unwrap();
+        }
+        Some((
+            2,
+            cur.isr
+                .iter()
+                .copied()
+                .filter(|r| *r != 1)
+                .chain([2])
+                .collect(),
+        ))
+    })
+    .unwrap();
+    assert_eq!(seen.len(), 2, "re-read after the lost race");
+    assert_eq!(
+        seen[1].isr,
+        vec![1],
+        "second decision sees the racing write"
+    );
+    match r {
+        Update::Written(l, _) => assert_eq!(
+            (l.leader, l.leader_epoch, l.isr, l.controller_epoch),
+            (2, 4, vec![2], 2)
+        ),
+        other => panic!("not written: {other:?}"),
+    }
+}
+
+#[test]
+fn topic_deletion_removes_data_on_every_broker() {
+    let c = Cluster::start("delete", 3, &[]);
+    c.create_topic("doomed", 2, 3);
+    produce_all(&c, "doomed", 0, &[b"x"]);
+    for id in 1..=3 {
+        wait_until(LONG, "replicas to exist", || {
+            c.data_dir(id).join("doomed-0").exists()
+        });
+    }
+    admin::delete_topic(&c.zk, "doomed").unwrap();
+    for id in 1..=3 {
+        for p in 0..2 {
+            wait_until(LONG, "partition data to be deleted", || {
+                !c.data_dir(id).join(format!("doomed-{p}")).exists()
+            });
+        }
+        wait_until(LONG, "metadata to drop the topic", || {
+            c.client(id)
+                .metadata(&[])
+                .topics
+                .iter()
+                .all(|t| t.topic != "doomed")
+        });
+    }
+    assert!(matches!(
+        admin::delete_topic(&c.zk, "doomed"),
+        Err(admin::AdminError::UnknownTopic(_))
+    ));
+}
+
+#[test]
+fn reassignment_moves_replicas_and_keeps_every_message() {
+    let c = Cluster::start("reassign", 3, &[]);
+    c.create_topic_on("moving", "1");
+    let msgs: Vec<Vec<u8>> = (0..100).map(|i| format!("msg-{i}").into_bytes()).collect();
+    for chunk in msgs.chunks(10) {
+        let refs: Vec<&[u8]> = chunk.iter().map(|v| v.as_slice()).collect();
+        produce_all(&c, "moving", 0, &refs);
+    }
+    let req = ReassignmentRequest {
+        version: 1,
+        partitions: vec![PartitionReassignment {
+            topic: "moving".into(),
+            partition: 0,
+            replicas: vec![2, 3],
+        }],
+    };
+    admin::request_reassignment(&c.zk, &req).unwrap();
+    wait_until(LONG, "the reassignment to finish", || {
+        c.zk.exists(paths::REASSIGN_PARTITIONS).unwrap().is_none()
+            && paths::topic_assignment(&c.zk, "moving").unwrap().unwrap()[&0] == vec![2, 3]
+    });
+    let leader = c.wait_leader_serving("moving", 0, |l| l == 2 || l == 3);
+    assert!(leader == 2 || leader == 3);
+    assert_eq!(read_all(&c, "moving", 0), msgs);
+    wait_until(LONG, "the old replica to be deleted", || {
+        !c.data_dir(1).join("moving-0").exists()
+    });
+}
+
+#[test]
+fn controlled_shutdown_moves_all_leadership_away_before_exit() {
+    let mut c = Cluster::start("ctrlshut", 3, &[]);
+    c.create_topic("t", 6, 3);
+    let leaving = c.leader("t", 0);
+    let st = c.terminate(leaving);
+    assert!(st.success(), "clean exit: {st:?}");
+    assert!(
+        c.log_of(leaving).contains("controlled shutdown complete"),
+        "{}",
+        c.log_of(leaving)
+    );
+    // Right after exit, before any session timeout could act, no partition is led by it.
+    for p in 0..6 {
+        let s = c.state("t", p).unwrap();
+        assert_ne!(s.leader, leaving, "partition {p}");
+        assert!(!s.isr.contains(&leaving), "partition {p} isr {:?}", s.isr);
+    }
+}
+
+#[test]
+fn a_returning_broker_deletes_partitions_of_a_deleted_and_recreated_topic() {
+    let mut c = Cluster::start("recreate", 3, &[]);
+    c.create_topic("t", 1, 3);
+    produce_all(&c, "t", 0, &[b"old"]);
+    wait_until(LONG, "broker 3 to hold a replica", || {
+        c.data_dir(3).join("t-0").exists()
+    });
+    c.kill9(3);
+    wait_until(LONG, "broker 3 to be gone", || !c.live().contains(&3));
+    admin::delete_topic(&c.zk, "t").unwrap();
+    wait_until(LONG, "deletion on live brokers", || {
+        !c.data_dir(1).join("t-0").exists()
+    });
+    c.create_topic("t", 1, 2);
+    produce_all(&c, "t", 0, &[b"new"]);
+    assert!(
+        c.data_dir(3).join("t-0").exists(),
+        "stale copy still on the stopped broker"
+    );
+    c.restart(3);
+    wait_until(LONG, "the stale partition to be deleted", || {
+        !c.data_dir(3).join("t-0").exists()
+    });
+    assert_eq!(read_all(&c, "t", 0), vec![b"new".to_vec()]);
+}
+
+fn kcat(args: &[&str], stdin: Option<&str>) -> String {
+    use std::io::Write;
+    let mut cmd = Command::new("kcat");
+    cmd.args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .expect("kcat is installed by scripts/test.sh (apt-get install kcat)");
+    if let Some(s) = stdin {
+        child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+    } else {
+        drop(child.stdin.take());
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "kcat {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn kcat_lists_produces_and_consumes_against_the_cluster() {
+    let c = Cluster::start("kcat", 3, &[]);
+    c.create_topic("kc", 3, 3);
+    let bootstrap = format!("127.0.0.1:{}", c.brokers[&1].port);
+    let listing = kcat(&["-L", "-b", &bootstrap, "-t", "kc", "-m", "10"], None);
+    assert!(listing.contains("3 brokers"), "{listing}");
+    assert!(
+        listing.contains("topic \"kc\" with 3 partitions"),
+        "{listing}"
+    );
+    let lines: Vec<String> = (0..50).map(|i| format!("line-{i}")).collect();
+    kcat(
+        &["-P", "-b", &bootstrap, "-t", "kc", "-m", "10"],
+        Some(&(lines.join("\n") + "\n")),
+    );
+    let out = kcat(
+        &[
+            "-C",
+            "-b",
+            &bootstrap,
+            "-t",
+            "kc",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-m",
+            "10",
+        ],
+        None,
+    );
+    let mut got: Vec<&str> = out.lines().collect();
+    got.sort();
+    let mut want: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    want.sort();
+    assert_eq!(got, want);
+}
