@@ -25,6 +25,9 @@ enum Command {
     Topics(cli::topics::TopicsArgs),
     /// Move partitions to other brokers (--execute FILE) and check progress (--verify FILE).
     Reassign(cli::topics::ReassignArgs),
+    /// Measure produce or consume throughput and latency.
+    #[command(subcommand)]
+    Perf(cli::perf::PerfCommand),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Command::Broker(a) => ("broker", cli::broker::run(a)),
         Command::Topics(a) => ("topics", cli::topics::run_topics(a)),
         Command::Reassign(a) => ("reassign", cli::topics::run_reassign(a)),
+        Command::Perf(c) => ("perf", cli::perf::run(c)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

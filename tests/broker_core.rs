@@ -200,6 +200,11 @@ fn follower_refuses_produce_and_consumers_never_read_above_the_high_watermark() 
         c.produce(1, "r", 1, &[b"x"]).0,
         ErrorCode::NotLeaderForPartition.code()
     );
+    // An empty set too: the answer says whether this broker leads, not only that nothing failed.
+    assert_eq!(
+        c.produce_set(1, "r", 1, &[]).0,
+        ErrorCode::NotLeaderForPartition.code()
+    );
     assert_eq!(
         c.fetch("r", 1, 0, 0).error_code,
         ErrorCode::NotLeaderForPartition.code()

@@ -306,6 +306,14 @@ fn controlled_shutdown_moves_all_leadership_away_before_exit() {
         assert_ne!(s.leader, leaving, "partition {p}");
         assert!(!s.isr.contains(&leaving), "partition {p} isr {:?}", s.isr);
     }
+    // Bounced at once, the broker is noticed as a new registration: it gets its replicas
+    // back and rejoins every ISR.
+    c.restart(leaving);
+    for p in 0..6 {
+        wait_until(LONG, "the restarted broker to rejoin the ISR", || {
+            c.state("t", p).unwrap().isr.contains(&leaving)
+        });
+    }
 }
 
 #[test]

@@ -198,6 +198,10 @@ impl KafkaApis {
                 }
             })?;
         if valid.count == 0 {
+            // Nothing to append, but the answer must still say whether we lead.
+            if part.role() != Role::Leader {
+                return Err(ErrorCode::NotLeaderForPartition);
+            }
             return Ok((
                 part.clone(),
                 part.log.log_end_offset(),

@@ -1,4 +1,5 @@
 //! The `gregor` command's subcommands. Only this folder and `main.rs` print to stdout.
 
 pub mod broker;
+pub mod perf;
 pub mod topics;

@@ -1,3 +1,4 @@
 //! Clients of a gregor cluster: admin operations on ZooKeeper.
 
 pub mod admin;
+pub mod metadata;

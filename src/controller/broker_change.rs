@@ -1,12 +1,12 @@
 //! Spec section A, `on_broker_change`: brokers came or went.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use zookeeper::ZkResult;
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;
-use super::context::TopicPartition;
+use super::context::{TopicPartition, broker_changes};
 use super::election_rules::{Election, offline_partition_leader};
 use super::leader_and_isr::{refresh, update_in_context};
 use super::topic_change::init_leaders;
@@ -18,15 +18,14 @@ impl ControllerState {
     pub fn on_broker_change(&mut self, batch: &mut CommandBatch) -> ZkResult<()> {
         // step 1: the current live brokers from BrokerPath (re-installing the watch).
         let live = self.read_live_brokers()?;
-        let before: BTreeSet<i32> = self.ctx.live_brokers.keys().copied().collect();
-        let now: BTreeSet<i32> = live.iter().map(|b| b.id).collect();
-        let joined: Vec<i32> = now.difference(&before).copied().collect();
-        let left: Vec<i32> = before.difference(&now).copied().collect();
+        let now: BTreeMap<i32, i64> = live.iter().map(|(b, s)| (b.id, *s)).collect();
+        let (joined, left) = broker_changes(&self.ctx.broker_sessions, &now);
         for id in &left {
             self.channels.remove_broker(*id);
             self.ctx.shutting_down.remove(id);
         }
-        self.ctx.live_brokers = live.into_iter().map(|b| (b.id, b)).collect();
+        self.ctx.broker_sessions = now;
+        self.ctx.live_brokers = live.into_iter().map(|(b, _)| (b.id, b)).collect();
         for id in &joined {
             let b = self.ctx.live_brokers[id].clone();
             self.channels.add_broker(&b);
@@ -124,13 +123,14 @@ impl ControllerState {
         Ok(())
     }
 
-    /// Reads `/brokers/ids` and re-installs the child watch that feeds BrokerChange events.
-    pub fn read_live_brokers(&self) -> ZkResult<Vec<crate::protocol::BrokerInfo>> {
+    /// Reads `/brokers/ids` (each broker with its registration's session) and re-installs the
+    /// child watch that feeds BrokerChange events.
+    pub fn read_live_brokers(&self) -> ZkResult<Vec<(crate::protocol::BrokerInfo, i64)>> {
         let tx = self.events.clone();
         let _ = self.zk.ensure_path(paths::BROKER_IDS);
         self.zk.get_children_w(paths::BROKER_IDS, move |_| {
             let _ = tx.send(super::Event::BrokerChange);
         })?;
-        paths::live_brokers(&self.zk)
+        paths::live_broker_registrations(&self.zk)
     }
 }

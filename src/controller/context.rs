@@ -9,11 +9,33 @@ use crate::zk::paths::LeaderAndIsr;
 
 pub type TopicPartition = (String, i32);
 
+/// Brokers that joined and left between two registrations snapshots (id → session). A broker
+/// whose session changed restarted in between: it both left and joined.
+pub fn broker_changes(
+    before: &BTreeMap<i32, i64>,
+    now: &BTreeMap<i32, i64>,
+) -> (Vec<i32>, Vec<i32>) {
+    let joined = now
+        .iter()
+        .filter(|(id, s)| before.get(id) != Some(s))
+        .map(|(id, _)| *id)
+        .collect();
+    let left = before
+        .iter()
+        .filter(|(id, s)| now.get(id) != Some(s))
+        .map(|(id, _)| *id)
+        .collect();
+    (joined, left)
+}
+
 #[derive(Default)]
 pub struct ControllerContext {
     /// This controller's epoch, carried by every command it sends.
     pub epoch: i32,
     pub live_brokers: BTreeMap<i32, BrokerInfo>,
+    /// The ZooKeeper session of each live broker's registration, to notice a restart that
+    /// happened between two reads of `/brokers/ids`.
+    pub broker_sessions: BTreeMap<i32, i64>,
     /// Brokers in controlled shutdown: never chosen as leader again.
     pub shutting_down: BTreeSet<i32>,
     /// Assigned replicas (AR) of every partition.
@@ -77,5 +99,21 @@ impl ControllerContext {
                 replicas: self.assignments.get(tp).cloned().unwrap_or_default(),
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::broker_changes;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_bounced_broker_both_leaves_and_joins() {
+        let before: BTreeMap<i32, i64> = [(1, 10), (2, 20), (3, 30)].into();
+        let now: BTreeMap<i32, i64> = [(1, 10), (3, 31), (4, 40)].into();
+        let (joined, left) = broker_changes(&before, &now);
+        assert_eq!(joined, vec![3, 4]);
+        assert_eq!(left, vec![2, 3]);
+        assert_eq!(broker_changes(&now, &now), (vec![], vec![]));
     }
 }

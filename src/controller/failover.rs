@@ -12,6 +12,7 @@ impl ControllerState {
     /// Steps 1 and 2 (create `/controller`, return if that fails) are the election's; this is
     /// what follows a win.
     pub fn on_controller_failover(&mut self) -> ZkResult<()> {
+        let started = std::time::Instant::now();
         self.ctx = ControllerContext {
             epoch: self.increment_controller_epoch()?,
             ..Default::default()
@@ -23,8 +24,9 @@ impl ControllerState {
         );
         let mut batch = CommandBatch::default();
         // The broker list and topic assignments, installing their watches.
-        for b in self.read_live_brokers()? {
+        for (b, session) in self.read_live_brokers()? {
             self.channels.add_broker(&b);
+            self.ctx.broker_sessions.insert(b.id, session);
             self.ctx.live_brokers.insert(b.id, b);
         }
         let mut without_leader: Vec<TopicPartition> = Vec::new();
@@ -61,6 +63,14 @@ impl ControllerState {
         self.on_preferred_replica_election(&mut batch)?;
         batch.update_metadata();
         batch.send(&self.ctx, &self.channels, self.broker_id);
+        log::info!(
+            "[Controller {} epoch {}] failover done in {} ms: {} partitions, {} live brokers",
+            self.broker_id,
+            self.ctx.epoch,
+            started.elapsed().as_millis(),
+            self.ctx.assignments.len(),
+            self.ctx.live_brokers.len()
+        );
         Ok(())
     }
 

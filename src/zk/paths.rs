@@ -101,6 +101,15 @@ pub fn elected_broker(id: i32) -> Vec<u8> {
 
 /// The live brokers under `/brokers/ids`, sorted by id.
 pub fn live_brokers(zk: &ZkClient) -> ZkResult<Vec<BrokerInfo>> {
+    Ok(live_broker_registrations(zk)?
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect())
+}
+
+/// The live brokers with the session that registered each (`ephemeral_owner`): a broker that
+/// restarted between two reads keeps its id but not its session.
+pub fn live_broker_registrations(zk: &ZkClient) -> ZkResult<Vec<(BrokerInfo, i64)>> {
     let mut out = Vec::new();
     for child in zk.get_children(BROKER_IDS).or_else(no_node_empty)? {
         let Ok(id) = child.parse::<i32>() else {
@@ -108,19 +117,22 @@ pub fn live_brokers(zk: &ZkClient) -> ZkResult<Vec<BrokerInfo>> {
         };
         let path = broker_path(id);
         match zk.get_data(&path) {
-            Ok((data, _)) => {
+            Ok((data, stat)) => {
                 let r: BrokerRegistration = from_json(&path, &data)?;
-                out.push(BrokerInfo {
-                    id,
-                    host: r.host,
-                    port: r.port,
-                });
+                out.push((
+                    BrokerInfo {
+                        id,
+                        host: r.host,
+                        port: r.port,
+                    },
+                    stat.ephemeral_owner,
+                ));
             }
             Err(ZkError::NoNode) => {} // died between the list and the read
             Err(e) => return Err(e),
         }
     }
-    out.sort_by_key(|b| b.id);
+    out.sort_by_key(|b| b.0.id);
     Ok(out)
 }
 

@@ -1,0 +1,291 @@
+//! `gregor perf produce|consume`: Kafka's perf-test tools. A progress line every few seconds,
+//! then messages/s, MB/s and (produce) request latency percentiles.
+//!
+//! The producer encodes one message set of `--batch-size` messages per thread and sends it
+//! again and again (the broker assigns offsets in its own copy), so the tool spends no time per
+//! message and measures the broker.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use hdrhistogram::Histogram;
+
+use gregor::client::metadata::partition_leaders;
+use gregor::network::BlockingChannel;
+use gregor::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
+use gregor::protocol::header::{FETCH, PRODUCE};
+use gregor::protocol::message;
+use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::{ErrorCode, decode_all};
+
+const PROGRESS_EVERY: Duration = Duration::from_secs(3);
+
+#[derive(Subcommand)]
+pub enum PerfCommand {
+    /// Produce N messages of SIZE bytes as fast as the cluster takes them.
+    Produce(ProduceArgs),
+    /// Read N messages from the start of every partition.
+    Consume(ConsumeArgs),
+}
+
+#[derive(Args)]
+pub struct ProduceArgs {
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    #[arg(long)]
+    topic: String,
+    #[arg(long, default_value_t = 1_000_000)]
+    messages: u64,
+    /// Bytes of value per message.
+    #[arg(long, default_value_t = 100)]
+    size: usize,
+    /// 0, 1 or -1 (all).
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    acks: i16,
+    /// Messages per produce request.
+    #[arg(long = "batch-size", default_value_t = 200)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+}
+
+#[derive(Args)]
+pub struct ConsumeArgs {
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    #[arg(long)]
+    topic: String,
+    #[arg(long, default_value_t = 1_000_000)]
+    messages: u64,
+    /// Bytes per partition per fetch.
+    #[arg(long = "fetch-size", default_value_t = 1 << 20)]
+    fetch_size: i32,
+}
+
+pub fn run(cmd: PerfCommand) -> Result<(), String> {
+    match cmd {
+        PerfCommand::Produce(a) => produce(a),
+        PerfCommand::Consume(a) => consume(a),
+    }
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+fn produce(a: ProduceArgs) -> Result<(), String> {
+    if !matches!(a.acks, -1..=1) {
+        return Err(format!("--acks must be 0, 1 or -1, got {}", a.acks));
+    }
+    if a.batch_size == 0 || a.threads == 0 {
+        return Err("--batch-size and --threads must be positive".into());
+    }
+    let leaders = partition_leaders(
+        &a.bootstrap,
+        &a.topic,
+        "gregor-perf",
+        Duration::from_secs(10),
+    )?;
+    let batches = a.messages.div_ceil(a.batch_size as u64);
+    let next_batch = Arc::new(AtomicU64::new(0));
+    let sent = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..a.threads {
+        let (leaders, next, sent, failed) = (
+            leaders.clone(),
+            next_batch.clone(),
+            sent.clone(),
+            failed.clone(),
+        );
+        let (topic, acks, size, batch) = (a.topic.clone(), a.acks, a.size, a.batch_size);
+        handles.push(std::thread::spawn(move || {
+            produce_thread(
+                t, &leaders, &topic, acks, size, batch, batches, &next, &sent, &failed,
+            )
+        }));
+    }
+    let total_bytes = |n: u64| n * a.size as u64;
+    let mut last = (Instant::now(), 0u64);
+    while handles.iter().any(|h| !h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(100));
+        if last.0.elapsed() >= PROGRESS_EVERY {
+            let n = sent.load(Ordering::Relaxed);
+            let rate = (n - last.1) as f64 / last.0.elapsed().as_secs_f64();
+            println!(
+                "{n} messages sent, {rate:.0} msg/s, {:.1} MB/s",
+                mb(total_bytes(n - last.1)) / last.0.elapsed().as_secs_f64()
+            );
+            last = (Instant::now(), n);
+        }
+    }
+    let mut hist = Histogram::<u64>::new(3).expect("valid histogram precision");
+    let mut end = start;
+    for h in handles {
+        let (part, done) = h.join().map_err(|_| "a producer thread panicked")??;
+        hist.add(part).map_err(|e| e.to_string())?;
+        end = end.max(done);
+    }
+    let secs = (end - start).as_secs_f64();
+    let n = sent.load(Ordering::Relaxed);
+    println!(
+        "{n} messages, {:.0} msg/s, {:.1} MB/s, {:.2} s; request latency ms p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
+        n as f64 / secs,
+        mb(total_bytes(n)) / secs,
+        secs,
+        hist.value_at_quantile(0.5) as f64 / 1000.0,
+        hist.value_at_quantile(0.99) as f64 / 1000.0,
+        hist.value_at_quantile(0.999) as f64 / 1000.0,
+        hist.max() as f64 / 1000.0
+    );
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn produce_thread(
+    thread: usize,
+    leaders: &BTreeMap<i32, String>,
+    topic: &str,
+    acks: i16,
+    size: usize,
+    batch: usize,
+    batches: u64,
+    next: &AtomicU64,
+    sent: &AtomicU64,
+    failed: &AtomicBool,
+) -> Result<(Histogram<u64>, Instant), String> {
+    let mut hist = Histogram::<u64>::new(3).expect("valid histogram precision");
+    let value: Vec<u8> = (0..size).map(|i| (i * 31 + thread) as u8).collect();
+    let mut set = Vec::with_capacity(batch * (size + 26));
+    for i in 0..batch {
+        message::encode_entry(&mut set, i as i64, 0, -1, None, Some(&value));
+    }
+    let mut chans: BTreeMap<String, BlockingChannel> = BTreeMap::new();
+    let parts: Vec<(&i32, &String)> = leaders.iter().collect();
+    loop {
+        if failed.load(Ordering::Relaxed) {
+            return Ok((hist, Instant::now()));
+        }
+        let b = next.fetch_add(1, Ordering::Relaxed);
+        if b >= batches {
+            return Ok((hist, Instant::now()));
+        }
+        let (partition, addr) = parts[(b as usize) % parts.len()];
+        if !chans.contains_key(addr) {
+            let c = BlockingChannel::connect(addr.as_str(), "gregor-perf", Duration::from_secs(30))
+                .map_err(|e| format!("{addr}: {e}"))?;
+            chans.insert(addr.clone(), c);
+        }
+        let chan = chans.get_mut(addr).expect("inserted above");
+        let body = |buf: &mut Vec<u8>| {
+            encode_request(buf, acks, 30_000, &[(topic, vec![(*partition, &set[..])])])
+        };
+        let t0 = Instant::now();
+        if acks == 0 {
+            chan.send_only(PRODUCE, 0, &body)
+                .map_err(|e| e.to_string())?;
+        } else {
+            let raw = chan
+                .round_trip_raw(PRODUCE, 0, &body)
+                .map_err(|e| e.to_string())?;
+            let r: ProduceResponse = decode_all(&raw).map_err(|e| e.to_string())?;
+            let code = r
+                .topics
+                .first()
+                .and_then(|t| t.1.first())
+                .map_or(-1, |p| p.error_code);
+            if code != 0 {
+                failed.store(true, Ordering::Relaxed);
+                return Err(format!(
+                    "partition {partition}: broker answered {:?}",
+                    ErrorCode::from_code(code)
+                ));
+            }
+        }
+        hist.saturating_record(t0.elapsed().as_micros() as u64);
+        sent.fetch_add(batch as u64, Ordering::Relaxed);
+    }
+}
+
+fn consume(a: ConsumeArgs) -> Result<(), String> {
+    let leaders = partition_leaders(
+        &a.bootstrap,
+        &a.topic,
+        "gregor-perf",
+        Duration::from_secs(10),
+    )?;
+    let mut chans: BTreeMap<String, BlockingChannel> = BTreeMap::new();
+    let mut offsets: BTreeMap<i32, i64> = leaders.keys().map(|p| (*p, 0)).collect();
+    let (mut n, mut bytes) = (0u64, 0u64);
+    let start = Instant::now();
+    let mut last = (Instant::now(), 0u64);
+    let mut idle_rounds = 0;
+    while n < a.messages {
+        let mut progressed = false;
+        for (p, addr) in &leaders {
+            if !chans.contains_key(addr) {
+                let c =
+                    BlockingChannel::connect(addr.as_str(), "gregor-perf", Duration::from_secs(30))
+                        .map_err(|e| format!("{addr}: {e}"))?;
+                chans.insert(addr.clone(), c);
+            }
+            let req = FetchRequest {
+                replica_id: -1,
+                max_wait_ms: 100,
+                min_bytes: 1,
+                topics: vec![(
+                    a.topic.clone(),
+                    vec![FetchPartition {
+                        partition: *p,
+                        fetch_offset: offsets[p],
+                        max_bytes: a.fetch_size,
+                    }],
+                )],
+            };
+            let resp: FetchResponse = chans
+                .get_mut(addr)
+                .expect("inserted above")
+                .request(FETCH, &req)
+                .map_err(|e| e.to_string())?;
+            let part = &resp.topics[0].1[0];
+            if part.error_code != 0 {
+                return Err(format!(
+                    "partition {p}: broker answered {:?}",
+                    ErrorCode::from_code(part.error_code)
+                ));
+            }
+            for m in message::iter(&part.message_set) {
+                let m = m.map_err(|e| format!("partition {p}: {e}"))?;
+                if m.offset >= offsets[p] {
+                    n += 1;
+                    bytes += m.value.map_or(0, |v| v.len() as u64);
+                    offsets.insert(*p, m.offset + 1);
+                    progressed = true;
+                }
+            }
+        }
+        idle_rounds = if progressed { 0 } else { idle_rounds + 1 };
+        if idle_rounds > 50 {
+            println!("no more messages after {n}");
+            break;
+        }
+        if last.0.elapsed() >= PROGRESS_EVERY {
+            println!(
+                "{n} messages read, {:.0} msg/s",
+                (n - last.1) as f64 / last.0.elapsed().as_secs_f64()
+            );
+            last = (Instant::now(), n);
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{n} messages, {:.0} msg/s, {:.1} MB/s, {secs:.2} s",
+        n as f64 / secs,
+        mb(bytes) / secs
+    );
+    Ok(())
+}

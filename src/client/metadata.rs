@@ -1,0 +1,78 @@
+//! Cluster metadata from a bootstrap list: the first broker that answers a Metadata request.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::network::BlockingChannel;
+use crate::protocol::ErrorCode;
+use crate::protocol::header::METADATA;
+use crate::protocol::metadata::{MetadataRequest, MetadataResponse};
+
+/// Asks each `host:port` of the comma-separated `bootstrap` in turn.
+pub fn fetch_metadata(
+    bootstrap: &str,
+    topics: &[String],
+    client_id: &str,
+) -> Result<MetadataResponse, String> {
+    let mut last = String::from("no bootstrap address given");
+    for addr in bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
+        match BlockingChannel::connect(addr, client_id, Duration::from_secs(10)) {
+            Ok(mut c) => match c.request(
+                METADATA,
+                &MetadataRequest {
+                    topics: topics.to_vec(),
+                },
+            ) {
+                Ok(m) => return Ok(m),
+                Err(e) => last = format!("{addr}: {e}"),
+            },
+            Err(e) => last = format!("{addr}: {e}"),
+        }
+    }
+    Err(format!("no broker answered ({last})"))
+}
+
+/// Leader address of every partition of `topic`, waiting up to `wait` for all to have one (a
+/// topic just created, or auto-created by this very request).
+pub fn partition_leaders(
+    bootstrap: &str,
+    topic: &str,
+    client_id: &str,
+    wait: Duration,
+) -> Result<BTreeMap<i32, String>, String> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        let m = fetch_metadata(bootstrap, &[topic.to_owned()], client_id)?;
+        let t = m
+            .topics
+            .iter()
+            .find(|t| t.topic == topic)
+            .ok_or("topic missing from metadata")?;
+        let code = ErrorCode::from_code(t.error_code);
+        let led = !t.partitions.is_empty() && t.partitions.iter().all(|p| p.leader >= 0);
+        if code == ErrorCode::None && led {
+            return Ok(t
+                .partitions
+                .iter()
+                .filter_map(|p| {
+                    m.brokers
+                        .iter()
+                        .find(|b| b.id == p.leader)
+                        .map(|b| (p.partition, format!("{}:{}", b.host, b.port)))
+                })
+                .collect());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(match code {
+                ErrorCode::UnknownTopicOrPartition => format!("topic `{topic}` does not exist"),
+                ErrorCode::InvalidTopic => format!("`{topic}` is not a legal topic name"),
+                _ => format!("topic `{topic}` has partitions without a leader"),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

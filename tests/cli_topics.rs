@@ -1,0 +1,156 @@
+//! `gregor topics` and `gregor reassign` through the built binary: happy paths, and a clear
+//! message with a non-zero exit for each kind of bad input.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::cluster::Cluster;
+use common::wait_until;
+
+fn gregor(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gregor"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn topics_cli_happy_paths_and_errors() {
+    let c = Cluster::start("cli", 2, &[]);
+    let zk = c.zk_connect.as_str();
+    let (ok, out, err) = gregor(&[
+        "topics",
+        "--zookeeper",
+        zk,
+        "--create",
+        "--topic",
+        "a",
+        "--partitions",
+        "4",
+        "--replication-factor",
+        "2",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("Created topic \"a\" with 4 partition(s)"),
+        "{out}"
+    );
+    c.wait_all_led("a");
+    let (ok, out, _) = gregor(&["topics", "--zookeeper", zk, "--list"]);
+    assert!(ok && out.lines().any(|l| l == "a"), "{out}");
+    let (ok, out, _) = gregor(&["topics", "--zookeeper", zk, "--describe", "--topic", "a"]);
+    assert!(ok);
+    assert!(
+        out.contains("Topic: a\tPartitionCount: 4\tReplicationFactor: 2"),
+        "{out}"
+    );
+    assert_eq!(out.lines().filter(|l| l.contains("Leader:")).count(), 4);
+    let (ok, out, _) = gregor(&[
+        "topics",
+        "--zookeeper",
+        zk,
+        "--describe",
+        "--under-replicated",
+    ]);
+    assert!(ok && out.is_empty(), "nothing under-replicated: {out}");
+
+    let bad: &[(&[&str], &str)] = &[
+        (
+            &[
+                "--create",
+                "--topic",
+                "a",
+                "--partitions",
+                "1",
+                "--replication-factor",
+                "1",
+            ],
+            "already exists",
+        ),
+        (
+            &[
+                "--create",
+                "--topic",
+                "b",
+                "--partitions",
+                "1",
+                "--replication-factor",
+                "3",
+            ],
+            "replication factor 3 is not possible with 2 live broker(s)",
+        ),
+        (
+            &[
+                "--create",
+                "--topic",
+                "bad/name",
+                "--partitions",
+                "1",
+                "--replication-factor",
+                "1",
+            ],
+            "invalid topic name",
+        ),
+        (
+            &["--create", "--topic", "c", "--replica-assignment", "1:x"],
+            "invalid replica assignment",
+        ),
+        (
+            &["--create", "--topic", "c", "--replica-assignment", "1:7"],
+            "broker 7 (partition 0) is not live",
+        ),
+        (
+            &["--delete", "--topic", "nope"],
+            "topic `nope` does not exist",
+        ),
+        (
+            &["--describe", "--topic", "nope"],
+            "topic `nope` does not exist",
+        ),
+        (&["--create", "--topic", "d"], "--partitions is required"),
+    ];
+    for (args, want) in bad {
+        let mut all = vec!["topics", "--zookeeper", zk];
+        all.extend_from_slice(args);
+        let (ok, _, err) = gregor(&all);
+        assert!(!ok, "{args:?} should fail");
+        assert!(err.contains(want), "{args:?}: expected `{want}` in `{err}`");
+    }
+    let (ok, _, err) = gregor(&["topics", "--zookeeper", zk, "--bogus"]);
+    assert!(!ok && err.contains("--bogus"), "{err}");
+
+    // Reassignment: execute, then verify until complete.
+    let file = c.data_dir(1).join("../move.json");
+    std::fs::write(
+        &file,
+        r#"{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[2]}]}"#,
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let (ok, out, err) = gregor(&["reassign", "--zookeeper", zk, "--execute", f]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("Started reassignment of 1 partition(s)"),
+        "{out}"
+    );
+    wait_until(
+        Duration::from_secs(40),
+        "reassign --verify to report completion",
+        || {
+            let (ok, out, _) = gregor(&["reassign", "--zookeeper", zk, "--verify", f]);
+            ok && out.contains("Reassignment of partition a-0 completed successfully")
+        },
+    );
+    std::fs::write(&file, "{not json").unwrap();
+    let (ok, _, err) = gregor(&["reassign", "--zookeeper", zk, "--execute", f]);
+    assert!(!ok && err.contains("not a reassignment"), "{err}");
+    let (ok, _, err) = gregor(&["topics", "--zookeeper", "127.0.0.1:1", "--list"]);
+    assert!(!ok && err.contains("cannot reach ZooKeeper"), "{err}");
+}
