@@ -551,3 +551,32 @@ fn api_versions_answers_what_we_serve() {
         "connection still serves requests"
     );
 }
+
+#[test]
+fn connections_beyond_max_connections_are_closed_and_the_rest_served() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("maxconn"));
+    let _controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[("max.connections", "2")]);
+    let mut first = b.client();
+    let mut second = b.client();
+    // Both are served (the acceptor counts them as they arrive).
+    assert!(first.metadata(&[]).topics.is_empty());
+    assert!(second.metadata(&[]).topics.is_empty());
+    // A third connection is closed straight away.
+    assert!(closed_after(b.addr(), &[]));
+    // The two others keep working; once one closes, a new connection is accepted again.
+    assert!(first.metadata(&[]).topics.is_empty());
+    drop(second);
+    wait_until(Duration::from_secs(10), "a slot to free up", || {
+        let mut s = TcpStream::connect(b.addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let req = [
+            0u8, 0, 0, 14, 0, 3, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0, 0, 0, 0,
+        ];
+        s.write_all(&req).is_ok() && {
+            let mut size = [0u8; 4];
+            s.read_exact(&mut size).is_ok()
+        }
+    });
+}

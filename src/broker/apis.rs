@@ -144,8 +144,8 @@ impl KafkaApis {
         }
         let mut results: Vec<(Option<Arc<Partition>>, ErrorCode, i64, i64)> = Vec::new();
         for t in &req.topics {
-            for p in &t.partitions {
-                let r = self.append_one(&t.topic, p.partition, &mut frame[p.set.clone()], req.acks);
+            for p in &t.1 {
+                let r = self.append_one(&t.0, p.partition, &mut frame[p.set.clone()], req.acks);
                 results.push(match r {
                     Ok((part, first, last)) => (Some(part), ErrorCode::None, first, last),
                     Err(e) => (None, e, -1, -1),
@@ -271,9 +271,8 @@ impl KafkaApis {
             topics: req
                 .topics
                 .iter()
-                .map(|t| {
-                    let parts = t
-                        .partitions
+                .map(|(topic, partitions)| {
+                    let parts = partitions
                         .iter()
                         .map(|p| {
                             let (e, off) = f(p.partition);
@@ -284,7 +283,7 @@ impl KafkaApis {
                             }
                         })
                         .collect();
-                    (t.topic.clone(), parts)
+                    (topic.clone(), parts)
                 })
                 .collect(),
         }

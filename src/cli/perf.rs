@@ -31,14 +31,33 @@ pub enum PerfCommand {
     Consume(ConsumeArgs),
 }
 
+/// Where and how much: the flags both perf commands take.
 #[derive(Args)]
-pub struct ProduceArgs {
+pub struct Target {
     #[arg(long, default_value = "127.0.0.1:9092")]
     bootstrap: String,
     #[arg(long)]
     topic: String,
     #[arg(long, default_value_t = 1_000_000)]
     messages: u64,
+}
+
+impl Target {
+    /// The leader of every partition; a topic just created gets a few seconds to have them.
+    fn leaders(&self) -> Result<BTreeMap<i32, String>, String> {
+        partition_leaders(
+            &self.bootstrap,
+            &self.topic,
+            "gregor-perf",
+            Duration::from_secs(10),
+        )
+    }
+}
+
+#[derive(Args)]
+pub struct ProduceArgs {
+    #[command(flatten)]
+    target: Target,
     /// Bytes of value per message.
     #[arg(long, default_value_t = 100)]
     size: usize,
@@ -54,12 +73,8 @@ pub struct ProduceArgs {
 
 #[derive(Args)]
 pub struct ConsumeArgs {
-    #[arg(long, default_value = "127.0.0.1:9092")]
-    bootstrap: String,
-    #[arg(long)]
-    topic: String,
-    #[arg(long, default_value_t = 1_000_000)]
-    messages: u64,
+    #[command(flatten)]
+    target: Target,
     /// Bytes per partition per fetch.
     #[arg(long = "fetch-size", default_value_t = 1 << 20)]
     fetch_size: i32,
@@ -83,13 +98,8 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
     if a.batch_size == 0 || a.threads == 0 {
         return Err("--batch-size and --threads must be positive".into());
     }
-    let leaders = partition_leaders(
-        &a.bootstrap,
-        &a.topic,
-        "gregor-perf",
-        Duration::from_secs(10),
-    )?;
-    let batches = a.messages.div_ceil(a.batch_size as u64);
+    let leaders = a.target.leaders()?;
+    let batches = a.target.messages.div_ceil(a.batch_size as u64);
     let next_batch = Arc::new(AtomicU64::new(0));
     let sent = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicBool::new(false));
@@ -102,7 +112,7 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
             sent.clone(),
             failed.clone(),
         );
-        let (topic, acks, size, batch) = (a.topic.clone(), a.acks, a.size, a.batch_size);
+        let (topic, acks, size, batch) = (a.target.topic.clone(), a.acks, a.size, a.batch_size);
         handles.push(std::thread::spawn(move || {
             produce_thread(
                 t, &leaders, &topic, acks, size, batch, batches, &next, &sent, &failed,
@@ -212,19 +222,14 @@ fn produce_thread(
 }
 
 fn consume(a: ConsumeArgs) -> Result<(), String> {
-    let leaders = partition_leaders(
-        &a.bootstrap,
-        &a.topic,
-        "gregor-perf",
-        Duration::from_secs(10),
-    )?;
+    let leaders = a.target.leaders()?;
     let mut chans: BTreeMap<String, BlockingChannel> = BTreeMap::new();
     let mut offsets: BTreeMap<i32, i64> = leaders.keys().map(|p| (*p, 0)).collect();
     let (mut n, mut bytes) = (0u64, 0u64);
     let start = Instant::now();
     let mut last = (Instant::now(), 0u64);
     let mut idle_rounds = 0;
-    while n < a.messages {
+    while n < a.target.messages {
         let mut progressed = false;
         for (p, addr) in &leaders {
             if !chans.contains_key(addr) {
@@ -238,7 +243,7 @@ fn consume(a: ConsumeArgs) -> Result<(), String> {
                 max_wait_ms: 100,
                 min_bytes: 1,
                 topics: vec![(
-                    a.topic.clone(),
+                    a.target.topic.clone(),
                     vec![FetchPartition {
                         partition: *p,
                         fetch_offset: offsets[p],

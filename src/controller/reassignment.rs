@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use zookeeper::{WatchedEventType, ZkError, ZkResult};
+use zookeeper::{WatchedEventType, ZkResult};
 
 use super::channel_manager::CommandBatch;
 use super::context::TopicPartition;
@@ -50,10 +50,7 @@ impl ControllerState {
         }
         if remaining.len() != req.partitions.len() {
             if remaining.is_empty() {
-                match self.zk.delete(paths::REASSIGN_PARTITIONS, None) {
-                    Ok(()) | Err(ZkError::NoNode) => {}
-                    Err(e) => return Err(e),
-                }
+                self.zk.delete_if_exists(paths::REASSIGN_PARTITIONS)?;
             } else {
                 let left = ReassignmentRequest {
                     version: 1,
@@ -194,9 +191,6 @@ impl ControllerState {
                 batch.leader_and_isr(&self.ctx, &ar, &tp);
             }
         }
-        match self.zk.delete(paths::PREFERRED_REPLICA_ELECTION, None) {
-            Ok(()) | Err(ZkError::NoNode) => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.zk.delete_if_exists(paths::PREFERRED_REPLICA_ELECTION)
     }
 }

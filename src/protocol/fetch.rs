@@ -4,7 +4,7 @@
 //! straight from the segment file), so the message sets are never decoded or re-encoded on the
 //! way out. The owned `FetchResponse` is for clients and tests.
 
-use super::{Decode, DecodeResult, Encode, Reader, Writer, read_array, write_array};
+use super::{Decode, DecodeResult, Encode, Reader, Writer, read_topics, write_topics};
 
 /// replica_id of an ordinary consumer.
 pub const CONSUMER_REPLICA_ID: i32 = -1;
@@ -31,13 +31,10 @@ impl Encode for FetchRequest {
         out.put_i32(self.replica_id);
         out.put_i32(self.max_wait_ms);
         out.put_i32(self.min_bytes);
-        write_array(out, &self.topics, |o, (t, parts)| {
-            o.put_string(t);
-            write_array(o, parts, |o, p| {
-                o.put_i32(p.partition);
-                o.put_i64(p.fetch_offset);
-                o.put_i32(p.max_bytes);
-            });
+        write_topics(out, &self.topics, |o, p| {
+            o.put_i32(p.partition);
+            o.put_i64(p.fetch_offset);
+            o.put_i32(p.max_bytes);
         });
     }
 }
@@ -48,17 +45,12 @@ impl<'a> Decode<'a> for FetchRequest {
             replica_id: r.i32("replica_id")?,
             max_wait_ms: r.i32("max_wait_ms")?,
             min_bytes: r.i32("min_bytes")?,
-            topics: read_array(r, "topics", 6, |r| {
-                Ok((
-                    r.string("topic")?.to_owned(),
-                    read_array(r, "partitions", 16, |r| {
-                        Ok(FetchPartition {
-                            partition: r.i32("partition")?,
-                            fetch_offset: r.i64("fetch_offset")?,
-                            max_bytes: r.i32("max_bytes")?,
-                        })
-                    })?,
-                ))
+            topics: read_topics(r, 16, |r| {
+                Ok(FetchPartition {
+                    partition: r.i32("partition")?,
+                    fetch_offset: r.i64("fetch_offset")?,
+                    max_bytes: r.i32("max_bytes")?,
+                })
             })?,
         })
     }
@@ -93,13 +85,10 @@ pub struct FetchResponse {
 
 impl Encode for FetchResponse {
     fn encode(&self, out: &mut Vec<u8>) {
-        write_array(out, &self.topics, |o, (t, parts)| {
-            o.put_string(t);
-            write_array(o, parts, |o, p| {
-                let at = write_partition_head(o, p.partition, p.error_code, p.high_watermark);
-                o.extend_from_slice(&p.message_set);
-                o.patch_size(at);
-            });
+        write_topics(out, &self.topics, |o, p| {
+            let at = write_partition_head(o, p.partition, p.error_code, p.high_watermark);
+            o.extend_from_slice(&p.message_set);
+            o.patch_size(at);
         });
     }
 }
@@ -107,22 +96,16 @@ impl Encode for FetchResponse {
 impl<'a> Decode<'a> for FetchResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         Ok(FetchResponse {
-            topics: read_array(r, "topics", 6, |r| {
-                Ok((
-                    r.string("topic")?.to_owned(),
-                    read_array(r, "partitions", 18, |r| {
-                        let partition = r.i32("partition")?;
-                        let error_code = r.i16("error_code")?;
-                        let high_watermark = r.i64("high_watermark")?;
-                        let n = r.nullable_bytes("message_set")?.unwrap_or_default();
-                        Ok(FetchPartitionResponse {
-                            partition,
-                            error_code,
-                            high_watermark,
-                            message_set: n.to_vec(),
-                        })
-                    })?,
-                ))
+            topics: read_topics(r, 18, |r| {
+                Ok(FetchPartitionResponse {
+                    partition: r.i32("partition")?,
+                    error_code: r.i16("error_code")?,
+                    high_watermark: r.i64("high_watermark")?,
+                    message_set: r
+                        .nullable_bytes("message_set")?
+                        .unwrap_or_default()
+                        .to_vec(),
+                })
             })?,
         })
     }

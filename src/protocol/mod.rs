@@ -60,6 +60,30 @@ pub fn write_array<T>(out: &mut Vec<u8>, items: &[T], mut f: impl FnMut(&mut Vec
     }
 }
 
+/// Writes Kafka's `[topic [partition …]]` nesting, with `f` for each partition entry.
+pub fn write_topics<T>(
+    out: &mut Vec<u8>,
+    topics: &[(String, Vec<T>)],
+    mut f: impl FnMut(&mut Vec<u8>, &T),
+) {
+    write_array(out, topics, |o, (t, parts)| {
+        o.put_string(t);
+        write_array(o, parts, &mut f);
+    });
+}
+
+/// Reads `[topic [partition …]]`; `min_part` is the smallest encoded partition entry.
+pub fn read_topics<'a, T>(
+    r: &mut Reader<'a>,
+    min_part: usize,
+    mut f: impl FnMut(&mut Reader<'a>) -> DecodeResult<T>,
+) -> DecodeResult<Vec<(String, Vec<T>)>> {
+    read_array(r, "topics", 6, |r| {
+        let topic = r.string("topic")?.to_owned();
+        Ok((topic, read_array(r, "partitions", min_part, &mut f)?))
+    })
+}
+
 /// A broker as the protocol lists it (0.8's `kafka.cluster.Broker`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerInfo {

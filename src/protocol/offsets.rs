@@ -1,6 +1,9 @@
 //! ListOffsets ("Offsets", key 2) v0: offsets before a time, newest first.
 
-use super::{Decode, DecodeResult, Encode, Reader, Writer, read_array, write_array};
+use super::{
+    Decode, DecodeResult, Encode, Reader, Writer, read_array, read_topics, write_array,
+    write_topics,
+};
 
 /// `time` asking for the log end offset.
 pub const LATEST_TIME: i64 = -1;
@@ -23,13 +26,10 @@ pub struct ListOffsetsRequest {
 impl Encode for ListOffsetsRequest {
     fn encode(&self, out: &mut Vec<u8>) {
         out.put_i32(self.replica_id);
-        write_array(out, &self.topics, |o, (t, parts)| {
-            o.put_string(t);
-            write_array(o, parts, |o, p| {
-                o.put_i32(p.partition);
-                o.put_i64(p.time);
-                o.put_i32(p.max_num_offsets);
-            });
+        write_topics(out, &self.topics, |o, p| {
+            o.put_i32(p.partition);
+            o.put_i64(p.time);
+            o.put_i32(p.max_num_offsets);
         });
     }
 }
@@ -38,17 +38,12 @@ impl<'a> Decode<'a> for ListOffsetsRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         Ok(ListOffsetsRequest {
             replica_id: r.i32("replica_id")?,
-            topics: read_array(r, "topics", 6, |r| {
-                Ok((
-                    r.string("topic")?.to_owned(),
-                    read_array(r, "partitions", 16, |r| {
-                        Ok(OffsetsPartition {
-                            partition: r.i32("partition")?,
-                            time: r.i64("time")?,
-                            max_num_offsets: r.i32("max_num_offsets")?,
-                        })
-                    })?,
-                ))
+            topics: read_topics(r, 16, |r| {
+                Ok(OffsetsPartition {
+                    partition: r.i32("partition")?,
+                    time: r.i64("time")?,
+                    max_num_offsets: r.i32("max_num_offsets")?,
+                })
             })?,
         })
     }
@@ -69,13 +64,10 @@ pub struct ListOffsetsResponse {
 
 impl Encode for ListOffsetsResponse {
     fn encode(&self, out: &mut Vec<u8>) {
-        write_array(out, &self.topics, |o, (t, parts)| {
-            o.put_string(t);
-            write_array(o, parts, |o, p| {
-                o.put_i32(p.partition);
-                o.put_i16(p.error_code);
-                write_array(o, &p.offsets, |o, x| o.put_i64(*x));
-            });
+        write_topics(out, &self.topics, |o, p| {
+            o.put_i32(p.partition);
+            o.put_i16(p.error_code);
+            write_array(o, &p.offsets, |o, x| o.put_i64(*x));
         });
     }
 }
@@ -83,17 +75,12 @@ impl Encode for ListOffsetsResponse {
 impl<'a> Decode<'a> for ListOffsetsResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         Ok(ListOffsetsResponse {
-            topics: read_array(r, "topics", 6, |r| {
-                Ok((
-                    r.string("topic")?.to_owned(),
-                    read_array(r, "partitions", 10, |r| {
-                        Ok(OffsetsPartitionResponse {
-                            partition: r.i32("partition")?,
-                            error_code: r.i16("error_code")?,
-                            offsets: read_array(r, "offsets", 8, |r| r.i64("offset"))?,
-                        })
-                    })?,
-                ))
+            topics: read_topics(r, 10, |r| {
+                Ok(OffsetsPartitionResponse {
+                    partition: r.i32("partition")?,
+                    error_code: r.i16("error_code")?,
+                    offsets: read_array(r, "offsets", 8, |r| r.i64("offset"))?,
+                })
             })?,
         })
     }

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::{Decode, DecodeResult, Encode, Reader, Writer, read_array, write_array};
+use super::{Decode, DecodeResult, Encode, Reader, Writer, read_topics, write_array, write_topics};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducePartition {
@@ -15,16 +15,10 @@ pub struct ProducePartition {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProduceTopic {
-    pub topic: String,
-    pub partitions: Vec<ProducePartition>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceRequest {
     pub acks: i16,
     pub timeout_ms: i32,
-    pub topics: Vec<ProduceTopic>,
+    pub topics: Vec<(String, Vec<ProducePartition>)>,
 }
 
 impl<'a> Decode<'a> for ProduceRequest {
@@ -32,15 +26,10 @@ impl<'a> Decode<'a> for ProduceRequest {
         Ok(ProduceRequest {
             acks: r.i16("acks")?,
             timeout_ms: r.i32("timeout_ms")?,
-            topics: read_array(r, "topics", 6, |r| {
-                Ok(ProduceTopic {
-                    topic: r.string("topic")?.to_owned(),
-                    partitions: read_array(r, "partitions", 8, |r| {
-                        Ok(ProducePartition {
-                            partition: r.i32("partition")?,
-                            set: r.sized_region("message_set")?,
-                        })
-                    })?,
+            topics: read_topics(r, 8, |r| {
+                Ok(ProducePartition {
+                    partition: r.i32("partition")?,
+                    set: r.sized_region("message_set")?,
                 })
             })?,
         })
@@ -79,13 +68,10 @@ pub struct ProduceResponse {
 
 impl Encode for ProduceResponse {
     fn encode(&self, out: &mut Vec<u8>) {
-        write_array(out, &self.topics, |o, (t, parts)| {
-            o.put_string(t);
-            write_array(o, parts, |o, p| {
-                o.put_i32(p.partition);
-                o.put_i16(p.error_code);
-                o.put_i64(p.base_offset);
-            });
+        write_topics(out, &self.topics, |o, p| {
+            o.put_i32(p.partition);
+            o.put_i16(p.error_code);
+            o.put_i64(p.base_offset);
         });
     }
 }
@@ -93,17 +79,12 @@ impl Encode for ProduceResponse {
 impl<'a> Decode<'a> for ProduceResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         Ok(ProduceResponse {
-            topics: read_array(r, "topics", 6, |r| {
-                Ok((
-                    r.string("topic")?.to_owned(),
-                    read_array(r, "partitions", 14, |r| {
-                        Ok(ProducePartitionResponse {
-                            partition: r.i32("partition")?,
-                            error_code: r.i16("error_code")?,
-                            base_offset: r.i64("base_offset")?,
-                        })
-                    })?,
-                ))
+            topics: read_topics(r, 14, |r| {
+                Ok(ProducePartitionResponse {
+                    partition: r.i32("partition")?,
+                    error_code: r.i16("error_code")?,
+                    base_offset: r.i64("base_offset")?,
+                })
             })?,
         })
     }
@@ -120,7 +101,7 @@ mod tests {
         encode_request(&mut buf, -1, 500, &[("t", vec![(3, &b"xyz"[..])])]);
         let req: ProduceRequest = decode_all(&buf).unwrap();
         assert_eq!(req.acks, -1);
-        let p = &req.topics[0].partitions[0];
+        let p = &req.topics[0].1[0];
         assert_eq!((p.partition, &buf[p.set.clone()]), (3, &b"xyz"[..]));
         for cut in 0..buf.len() {
             assert!(decode_all::<ProduceRequest>(&buf[..cut]).is_err());

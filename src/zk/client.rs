@@ -198,6 +198,11 @@ impl ZkClient {
     /// Deletes an ephemeral node of ours and stops re-creating it.
     pub fn delete_ephemeral(&self, path: &str) -> ZkResult<()> {
         self.ephemerals.lock().retain(|e| e.path != path);
+        self.delete_if_exists(path)
+    }
+
+    /// Deletes `path` whatever its version; already gone is fine.
+    pub fn delete_if_exists(&self, path: &str) -> ZkResult<()> {
         match self.zk().delete(path, None) {
             Ok(()) | Err(ZkError::NoNode) => Ok(()),
             Err(e) => Err(e),
@@ -261,10 +266,7 @@ impl ZkClient {
             Err(ZkError::NoNode) => return Ok(()),
             Err(e) => return Err(e),
         }
-        match zk.delete(path, None) {
-            Ok(()) | Err(ZkError::NoNode) => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.delete_if_exists(path)
     }
 
     /// Ends the session: ephemeral nodes disappear at once, and no new session is opened.

@@ -167,20 +167,24 @@ pub fn topic_assignment(zk: &ZkClient, topic: &str) -> ZkResult<Option<BTreeMap<
     }
 }
 
+/// The JSON body of `/brokers/topics/[topic]` for an assignment.
+fn assignment_json(assignment: &BTreeMap<i32, Vec<i32>>) -> Vec<u8> {
+    to_json(&TopicAssignment {
+        version: 1,
+        partitions: assignment
+            .iter()
+            .map(|(p, r)| (p.to_string(), r.clone()))
+            .collect(),
+    })
+}
+
 /// Writes a new topic's assignment; `NodeExists` when the topic exists.
 pub fn create_topic(
     zk: &ZkClient,
     topic: &str,
     assignment: &BTreeMap<i32, Vec<i32>>,
 ) -> ZkResult<()> {
-    let a = TopicAssignment {
-        version: 1,
-        partitions: assignment
-            .iter()
-            .map(|(p, r)| (p.to_string(), r.clone()))
-            .collect(),
-    };
-    zk.create_persistent(&topic_path(topic), to_json(&a))
+    zk.create_persistent(&topic_path(topic), assignment_json(assignment))
 }
 
 /// The leader and ISR of a partition with the zk version of the node.
@@ -260,14 +264,7 @@ pub fn write_topic_assignment(
     topic: &str,
     assignment: &BTreeMap<i32, Vec<i32>>,
 ) -> ZkResult<()> {
-    let a = TopicAssignment {
-        version: 1,
-        partitions: assignment
-            .iter()
-            .map(|(p, r)| (p.to_string(), r.clone()))
-            .collect(),
-    };
-    zk.set_data(&topic_path(topic), to_json(&a), None)
+    zk.set_data(&topic_path(topic), assignment_json(assignment), None)
         .map(|_| ())
 }
 
