@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::metadata_cache::MetadataCache;
 use super::partition::{Partition, Role};
-use super::replica_manager::ReplicaManager;
+use super::replica_manager::{Payload, ReplicaManager};
 use crate::client::admin;
 use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
@@ -192,9 +192,7 @@ impl KafkaApis {
                 );
                 match e {
                     SetError::MessageTooLarge => ErrorCode::MessageTooLarge,
-                    SetError::Corrupt(_) | SetError::CompressionUnsupported(_) => {
-                        ErrorCode::CorruptMessage
-                    }
+                    SetError::Corrupt(_) | SetError::BadCompression(_) => ErrorCode::CorruptMessage,
                 }
             })?;
         if valid.count == 0 {
@@ -212,9 +210,13 @@ impl KafkaApis {
             return Err(ErrorCode::RecordListTooLarge);
         }
         let set = &mut set[..valid.valid_len];
-        let (first, last) = self
-            .replica_manager
-            .append_as_leader(&part, set, valid.count, acks)?;
+        let payload = match valid.compressed {
+            None => Payload::Plain(set),
+            Some((codec, magic)) => Payload::Compressed { set, codec, magic },
+        };
+        let (first, last) =
+            self.replica_manager
+                .append_as_leader(&part, payload, valid.count, acks)?;
         Ok((part, first, last))
     }
 

@@ -21,11 +21,20 @@ use crate::log::LogManager;
 use crate::protocol::controller::{
     LeaderAndIsrRequest, PartitionErrorsResponse, StopReplicaRequest, TopicPartitionState,
 };
+use crate::protocol::message;
 use crate::protocol::{BrokerInfo, ErrorCode};
 use crate::zk::ZkClient;
 use crate::zk::paths::{self, LeaderAndIsr};
 
 pub type TopicPartition = (String, i32);
+
+/// A validated produced set, as the leader appends it.
+pub enum Payload<'a> {
+    /// Uncompressed messages: offsets are written into the set in place.
+    Plain(&'a mut [u8]),
+    /// Holds compressed wrappers: stored as one wrapper of `codec` rebuilt with our offsets.
+    Compressed { set: &'a [u8], codec: i8, magic: i8 },
+}
 
 pub struct ReplicaManager {
     pub broker_id: i32,
@@ -327,7 +336,7 @@ impl ReplicaManager {
     pub fn append_as_leader(
         &self,
         partition: &Partition,
-        set: &mut [u8],
+        payload: Payload<'_>,
         count: u32,
         acks: i16,
     ) -> Result<(i64, i64), ErrorCode> {
@@ -338,7 +347,17 @@ impl ReplicaManager {
         if acks == -1 && st.isr.len() < self.min_insync_replicas {
             return Err(ErrorCode::NotEnoughReplicas);
         }
-        let first = partition.log.append(set, count).map_err(|e| {
+        let appended = match payload {
+            Payload::Plain(set) => partition.log.append(set, count),
+            Payload::Compressed { set, codec, magic } => {
+                partition.log.append_rebuilt(count, |first| {
+                    message::rebuild_compressed(set, first, codec, magic).map_err(|e| {
+                        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e:?}"))
+                    })
+                })
+            }
+        };
+        let first = appended.map_err(|e| {
             log::error!(
                 "[Broker {} {}-{}] append failed: {e}",
                 self.broker_id,

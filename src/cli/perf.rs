@@ -263,12 +263,26 @@ fn consume(a: ConsumeArgs) -> Result<(), String> {
                     ErrorCode::from_code(part.error_code)
                 ));
             }
-            for m in message::iter(&part.message_set) {
-                let m = m.map_err(|e| format!("partition {p}: {e}"))?;
-                if m.offset >= offsets[p] {
+            let set = &part.message_set;
+            let compressed = message::iter(set).any(|m| m.is_ok_and(|m| m.codec() != 0));
+            // Plain sets are counted in place; compressed ones need their wrappers opened.
+            let msgs: Vec<(i64, usize)> = if compressed {
+                let deep =
+                    message::decode_deep(set).map_err(|e| format!("partition {p}: {e:?}"))?;
+                deep.iter()
+                    .map(|m| (m.offset, m.value.as_ref().map_or(0, Vec::len)))
+                    .collect()
+            } else {
+                let plain: Result<Vec<_>, _> = message::iter(set)
+                    .map(|m| m.map(|m| (m.offset, m.value.map_or(0, <[u8]>::len))))
+                    .collect();
+                plain.map_err(|e| format!("partition {p}: {e}"))?
+            };
+            for (offset, len) in msgs {
+                if offset >= offsets[p] {
                     n += 1;
-                    bytes += m.value.map_or(0, |v| v.len() as u64);
-                    offsets.insert(*p, m.offset + 1);
+                    bytes += len as u64;
+                    offsets.insert(*p, offset + 1);
                     progressed = true;
                 }
             }

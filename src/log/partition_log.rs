@@ -179,20 +179,33 @@ impl Log {
         Ok(first)
     }
 
-    /// Appends entries whose offsets were assigned by a leader (a follower's append). Refused
-    /// when they do not start at our log end offset, which would leave a gap.
-    pub fn append_with_offsets(&self, set: &[u8], first: i64, last: i64) -> io::Result<()> {
+    /// Appends `count` messages built by `build` from the first offset they get (a compressed
+    /// set rebuilt around our offsets), under the append lock.
+    pub fn append_rebuilt(
+        &self,
+        count: u32,
+        build: impl FnOnce(i64) -> io::Result<Vec<u8>>,
+    ) -> io::Result<i64> {
         let mut flush = self.append_lock.lock();
-        if first != self.log_end_offset() {
+        let first = self.log_end_offset();
+        let set = build(first)?;
+        self.append_locked(&mut flush, &set, first, first + i64::from(count) - 1)?;
+        Ok(first)
+    }
+
+    /// Appends entries whose offsets were assigned by a leader (a follower's append).
+    /// `first_entry` is the offset field of the first entry — a compressed wrapper carries its
+    /// last inner offset — and must not be below our log end offset, which would overlap.
+    pub fn append_with_offsets(&self, set: &[u8], first_entry: i64, last: i64) -> io::Result<()> {
+        let mut flush = self.append_lock.lock();
+        let leo = self.log_end_offset();
+        if first_entry < leo {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "append at {first} but log end offset is {}",
-                    self.log_end_offset()
-                ),
+                format!("append of entry {first_entry} but log end offset is {leo}"),
             ));
         }
-        self.append_locked(&mut flush, set, first, last)
+        self.append_locked(&mut flush, set, leo, last)
     }
 
     fn append_locked(

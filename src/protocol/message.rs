@@ -10,6 +10,8 @@
 
 use byteorder::{BigEndian, ByteOrder};
 
+use super::compression;
+
 /// Offset + size fields in front of every message.
 pub const LOG_OVERHEAD: usize = 12;
 /// Smallest magic-0 message: crc, magic, attributes and two length fields.
@@ -164,47 +166,157 @@ impl<'a> Iterator for MessageIter<'a> {
 /// The result of checking a produced set before it is appended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValidSet {
-    /// Number of messages.
+    /// Number of messages, counting those inside compressed wrappers: the offsets it takes.
     pub count: u32,
     /// Bytes of complete messages; a trailing partial entry beyond it is dropped, as 0.8.2 did.
     pub valid_len: usize,
+    /// (codec, magic) of the last compressed wrapper, when there is one: the whole set is then
+    /// stored as one wrapper of that codec (0.8.2's rule).
+    pub compressed: Option<(i8, i8)>,
 }
 
 /// Why a produced set is refused; maps to a protocol error code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetError {
     Corrupt(MessageError),
     /// A message above `message.max.bytes`.
     MessageTooLarge,
-    /// A compressed wrapper: offsets of inner messages would need rewriting (see doc/protocol.md).
-    CompressionUnsupported(i8),
+    /// A wrapper that does not decompress, uses an unknown codec, or nests compression.
+    BadCompression(String),
 }
 
-/// Validates every shallow message of a produced set: size, magic, CRC, no compression, and
-/// each message at most `max_message_bytes`.
-pub fn validate_for_append(set: &[u8], max_message_bytes: usize) -> Result<ValidSet, SetError> {
+/// Calls `f` for every message of a set, descending into compressed wrappers (whose inner
+/// messages must be complete, CRC-valid and uncompressed). Returns the valid length and the
+/// (codec, magic) of the last wrapper.
+fn for_each_deep(
+    set: &[u8],
+    max_message_bytes: usize,
+    mut f: impl FnMut(&Message<'_>),
+) -> Result<(usize, Option<(i8, i8)>), SetError> {
     let mut pos = 0;
-    let mut count = 0u32;
+    let mut compressed = None;
     while pos < set.len() {
-        match parse_entry(&set[pos..]) {
-            Ok(m) => {
-                if m.entry_len - LOG_OVERHEAD > max_message_bytes {
-                    return Err(SetError::MessageTooLarge);
-                }
-                if m.codec() != 0 {
-                    return Err(SetError::CompressionUnsupported(m.codec()));
-                }
-                pos += m.entry_len;
-                count += 1;
-            }
+        let m = match parse_entry(&set[pos..]) {
+            Ok(m) => m,
             Err(MessageError::Incomplete) => break,
             Err(e) => return Err(SetError::Corrupt(e)),
+        };
+        if m.entry_len - LOG_OVERHEAD > max_message_bytes {
+            return Err(SetError::MessageTooLarge);
         }
+        if m.codec() == 0 {
+            f(&m);
+        } else {
+            let inner = compression::decompress(m.codec(), m.value.unwrap_or_default())
+                .map_err(|e| SetError::BadCompression(e.to_string()))?;
+            let mut ipos = 0;
+            while ipos < inner.len() {
+                let im = parse_entry(&inner[ipos..])
+                    .map_err(|e| SetError::BadCompression(format!("inner message: {e}")))?;
+                if im.codec() != 0 {
+                    return Err(SetError::BadCompression("nested compression".into()));
+                }
+                f(&im);
+                ipos += im.entry_len;
+            }
+            compressed = Some((m.codec(), m.magic));
+        }
+        pos += m.entry_len;
     }
+    Ok((pos, compressed))
+}
+
+/// Validates a produced set: size, magic and CRC of every message, compressed wrappers
+/// decompressed and their inner messages checked too, each message at most
+/// `max_message_bytes`.
+pub fn validate_for_append(set: &[u8], max_message_bytes: usize) -> Result<ValidSet, SetError> {
+    let mut count = 0u32;
+    let (valid_len, compressed) = for_each_deep(set, max_message_bytes, |_| count += 1)?;
     Ok(ValidSet {
         count,
-        valid_len: pos,
+        valid_len,
+        compressed,
     })
+}
+
+/// Rebuilds a validated set that holds compressed wrappers as one wrapper of `codec` whose
+/// inner messages take offsets `first..`, as Kafka 0.8 stored them: magic 0 inner messages carry
+/// absolute offsets, magic 1 inner messages relative ones (0..n-1); the wrapper carries the
+/// last absolute offset (and, for magic 1, the largest inner timestamp).
+pub fn rebuild_compressed(
+    set: &[u8],
+    first: i64,
+    codec: i8,
+    magic: i8,
+) -> Result<Vec<u8>, SetError> {
+    let mut inner = Vec::with_capacity(set.len() * 2);
+    let mut n: i64 = 0;
+    let mut max_ts = -1;
+    for_each_deep(set, usize::MAX, |m| {
+        let offset = if magic == 0 { first + n } else { n };
+        let ts = m.timestamp.unwrap_or(-1);
+        max_ts = max_ts.max(ts);
+        encode_entry(&mut inner, offset, magic, ts, m.key, m.value);
+        n += 1;
+    })?;
+    let value = compression::compress(codec, &inner)
+        .map_err(|e| SetError::BadCompression(e.to_string()))?;
+    let mut out = Vec::with_capacity(value.len() + 40);
+    encode_entry_with_attributes(
+        &mut out,
+        first + n - 1,
+        magic,
+        codec,
+        max_ts,
+        None,
+        Some(&value),
+    );
+    Ok(out)
+}
+
+/// A message as a client sees it, decompressed, with its absolute offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedMessage {
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+}
+
+/// Every complete message of a fetched set with compressed wrappers opened (a trailing partial
+/// entry is the normal end of a fetch).
+pub fn decode_deep(set: &[u8]) -> Result<Vec<OwnedMessage>, SetError> {
+    let mut out = Vec::new();
+    for m in iter(set) {
+        let m = m.map_err(SetError::Corrupt)?;
+        if m.codec() == 0 {
+            out.push(OwnedMessage {
+                offset: m.offset,
+                key: m.key.map(<[u8]>::to_vec),
+                value: m.value.map(<[u8]>::to_vec),
+            });
+            continue;
+        }
+        let inner = compression::decompress(m.codec(), m.value.unwrap_or_default())
+            .map_err(|e| SetError::BadCompression(e.to_string()))?;
+        let msgs: Vec<Message<'_>> = iter(&inner)
+            .collect::<Result<_, _>>()
+            .map_err(SetError::Corrupt)?;
+        let last_rel = msgs.last().map_or(0, |l| l.offset);
+        for im in msgs {
+            // magic 1 inner offsets are relative to the wrapper's (last) offset.
+            let offset = if m.magic == 0 {
+                im.offset
+            } else {
+                m.offset - last_rel + im.offset
+            };
+            out.push(OwnedMessage {
+                offset,
+                key: im.key.map(<[u8]>::to_vec),
+                value: im.value.map(<[u8]>::to_vec),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Writes dense offsets from `first` into a set already validated; returns the next offset.
@@ -220,12 +332,25 @@ pub fn assign_offsets(set: &mut [u8], first: i64) -> i64 {
     next
 }
 
-/// Appends one entry (offset, size, message) to `out`, computing the CRC. Used by clients and
-/// tests; the broker stores what it receives.
+/// Appends one entry (offset, size, message) to `out`, computing the CRC. Used by clients, tests
+/// and to build compressed wrappers; the broker otherwise stores what it receives.
 pub fn encode_entry(
     out: &mut Vec<u8>,
     offset: i64,
     magic: i8,
+    timestamp: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) {
+    encode_entry_with_attributes(out, offset, magic, 0, timestamp, key, value);
+}
+
+/// `encode_entry` with an attributes byte (a compression codec for a wrapper).
+pub fn encode_entry_with_attributes(
+    out: &mut Vec<u8>,
+    offset: i64,
+    magic: i8,
+    attributes: i8,
     timestamp: i64,
     key: Option<&[u8]>,
     value: Option<&[u8]>,
@@ -236,7 +361,7 @@ pub fn encode_entry(
     let crc_at = out.len();
     out.extend_from_slice(&[0; 4]);
     out.push(magic as u8);
-    out.push(0);
+    out.push(attributes as u8);
     if magic == 1 {
         out.extend_from_slice(&timestamp.to_be_bytes());
     }
@@ -308,19 +433,54 @@ mod tests {
     }
 
     #[test]
-    fn oversize_and_compressed_are_refused() {
+    fn oversize_and_bad_compression_are_refused() {
         let set = set_of(&[&[7u8; 100]], 0);
         assert_eq!(
             validate_for_append(&set, 50),
             Err(SetError::MessageTooLarge)
         );
-        let mut set = set_of(&[b"x"], 0);
-        set[LOG_OVERHEAD + 5] = 1; // gzip codec bit; CRC now also wrong, so fix it
-        let crc = crc32fast::hash(&set[LOG_OVERHEAD + 4..]);
-        BigEndian::write_u32(&mut set[LOG_OVERHEAD..LOG_OVERHEAD + 4], crc);
-        assert_eq!(
+        // A gzip wrapper whose value is not gzip.
+        let mut set = Vec::new();
+        encode_entry_with_attributes(&mut set, 0, 0, 1, -1, None, Some(b"not gzip at all"));
+        assert!(matches!(
             validate_for_append(&set, 1 << 20),
-            Err(SetError::CompressionUnsupported(1))
-        );
+            Err(SetError::BadCompression(_))
+        ));
+        // An lz4 wrapper: a codec we do not serve.
+        let mut set = Vec::new();
+        encode_entry_with_attributes(&mut set, 0, 0, 3, -1, None, Some(b"x"));
+        assert!(matches!(
+            validate_for_append(&set, 1 << 20),
+            Err(SetError::BadCompression(_))
+        ));
+    }
+
+    #[test]
+    fn compressed_sets_are_rebuilt_with_assigned_offsets() {
+        for (codec, magic) in [(1, 0), (2, 0), (1, 1), (2, 1)] {
+            // As a client sends it: a wrapper with placeholder inner offsets 0, 1, 2.
+            let inner = set_of(&[b"a", b"b", b"c"], magic);
+            let mut sent = Vec::new();
+            let z = compression::compress(codec, &inner).unwrap();
+            encode_entry_with_attributes(&mut sent, 0, magic, codec, 7, None, Some(&z));
+            let v = validate_for_append(&sent, 1 << 20).unwrap();
+            assert_eq!((v.count, v.compressed), (3, Some((codec, magic))));
+            let stored = rebuild_compressed(&sent, 100, codec, magic).unwrap();
+            let wrapper = parse_entry(&stored).unwrap();
+            assert_eq!(wrapper.offset, 102);
+            let got: Vec<(i64, Vec<u8>)> = decode_deep(&stored)
+                .unwrap()
+                .into_iter()
+                .map(|m| (m.offset, m.value.unwrap()))
+                .collect();
+            assert_eq!(
+                got,
+                vec![
+                    (100, b"a".to_vec()),
+                    (101, b"b".to_vec()),
+                    (102, b"c".to_vec())
+                ]
+            );
+        }
     }
 }

@@ -6,6 +6,7 @@
 //! broker, gregor's own clients and the tests share one definition of each layout.
 
 pub mod api_versions;
+pub mod compression;
 pub mod controller;
 pub mod errors;
 pub mod fetch;
