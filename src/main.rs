@@ -25,6 +25,12 @@ enum Command {
     Topics(cli::topics::TopicsArgs),
     /// Move partitions to other brokers (--execute FILE) and check progress (--verify FILE).
     Reassign(cli::topics::ReassignArgs),
+    /// Send lines from stdin as messages.
+    Produce(cli::console::ProduceArgs),
+    /// Print messages of a topic (no consumer group).
+    Consume(cli::console::ConsumeArgs),
+    /// Brokers, controller, topics and partitions with leader and ISR.
+    Status(cli::console::StatusArgs),
     /// Measure produce or consume throughput and latency.
     #[command(subcommand)]
     Perf(cli::perf::PerfCommand),
@@ -49,6 +55,9 @@ fn main() -> ExitCode {
         Command::Topics(a) => ("topics", cli::topics::run_topics(a)),
         Command::Reassign(a) => ("reassign", cli::topics::run_reassign(a)),
         Command::Perf(c) => ("perf", cli::perf::run(c)),
+        Command::Produce(a) => ("produce", cli::console::produce(a)),
+        Command::Consume(a) => ("consume", cli::console::consume(a)),
+        Command::Status(a) => ("status", cli::console::status(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -113,6 +113,19 @@ fn isr_follows_follower_deaths_and_acks_all_respects_min_insync_replicas() {
     wait_until(LONG, "acks=all to succeed again", || {
         try_produce(&c, leader, "t", 0, b"d").unwrap().0 == 0
     });
+    // Metadata follows the leader's ISR change (ISR-change notification → controller).
+    let isr_now = c.state("t", 0).unwrap().isr;
+    for b in [leader, followers[0]] {
+        wait_until(LONG, "metadata to show the rejoined ISR", || {
+            let mut isr = c.client(b).metadata(&["t"]).topics[0].partitions[0]
+                .isr
+                .clone();
+            isr.sort();
+            let mut want = isr_now.clone();
+            want.sort();
+            isr == want
+        });
+    }
     wait_until(LONG, "the follower to hold d", || {
         replica_contents(&c, followers[0], "t", 0).len() == 3
     });

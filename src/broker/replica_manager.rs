@@ -487,6 +487,13 @@ impl ReplicaManager {
                 log::info!("{tag} ISR {:?} -> {isr:?} ({why}); zk version {v}", st.isr);
                 st.isr = isr;
                 st.zk_version = v;
+                let changed = vec![paths::PartitionRef {
+                    topic: p.topic.clone(),
+                    partition: p.partition,
+                }];
+                if let Err(e) = paths::notify_isr_change(&self.zk, changed) {
+                    log::warn!("{tag} cannot announce the ISR change (metadata will lag): {e:?}");
+                }
                 true
             }
             Err(ZkError::BadVersion) | Err(ZkError::NoNode) => {

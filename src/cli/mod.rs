@@ -1,5 +1,6 @@
 //! The `gregor` command's subcommands. Only this folder and `main.rs` print to stdout.
 
 pub mod broker;
+pub mod console;
 pub mod perf;
 pub mod topics;

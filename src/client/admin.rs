@@ -8,9 +8,7 @@ use std::fmt;
 use zookeeper::ZkError;
 
 use crate::zk::ZkClient;
-use crate::zk::paths::{
-    self, LeaderAndIsr, PartitionRef, PreferredElectionRequest, ReassignmentRequest,
-};
+use crate::zk::paths::{self, LeaderAndIsr, PartitionList, PartitionRef, ReassignmentRequest};
 
 /// Kafka's limit on topic names.
 pub const MAX_TOPIC_NAME: usize = 249;
@@ -284,7 +282,7 @@ pub fn request_preferred_election(zk: &ZkClient, topics: &[String]) -> Result<us
         })
         .collect();
     let n = parts.len();
-    let req = PreferredElectionRequest {
+    let req = PartitionList {
         version: 1,
         partitions: parts,
     };

@@ -2,3 +2,5 @@
 
 pub mod admin;
 pub mod metadata;
+pub mod partitioner;
+pub mod producer;

@@ -61,6 +61,8 @@ impl ControllerState {
         // step 7: on_partitions_reassigned(), and pending preferred-replica elections.
         self.on_partitions_reassigned(&mut batch)?;
         self.on_preferred_replica_election(&mut batch)?;
+        // ISR changes announced while there was no controller, and the watch for new ones.
+        self.on_isr_change(&mut batch)?;
         batch.update_metadata();
         batch.send(&self.ctx, &self.channels, self.broker_id);
         log::info!(

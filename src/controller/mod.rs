@@ -13,6 +13,7 @@ pub mod channel_manager;
 pub mod context;
 pub mod election_rules;
 pub mod failover;
+pub mod isr_change;
 pub mod leader_and_isr;
 pub mod reassignment;
 pub mod shutdown;
@@ -40,6 +41,7 @@ pub enum Event {
     TopicChange,
     ReassignPartitions,
     PreferredReplicaElection,
+    IsrChange,
     /// A broker asks to shut down; the reply lists partitions it still leads (None: not live).
     ControlledShutdown(i32, Sender<Option<Vec<TopicPartition>>>),
     Stop,
@@ -87,6 +89,7 @@ impl ControllerState {
                     Event::PreferredReplicaElection => {
                         self.on_preferred_replica_election(&mut batch)?
                     }
+                    Event::IsrChange => self.on_isr_change(&mut batch)?,
                     _ => unreachable!("handled above"),
                 }
                 batch.send(&self.ctx, &self.channels, self.broker_id);

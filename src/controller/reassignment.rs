@@ -19,7 +19,7 @@ use super::context::TopicPartition;
 use super::election_rules::{preferred_leader, reassigned_leader};
 use super::leader_and_isr::update_in_context;
 use super::{ControllerState, Event};
-use crate::zk::paths::{self, PreferredElectionRequest, ReassignmentRequest};
+use crate::zk::paths::{self, PartitionList, ReassignmentRequest};
 
 impl ControllerState {
     pub fn on_partitions_reassigned(&mut self, batch: &mut CommandBatch) -> ZkResult<()> {
@@ -170,10 +170,8 @@ impl ControllerState {
             .exists_w(paths::PREFERRED_REPLICA_ELECTION, move |_| {
                 let _ = tx.send(Event::PreferredReplicaElection);
             })?;
-        let Some(req) = paths::read_json::<PreferredElectionRequest>(
-            &self.zk,
-            paths::PREFERRED_REPLICA_ELECTION,
-        )?
+        let Some(req) =
+            paths::read_json::<PartitionList>(&self.zk, paths::PREFERRED_REPLICA_ELECTION)?
         else {
             return Ok(());
         };

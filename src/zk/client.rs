@@ -122,6 +122,21 @@ impl ZkClient {
         ensure_path_on(&self.zk(), path)
     }
 
+    /// Creates `prefix` + a sequence number (persistent), creating missing parents.
+    pub fn create_sequential(&self, prefix: &str, data: Vec<u8>) -> ZkResult<String> {
+        if let Some((parent, _)) = prefix.rsplit_once('/')
+            && !parent.is_empty()
+        {
+            self.ensure_path(parent)?;
+        }
+        self.zk().create(
+            prefix,
+            data,
+            Acl::open_unsafe().clone(),
+            CreateMode::PersistentSequential,
+        )
+    }
+
     pub fn create_persistent(&self, path: &str, data: Vec<u8>) -> ZkResult<()> {
         if let Some((parent, _)) = path.rsplit_once('/')
             && !parent.is_empty()

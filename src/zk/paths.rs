@@ -15,6 +15,9 @@ pub const CONTROLLER: &str = "/controller";
 pub const CONTROLLER_EPOCH: &str = "/controller_epoch";
 pub const REASSIGN_PARTITIONS: &str = "/admin/reassign_partitions";
 pub const PREFERRED_REPLICA_ELECTION: &str = "/admin/preferred_replica_election";
+/// Leaders announce their ISR changes here (one sequential node per change) so the controller
+/// can refresh every broker's metadata, as Kafka 0.9 did (KAFKA-1367).
+pub const ISR_CHANGE_NOTIFICATION: &str = "/isr_change_notification";
 
 pub fn broker_path(id: i32) -> String {
     format!("{BROKER_IDS}/{id}")
@@ -244,9 +247,19 @@ pub struct PartitionRef {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreferredElectionRequest {
+pub struct PartitionList {
     pub version: i32,
     pub partitions: Vec<PartitionRef>,
+}
+
+/// Announces that the leader changed the ISR of these partitions.
+pub fn notify_isr_change(zk: &ZkClient, partitions: Vec<PartitionRef>) -> ZkResult<()> {
+    let body = to_json(&PartitionList {
+        version: 1,
+        partitions,
+    });
+    zk.create_sequential(&format!("{ISR_CHANGE_NOTIFICATION}/isr_change_"), body)
+        .map(|_| ())
 }
 
 /// Reads a JSON node, `None` when it does not exist.

@@ -1,0 +1,331 @@
+//! `gregor produce`, `gregor consume` and `gregor status`: console tools in the habits of
+//! Kafka's scripts and kcat.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use clap::Args;
+
+use gregor::client::metadata::{fetch_metadata, partition_leaders};
+use gregor::client::producer::{ProduceError, Producer, ProducerConfig};
+use gregor::network::BlockingChannel;
+use gregor::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
+use gregor::protocol::header::{FETCH, LIST_OFFSETS};
+use gregor::protocol::message::decode_deep;
+use gregor::protocol::offsets::{
+    EARLIEST_TIME, LATEST_TIME, ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition,
+};
+use gregor::protocol::{ErrorCode, compression};
+
+#[derive(Args)]
+pub struct ProduceArgs {
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    #[arg(long)]
+    topic: String,
+    /// Split each line into key and value at the first occurrence of this string.
+    #[arg(long = "key-separator")]
+    key_separator: Option<String>,
+    /// 0, 1 or all (-1).
+    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    acks: String,
+    /// none, gzip or snappy.
+    #[arg(long, default_value = "none")]
+    compression: String,
+}
+
+#[derive(Args)]
+pub struct ConsumeArgs {
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    #[arg(long)]
+    topic: String,
+    /// One partition; all when absent.
+    #[arg(long)]
+    partition: Option<i32>,
+    /// earliest, latest, or an offset.
+    #[arg(long, default_value = "earliest")]
+    offset: String,
+    /// Stop after this many messages.
+    #[arg(long = "max-messages")]
+    max_messages: Option<u64>,
+    /// Stop once every partition is read to its end (like kcat -e).
+    #[arg(long = "exit-at-end")]
+    exit_at_end: bool,
+    #[arg(long = "print-key")]
+    print_key: bool,
+    #[arg(long = "print-offset")]
+    print_offset: bool,
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    /// Also show the controller, read from ZooKeeper (host:port/chroot).
+    #[arg(long)]
+    zookeeper: Option<String>,
+}
+
+pub fn produce(a: ProduceArgs) -> Result<(), String> {
+    let mut cfg = ProducerConfig::new(&a.bootstrap);
+    cfg.client_id = "gregor-console-producer".into();
+    cfg.acks = match a.acks.as_str() {
+        "0" => 0,
+        "1" => 1,
+        "all" | "-1" => -1,
+        other => return Err(format!("--acks must be 0, 1 or all, got `{other}`")),
+    };
+    cfg.compression = match a.compression.as_str() {
+        "none" => None,
+        "gzip" => Some(compression::GZIP),
+        "snappy" => Some(compression::SNAPPY),
+        other => {
+            return Err(format!(
+                "--compression must be none, gzip or snappy, got `{other}`"
+            ));
+        }
+    };
+    let producer = Producer::new(cfg).map_err(|e| e.to_string())?;
+    let mut handles = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|e| format!("reading stdin: {e}"))?;
+        let (key, value) = match &a.key_separator {
+            Some(sep) => match line.split_once(sep.as_str()) {
+                Some((k, v)) => (Some(k.as_bytes().to_vec()), v.as_bytes().to_vec()),
+                None => (None, line.as_bytes().to_vec()),
+            },
+            None => (None, line.into_bytes()),
+        };
+        handles.push(producer.send(&a.topic, key.as_deref(), Some(&value)));
+        // Fail early on a topic that does not exist rather than after reading all of stdin.
+        if handles.len() == 1 {
+            producer.flush();
+        }
+    }
+    producer.close();
+    let total = handles.len();
+    let mut first_error: Option<ProduceError> = None;
+    let mut failed = 0;
+    for h in handles {
+        if let Err(e) = h.wait() {
+            failed += 1;
+            first_error.get_or_insert(e);
+        }
+    }
+    match first_error {
+        None => Ok(()),
+        Some(e) => Err(format!("{failed} of {total} message(s) not delivered: {e}")),
+    }
+}
+
+fn list_offset(
+    chan: &mut BlockingChannel,
+    topic: &str,
+    partition: i32,
+    time: i64,
+) -> Result<i64, String> {
+    let req = ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![(
+            topic.to_owned(),
+            vec![OffsetsPartition {
+                partition,
+                time,
+                max_num_offsets: 1,
+            }],
+        )],
+    };
+    let r: ListOffsetsResponse = chan
+        .request(LIST_OFFSETS, &req)
+        .map_err(|e| e.to_string())?;
+    let p = &r.topics[0].1[0];
+    if p.error_code != 0 {
+        return Err(format!(
+            "partition {partition}: {:?}",
+            ErrorCode::from_code(p.error_code)
+        ));
+    }
+    p.offsets
+        .first()
+        .copied()
+        .ok_or_else(|| "empty ListOffsets answer".into())
+}
+
+pub fn consume(a: ConsumeArgs) -> Result<(), String> {
+    let mut leaders = partition_leaders(
+        &a.bootstrap,
+        &a.topic,
+        "gregor-console-consumer",
+        Duration::from_secs(5),
+    )?;
+    if let Some(p) = a.partition {
+        leaders.retain(|x, _| *x == p);
+        if leaders.is_empty() {
+            return Err(format!("topic `{}` has no partition {p}", a.topic));
+        }
+    }
+    let mut chans: BTreeMap<String, BlockingChannel> = BTreeMap::new();
+    let mut offsets: BTreeMap<i32, i64> = BTreeMap::new();
+    for (p, addr) in &leaders {
+        chan(addr, &mut chans)?;
+        let c = chans.get_mut(addr).expect("connected above");
+        let start = match a.offset.as_str() {
+            "earliest" => list_offset(c, &a.topic, *p, EARLIEST_TIME)?,
+            "latest" => list_offset(c, &a.topic, *p, LATEST_TIME)?,
+            n => n
+                .parse()
+                .map_err(|_| format!("--offset must be earliest, latest or a number, got `{n}`"))?,
+        };
+        offsets.insert(*p, start);
+    }
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let mut seen = 0u64;
+    let mut at_end: BTreeMap<i32, bool> = BTreeMap::new();
+    loop {
+        for (p, addr) in leaders.clone() {
+            chan(&addr, &mut chans)?;
+            let req = FetchRequest {
+                replica_id: -1,
+                max_wait_ms: 500,
+                min_bytes: 1,
+                topics: vec![(
+                    a.topic.clone(),
+                    vec![FetchPartition {
+                        partition: p,
+                        fetch_offset: offsets[&p],
+                        max_bytes: 1 << 20,
+                    }],
+                )],
+            };
+            let resp: FetchResponse = match chans
+                .get_mut(&addr)
+                .expect("connected above")
+                .request(FETCH, &req)
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    chans.remove(&addr);
+                    leaders = refresh(&a, &e.to_string())?;
+                    continue;
+                }
+            };
+            let part = &resp.topics[0].1[0];
+            match ErrorCode::from_code(part.error_code) {
+                ErrorCode::None => {}
+                ErrorCode::NotLeaderForPartition
+                | ErrorCode::LeaderNotAvailable
+                | ErrorCode::UnknownTopicOrPartition => {
+                    leaders = refresh(&a, "leader moved")?;
+                    continue;
+                }
+                e => return Err(format!("partition {p}: broker answered {e:?}")),
+            }
+            for m in decode_deep(&part.message_set).map_err(|e| format!("partition {p}: {e:?}"))? {
+                if m.offset < offsets[&p] {
+                    continue;
+                }
+                offsets.insert(p, m.offset + 1);
+                if a.print_offset {
+                    let _ = write!(out, "{p}:{}\t", m.offset);
+                }
+                if a.print_key {
+                    let _ = write!(
+                        out,
+                        "{}\t",
+                        String::from_utf8_lossy(m.key.as_deref().unwrap_or(b""))
+                    );
+                }
+                let _ = out.write_all(m.value.as_deref().unwrap_or(b""));
+                let _ = out.write_all(b"\n");
+                seen += 1;
+                if a.max_messages.is_some_and(|n| seen >= n) {
+                    return Ok(());
+                }
+            }
+            at_end.insert(p, offsets[&p] >= part.high_watermark);
+        }
+        let _ = out.flush();
+        if a.exit_at_end && at_end.len() == leaders.len() && at_end.values().all(|e| *e) {
+            return Ok(());
+        }
+    }
+}
+
+/// Opens a connection to `addr` unless one is open.
+fn chan(addr: &str, chans: &mut BTreeMap<String, BlockingChannel>) -> Result<(), String> {
+    if !chans.contains_key(addr) {
+        let c = BlockingChannel::connect(addr, "gregor-console-consumer", Duration::from_secs(30))
+            .map_err(|e| format!("{addr}: {e}"))?;
+        chans.insert(addr.to_owned(), c);
+    }
+    Ok(())
+}
+
+fn refresh(a: &ConsumeArgs, why: &str) -> Result<BTreeMap<i32, String>, String> {
+    log::info!("refreshing metadata: {why}");
+    std::thread::sleep(Duration::from_millis(200));
+    let mut l = partition_leaders(
+        &a.bootstrap,
+        &a.topic,
+        "gregor-console-consumer",
+        Duration::from_secs(30),
+    )?;
+    if let Some(p) = a.partition {
+        l.retain(|x, _| *x == p);
+    }
+    Ok(l)
+}
+
+pub fn status(a: StatusArgs) -> Result<(), String> {
+    let m = fetch_metadata(&a.bootstrap, &[], "gregor-status")?;
+    println!("Brokers ({}):", m.brokers.len());
+    for b in &m.brokers {
+        println!("  {}\t{}:{}", b.id, b.host, b.port);
+    }
+    if let Some(zk) = &a.zookeeper {
+        let zk = gregor::zk::ZkClient::connect(zk, Duration::from_secs(10))
+            .map_err(|e| format!("cannot reach ZooKeeper: {e:?}"))?;
+        let controller = zk
+            .get_data(gregor::zk::paths::CONTROLLER)
+            .ok()
+            .and_then(|(d, _)| serde_json::from_slice::<gregor::zk::paths::ElectedBroker>(&d).ok())
+            .map_or("none".to_owned(), |e| e.brokerid.to_string());
+        println!("Controller: {controller}");
+        zk.close();
+    }
+    let (mut under, mut offline, mut total) = (0, 0, 0);
+    println!("Topics ({}):", m.topics.len());
+    for t in &m.topics {
+        println!("  {} ({} partitions)", t.topic, t.partitions.len());
+        for p in &t.partitions {
+            total += 1;
+            let state = if p.leader < 0 {
+                offline += 1;
+                "OFFLINE"
+            } else if p.isr.len() < p.replicas.len() {
+                under += 1;
+                "under-replicated"
+            } else {
+                "ok"
+            };
+            let ids = |v: &[i32]| {
+                v.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            println!(
+                "    partition {:>3}  leader {:>3}  replicas {:<10} isr {:<10} {state}",
+                p.partition,
+                p.leader,
+                ids(&p.replicas),
+                ids(&p.isr)
+            );
+        }
+    }
+    println!("Partitions: {total}, under-replicated: {under}, offline: {offline}");
+    Ok(())
+}

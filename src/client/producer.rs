@@ -1,0 +1,545 @@
+//! The producer: `send` hands a record to a sender thread that batches per partition
+//! (`batch.size` bytes or `linger.ms`, whichever comes first), sends one Produce request per
+//! leader, and retries with backoff on NOT_LEADER_FOR_PARTITION, LEADER_NOT_AVAILABLE,
+//! REQUEST_TIMED_OUT, UNKNOWN_TOPIC_OR_PARTITION and broken connections, refreshing metadata
+//! first. Every accepted record ends in exactly one outcome on its handle: its offset, or the
+//! error that made it undeliverable. `flush` and `close` wait for every accepted record.
+//!
+//! Thread model: callers only touch a channel; the sender thread owns the batches, the
+//! metadata and the connections.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
+
+use super::metadata::fetch_metadata;
+use super::partitioner::partition_for_key;
+use crate::network::BlockingChannel;
+use crate::protocol::header::PRODUCE;
+use crate::protocol::produce::{ProduceResponse, encode_request};
+use crate::protocol::{ErrorCode, compression, decode_all, message};
+
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    /// `host:port[,host:port...]`.
+    pub bootstrap: String,
+    /// 0, 1 or -1 (all).
+    pub acks: i16,
+    /// Bytes of messages per partition batch before it is sent.
+    pub batch_size: usize,
+    /// How long a batch waits for more messages.
+    pub linger: Duration,
+    pub retries: u32,
+    pub retry_backoff: Duration,
+    /// The broker's wait for acks=all, and our wait for any answer.
+    pub request_timeout: Duration,
+    /// `None`, or `compression::GZIP` / `compression::SNAPPY`.
+    pub compression: Option<i8>,
+    pub client_id: String,
+}
+
+impl ProducerConfig {
+    pub fn new(bootstrap: &str) -> Self {
+        ProducerConfig {
+            bootstrap: bootstrap.to_owned(),
+            acks: 1,
+            batch_size: 16 * 1024,
+            linger: Duration::from_millis(5),
+            retries: 10,
+            retry_backoff: Duration::from_millis(200),
+            request_timeout: Duration::from_secs(30),
+            compression: None,
+            client_id: "gregor-producer".into(),
+        }
+    }
+}
+
+/// Where a record was stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordMetadata {
+    pub partition: i32,
+    /// -1 with acks=0 (the broker does not answer).
+    pub offset: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProduceError {
+    /// The broker answered this error, or kept answering it until retries ran out.
+    Broker(ErrorCode),
+    /// No broker could be reached or the topic has no usable metadata.
+    Unavailable(String),
+    UnknownTopic(String),
+    Closed,
+}
+
+impl std::fmt::Display for ProduceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProduceError::Broker(e) => write!(f, "broker answered {e:?}"),
+            ProduceError::Unavailable(why) => write!(f, "cluster unavailable: {why}"),
+            ProduceError::UnknownTopic(t) => write!(f, "topic `{t}` does not exist"),
+            ProduceError::Closed => write!(f, "producer closed"),
+        }
+    }
+}
+
+impl std::error::Error for ProduceError {}
+
+type Outcome = Result<RecordMetadata, ProduceError>;
+
+/// The outcome of one `send`.
+pub struct SendHandle(Receiver<Outcome>);
+
+impl SendHandle {
+    pub fn wait(self) -> Outcome {
+        self.0.recv().unwrap_or(Err(ProduceError::Closed))
+    }
+}
+
+enum Command {
+    Send {
+        topic: String,
+        key: Option<Vec<u8>>,
+        value: Option<Vec<u8>>,
+        done: Sender<Outcome>,
+    },
+    Flush(Sender<()>),
+}
+
+pub struct Producer {
+    tx: Option<Sender<Command>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Producer {
+    /// Starts the sender thread after one metadata round trip, so an unreachable cluster is an
+    /// error here rather than on every record.
+    pub fn new(config: ProducerConfig) -> Result<Producer, ProduceError> {
+        fetch_metadata(&config.bootstrap, &[], &config.client_id)
+            .map_err(ProduceError::Unavailable)?;
+        let (tx, rx) = unbounded();
+        let thread = std::thread::Builder::new()
+            .name("producer-sender".into())
+            .spawn(move || SenderState::new(config).run(rx))
+            .map_err(|e| ProduceError::Unavailable(e.to_string()))?;
+        Ok(Producer {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues a record; the handle yields where it was stored.
+    pub fn send(&self, topic: &str, key: Option<&[u8]>, value: Option<&[u8]>) -> SendHandle {
+        let (done, rx) = bounded(1);
+        let cmd = Command::Send {
+            topic: topic.to_owned(),
+            key: key.map(<[u8]>::to_vec),
+            value: value.map(<[u8]>::to_vec),
+            done: done.clone(),
+        };
+        if self.tx.as_ref().is_none_or(|tx| tx.send(cmd).is_err()) {
+            let _ = done.send(Err(ProduceError::Closed));
+        }
+        SendHandle(rx)
+    }
+
+    pub fn send_blocking(&self, topic: &str, key: Option<&[u8]>, value: Option<&[u8]>) -> Outcome {
+        self.send(topic, key, value).wait()
+    }
+
+    /// Sends everything queued now and waits until every accepted record has its outcome.
+    pub fn flush(&self) {
+        let (tx, rx) = bounded(1);
+        if let Some(t) = &self.tx
+            && t.send(Command::Flush(tx)).is_ok()
+        {
+            let _ = rx.recv();
+        }
+    }
+
+    /// Flushes, then stops the sender thread.
+    pub fn close(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.flush();
+        self.tx.take();
+        if let Some(h) = self.thread.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A record waiting in a batch.
+struct Pending {
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    done: Sender<Outcome>,
+}
+
+struct Batch {
+    records: Vec<Pending>,
+    bytes: usize,
+    created: Instant,
+    attempts: u32,
+    /// Not before this instant (retry backoff).
+    ready_at: Instant,
+}
+
+/// The sender thread's state: batches, metadata and connections.
+struct SenderState {
+    config: ProducerConfig,
+    /// topic → partition → leader address.
+    leaders: HashMap<String, BTreeMap<i32, Option<String>>>,
+    connections: HashMap<String, BlockingChannel>,
+    batches: BTreeMap<(String, i32), VecDeque<Batch>>,
+    round_robin: AtomicUsize,
+    flush_waiters: Vec<Sender<()>>,
+}
+
+impl SenderState {
+    fn new(config: ProducerConfig) -> Self {
+        SenderState {
+            config,
+            leaders: HashMap::new(),
+            connections: HashMap::new(),
+            batches: BTreeMap::new(),
+            round_robin: AtomicUsize::new(0),
+            flush_waiters: Vec::new(),
+        }
+    }
+
+    fn run(mut self, rx: Receiver<Command>) {
+        loop {
+            let wait = self
+                .next_deadline()
+                .map_or(Duration::from_millis(100), |d| {
+                    d.saturating_duration_since(Instant::now())
+                });
+            match rx.recv_timeout(wait) {
+                Ok(cmd) => self.accept(cmd),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.send_ready(true);
+                    self.fail_all(ProduceError::Closed);
+                    return;
+                }
+            }
+            // Take whatever else is queued before sending, so batches fill up.
+            while let Ok(cmd) = rx.try_recv() {
+                self.accept(cmd);
+            }
+            let flushing = !self.flush_waiters.is_empty();
+            self.send_ready(flushing);
+            if flushing && self.batches.values().all(VecDeque::is_empty) {
+                for w in self.flush_waiters.drain(..) {
+                    let _ = w.send(());
+                }
+            }
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.batches
+            .values()
+            .flat_map(|q| q.front())
+            .map(|b| b.ready_at.max(b.created + self.config.linger))
+            .min()
+    }
+
+    fn accept(&mut self, cmd: Command) {
+        match cmd {
+            Command::Flush(w) => self.flush_waiters.push(w),
+            Command::Send {
+                topic,
+                key,
+                value,
+                done,
+            } => {
+                let partition = match self.choose_partition(&topic, key.as_deref()) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let _ = done.send(Err(e));
+                        return;
+                    }
+                };
+                let size =
+                    key.as_ref().map_or(0, Vec::len) + value.as_ref().map_or(0, Vec::len) + 26;
+                let q = self.batches.entry((topic, partition)).or_default();
+                let now = Instant::now();
+                if q.back()
+                    .is_none_or(|b| b.bytes + size > self.config.batch_size || b.attempts > 0)
+                {
+                    q.push_back(Batch {
+                        records: Vec::new(),
+                        bytes: 0,
+                        created: now,
+                        attempts: 0,
+                        ready_at: now,
+                    });
+                }
+                let b = q.back_mut().expect("pushed above");
+                b.bytes += size;
+                b.records.push(Pending { key, value, done });
+            }
+        }
+    }
+
+    fn choose_partition(&mut self, topic: &str, key: Option<&[u8]>) -> Result<i32, ProduceError> {
+        if !self.leaders.contains_key(topic) {
+            self.refresh_metadata(topic)?;
+        }
+        let n = self.leaders[topic].len() as i32;
+        Ok(match key {
+            Some(k) => partition_for_key(k, n),
+            None => (self.round_robin.fetch_add(1, Ordering::Relaxed) as i32) % n,
+        })
+    }
+
+    /// Metadata for `topic`; waits a little for a topic being auto-created to get leaders.
+    fn refresh_metadata(&mut self, topic: &str) -> Result<(), ProduceError> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let m = fetch_metadata(
+                &self.config.bootstrap,
+                &[topic.to_owned()],
+                &self.config.client_id,
+            )
+            .map_err(ProduceError::Unavailable)?;
+            let brokers: HashMap<i32, String> = m
+                .brokers
+                .iter()
+                .map(|b| (b.id, format!("{}:{}", b.host, b.port)))
+                .collect();
+            if let Some(t) = m.topics.iter().find(|t| t.topic == topic) {
+                let code = ErrorCode::from_code(t.error_code);
+                if !t.partitions.is_empty()
+                    && matches!(
+                        code,
+                        ErrorCode::None
+                            | ErrorCode::ReplicaNotAvailable
+                            | ErrorCode::LeaderNotAvailable
+                    )
+                {
+                    let map = t
+                        .partitions
+                        .iter()
+                        .map(|p| (p.partition, brokers.get(&p.leader).cloned()))
+                        .collect();
+                    self.leaders.insert(topic.to_owned(), map);
+                    return Ok(());
+                }
+                if code == ErrorCode::UnknownTopicOrPartition || code == ErrorCode::InvalidTopic {
+                    return Err(ProduceError::UnknownTopic(topic.to_owned()));
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(ProduceError::Unavailable(format!(
+                    "topic `{topic}` has no partition leaders"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Sends every batch that is full, old enough, or (`all`) any batch, one request per leader.
+    fn send_ready(&mut self, all: bool) {
+        let now = Instant::now();
+        let mut by_leader: BTreeMap<String, Vec<((String, i32), Batch)>> = BTreeMap::new();
+        let keys: Vec<(String, i32)> = self.batches.keys().cloned().collect();
+        for tp in keys {
+            let q = self.batches.get_mut(&tp).expect("key from the map");
+            let ready = q.front().is_some_and(|b| {
+                b.ready_at <= now
+                    && (all
+                        || q.len() > 1
+                        || b.bytes >= self.config.batch_size
+                        || now >= b.created + self.config.linger)
+            });
+            if !ready {
+                continue;
+            }
+            let leader = self
+                .leaders
+                .get(&tp.0)
+                .and_then(|m| m.get(&tp.1))
+                .cloned()
+                .flatten();
+            let batch = q.pop_front().expect("front checked");
+            match leader {
+                Some(addr) => by_leader.entry(addr).or_default().push((tp, batch)),
+                None => self.retry(
+                    tp,
+                    batch,
+                    ProduceError::Broker(ErrorCode::LeaderNotAvailable),
+                ),
+            }
+        }
+        for (addr, batches) in by_leader {
+            self.send_to(&addr, batches);
+        }
+    }
+
+    fn send_to(&mut self, addr: &str, batches: Vec<((String, i32), Batch)>) {
+        let sets: Vec<Vec<u8>> = batches.iter().map(|(_, b)| self.encode(b)).collect();
+        let mut topics: BTreeMap<&str, Vec<(i32, &[u8])>> = BTreeMap::new();
+        for ((tp, _), set) in batches.iter().zip(&sets) {
+            topics.entry(tp.0.as_str()).or_default().push((tp.1, set));
+        }
+        let topics: Vec<(&str, Vec<(i32, &[u8])>)> = topics.into_iter().collect();
+        let (acks, timeout) = (
+            self.config.acks,
+            self.config.request_timeout.as_millis() as i32,
+        );
+        let body = |b: &mut Vec<u8>| encode_request(b, acks, timeout, &topics);
+        let result = self.connection(addr).and_then(|c| {
+            if acks == 0 {
+                c.send_only(PRODUCE, 0, &body)
+                    .map(|_| None)
+                    .map_err(|e| e.to_string())
+            } else {
+                let raw = c
+                    .round_trip_raw(PRODUCE, 0, &body)
+                    .map_err(|e| e.to_string())?;
+                decode_all::<ProduceResponse>(&raw)
+                    .map(Some)
+                    .map_err(|e| e.to_string())
+            }
+        });
+        match result {
+            Ok(resp) => {
+                for (tp, batch) in batches {
+                    let answer = resp
+                        .as_ref()
+                        .and_then(|r| r.topics.iter().find(|t| t.0 == tp.0))
+                        .and_then(|t| t.1.iter().find(|p| p.partition == tp.1));
+                    match (resp.is_none(), answer) {
+                        (true, _) => complete(batch, tp.1, -1),
+                        (false, Some(p)) if p.error_code == 0 => {
+                            complete(batch, tp.1, p.base_offset)
+                        }
+                        (false, Some(p)) => self.retry(
+                            tp,
+                            batch,
+                            ProduceError::Broker(ErrorCode::from_code(p.error_code)),
+                        ),
+                        (false, None) => self.retry(
+                            tp,
+                            batch,
+                            ProduceError::Unavailable("partition missing from the answer".into()),
+                        ),
+                    }
+                }
+            }
+            Err(e) => {
+                log::warn!("produce to {addr} failed: {e}");
+                self.connections.remove(addr);
+                for (tp, batch) in batches {
+                    self.retry(tp, batch, ProduceError::Unavailable(e.clone()));
+                }
+            }
+        }
+    }
+
+    fn encode(&self, b: &Batch) -> Vec<u8> {
+        let mut set = Vec::with_capacity(b.bytes + 12 * b.records.len());
+        for (i, r) in b.records.iter().enumerate() {
+            message::encode_entry(
+                &mut set,
+                i as i64,
+                0,
+                -1,
+                r.key.as_deref(),
+                r.value.as_deref(),
+            );
+        }
+        match self
+            .config
+            .compression
+            .and_then(|c| compression::compress(c, &set).ok().map(|z| (c, z)))
+        {
+            Some((codec, z)) => {
+                let mut w = Vec::with_capacity(z.len() + 26);
+                message::encode_entry_with_attributes(&mut w, 0, 0, codec, -1, None, Some(&z));
+                w
+            }
+            None => set,
+        }
+    }
+
+    fn connection(&mut self, addr: &str) -> Result<&mut BlockingChannel, String> {
+        if !self.connections.contains_key(addr) {
+            let c = BlockingChannel::connect(
+                addr,
+                &self.config.client_id,
+                self.config.request_timeout + Duration::from_secs(5),
+            )
+            .map_err(|e| format!("{addr}: {e}"))?;
+            self.connections.insert(addr.to_owned(), c);
+        }
+        Ok(self.connections.get_mut(addr).expect("inserted above"))
+    }
+
+    /// Retries a batch after backoff (refreshing metadata) when the error is retriable and
+    /// attempts remain; otherwise fails every record in it.
+    fn retry(&mut self, tp: (String, i32), mut batch: Batch, err: ProduceError) {
+        let retriable = match &err {
+            ProduceError::Broker(e) => matches!(
+                e,
+                ErrorCode::NotLeaderForPartition
+                    | ErrorCode::LeaderNotAvailable
+                    | ErrorCode::RequestTimedOut
+                    | ErrorCode::UnknownTopicOrPartition
+                    | ErrorCode::NotEnoughReplicas
+            ),
+            ProduceError::Unavailable(_) => true,
+            _ => false,
+        };
+        if !retriable || batch.attempts >= self.config.retries {
+            log::warn!(
+                "giving up on {} record(s) for {}-{}: {err}",
+                batch.records.len(),
+                tp.0,
+                tp.1
+            );
+            for r in batch.records {
+                let _ = r.done.send(Err(err.clone()));
+            }
+            return;
+        }
+        batch.attempts += 1;
+        batch.ready_at = Instant::now() + self.config.retry_backoff;
+        if let Err(e) = self.refresh_metadata(&tp.0) {
+            log::debug!("metadata refresh for {} failed: {e}", tp.0);
+        }
+        // Back at the front: a retried batch goes before newer ones, keeping order.
+        self.batches.entry(tp).or_default().push_front(batch);
+    }
+
+    fn fail_all(&mut self, err: ProduceError) {
+        for (_, q) in std::mem::take(&mut self.batches) {
+            for b in q {
+                for r in b.records {
+                    let _ = r.done.send(Err(err.clone()));
+                }
+            }
+        }
+    }
+}
+
+fn complete(batch: Batch, partition: i32, base: i64) {
+    for (i, r) in batch.records.into_iter().enumerate() {
+        let offset = if base < 0 { -1 } else { base + i as i64 };
+        let _ = r.done.send(Ok(RecordMetadata { partition, offset }));
+    }
+}
