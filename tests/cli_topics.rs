@@ -7,17 +7,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::Cluster;
-use common::wait_until;
+use common::{run_with_deadline, wait_until};
 
 fn gregor(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gregor"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    run_with_deadline(
+        Command::new(env!("CARGO_BIN_EXE_gregor")).args(args),
+        "",
+        Duration::from_secs(60),
     )
 }
 

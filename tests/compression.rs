@@ -4,8 +4,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::cluster::Cluster;
 use common::*;
@@ -14,24 +13,15 @@ use gregor::protocol::message::{self, decode_deep};
 use gregor::protocol::{ErrorCode, compression};
 
 fn kcat(args: &[&str], stdin: Option<&str>) -> String {
-    let mut child = Command::new("kcat")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kcat is installed by scripts/test.sh (apt-get install kcat)");
-    if let Some(s) = stdin {
-        child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
-    }
-    drop(child.stdin.take());
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "kcat {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let mut cmd = Command::new("kcat");
+    cmd.args(args);
+    let (ok, out, err) = run_with_deadline(
+        &mut cmd,
+        stdin.unwrap_or(""),
+        std::time::Duration::from_secs(60),
     );
-    String::from_utf8(out.stdout).unwrap()
+    assert!(ok, "kcat {args:?} failed: {err}");
+    out
 }
 
 /// Every message of a replica, decompressed, read as a debugging consumer.

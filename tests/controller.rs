@@ -344,27 +344,15 @@ fn a_returning_broker_deletes_partitions_of_a_deleted_and_recreated_topic() {
 }
 
 fn kcat(args: &[&str], stdin: Option<&str>) -> String {
-    use std::io::Write;
     let mut cmd = Command::new("kcat");
-    cmd.args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .expect("kcat is installed by scripts/test.sh (apt-get install kcat)");
-    if let Some(s) = stdin {
-        child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
-    } else {
-        drop(child.stdin.take());
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "kcat {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    cmd.args(args);
+    let (ok, out, err) = run_with_deadline(
+        &mut cmd,
+        stdin.unwrap_or(""),
+        std::time::Duration::from_secs(60),
     );
-    String::from_utf8(out.stdout).unwrap()
+    assert!(ok, "kcat {args:?} failed: {err}");
+    out
 }
 
 #[test]

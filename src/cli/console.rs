@@ -185,6 +185,9 @@ pub fn consume(a: ConsumeArgs) -> Result<(), String> {
     let mut seen = 0u64;
     let mut at_end: BTreeMap<i32, bool> = BTreeMap::new();
     loop {
+        if a.max_messages.is_some_and(|n| seen >= n) {
+            return Ok(());
+        }
         for (p, addr) in leaders.clone() {
             chan(&addr, &mut chans)?;
             let req = FetchRequest {

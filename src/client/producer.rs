@@ -19,7 +19,7 @@ use super::metadata::fetch_metadata;
 use super::partitioner::partition_for_key;
 use crate::network::BlockingChannel;
 use crate::protocol::header::PRODUCE;
-use crate::protocol::produce::{ProduceResponse, encode_request};
+use crate::protocol::produce::{ProduceResponse, TopicSets, encode_request};
 use crate::protocol::{ErrorCode, compression, decode_all, message};
 
 #[derive(Debug, Clone)]
@@ -89,6 +89,9 @@ impl std::fmt::Display for ProduceError {
 impl std::error::Error for ProduceError {}
 
 type Outcome = Result<RecordMetadata, ProduceError>;
+
+/// Batches bound for one partition, with the partition they are for.
+type PartitionBatches = Vec<((String, i32), Batch)>;
 
 /// The outcome of one `send`.
 pub struct SendHandle(Receiver<Outcome>);
@@ -355,7 +358,7 @@ impl SenderState {
     /// Sends every batch that is full, old enough, or (`all`) any batch, one request per leader.
     fn send_ready(&mut self, all: bool) {
         let now = Instant::now();
-        let mut by_leader: BTreeMap<String, Vec<((String, i32), Batch)>> = BTreeMap::new();
+        let mut by_leader: BTreeMap<String, PartitionBatches> = BTreeMap::new();
         let keys: Vec<(String, i32)> = self.batches.keys().cloned().collect();
         for tp in keys {
             let q = self.batches.get_mut(&tp).expect("key from the map");
@@ -390,13 +393,13 @@ impl SenderState {
         }
     }
 
-    fn send_to(&mut self, addr: &str, batches: Vec<((String, i32), Batch)>) {
+    fn send_to(&mut self, addr: &str, batches: PartitionBatches) {
         let sets: Vec<Vec<u8>> = batches.iter().map(|(_, b)| self.encode(b)).collect();
         let mut topics: BTreeMap<&str, Vec<(i32, &[u8])>> = BTreeMap::new();
         for ((tp, _), set) in batches.iter().zip(&sets) {
             topics.entry(tp.0.as_str()).or_default().push((tp.1, set));
         }
-        let topics: Vec<(&str, Vec<(i32, &[u8])>)> = topics.into_iter().collect();
+        let topics: Vec<TopicSets<'_>> = topics.into_iter().collect();
         let (acks, timeout) = (
             self.config.acks,
             self.config.request_timeout.as_millis() as i32,

@@ -548,3 +548,50 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
         let _ = to.shutdown(std::net::Shutdown::Both);
     });
 }
+
+/// Runs a command with `stdin`, killing it if it has not finished within `limit`; returns
+/// (success, stdout, stderr). A test that runs a tool never hangs on it.
+pub fn run_with_deadline(
+    cmd: &mut Command,
+    stdin: &str,
+    limit: Duration,
+) -> (bool, String, String) {
+    use std::io::Write as _;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn command");
+    let mut input = child.stdin.take().unwrap();
+    let _ = input.write_all(stdin.as_bytes());
+    drop(input);
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status.success(),
+        out_reader.join().unwrap(),
+        err_reader.join().unwrap(),
+    )
+}
