@@ -291,12 +291,16 @@ pub fn status(a: StatusArgs) -> Result<(), String> {
     if let Some(zk) = &a.zookeeper {
         let zk = gregor::zk::ZkClient::connect(zk, Duration::from_secs(10))
             .map_err(|e| format!("cannot reach ZooKeeper: {e:?}"))?;
-        let controller = zk
-            .get_data(gregor::zk::paths::CONTROLLER)
-            .ok()
-            .and_then(|(d, _)| serde_json::from_slice::<gregor::zk::paths::ElectedBroker>(&d).ok())
-            .map_or("none".to_owned(), |e| e.brokerid.to_string());
-        println!("Controller: {controller}");
+        let elected = |path: &str| {
+            zk.get_data(path)
+                .ok()
+                .and_then(|(d, _)| {
+                    serde_json::from_slice::<gregor::zk::paths::ElectedBroker>(&d).ok()
+                })
+                .map_or("none".to_owned(), |e| e.brokerid.to_string())
+        };
+        println!("Controller: {}", elected(gregor::zk::paths::CONTROLLER));
+        println!("Coordinator: {}", elected(gregor::zk::paths::COORDINATOR));
         zk.close();
     }
     let (mut under, mut offline, mut total) = (0, 0, 0);

@@ -13,6 +13,8 @@ pub const BROKER_IDS: &str = "/brokers/ids";
 pub const BROKER_TOPICS: &str = "/brokers/topics";
 pub const CONTROLLER: &str = "/controller";
 pub const CONTROLLER_EPOCH: &str = "/controller_epoch";
+/// The consumer coordinator's election node (consumer-coordinator spec).
+pub const COORDINATOR: &str = "/consumers/coordinator";
 pub const REASSIGN_PARTITIONS: &str = "/admin/reassign_partitions";
 pub const PREFERRED_REPLICA_ELECTION: &str = "/admin/preferred_replica_election";
 /// Leaders announce their ISR changes here (one sequential node per change) so the controller
