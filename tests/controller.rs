@@ -393,3 +393,28 @@ fn kcat_lists_produces_and_consumes_against_the_cluster() {
     want.sort();
     assert_eq!(got, want);
 }
+
+#[test]
+fn a_duplicate_broker_id_fails_without_disturbing_the_live_broker() {
+    let c = Cluster::start("dupid", 2, &[]);
+    c.create_topic_on("t", "2:1");
+    let before = c.state("t", 0).unwrap();
+    let owner =
+        c.zk.exists(&paths::broker_path(2))
+            .unwrap()
+            .unwrap()
+            .ephemeral_owner;
+    let dir = tempfile::tempdir().unwrap();
+    let err = gregor::broker::Broker::start(broker_config(2, &c.zk_connect, dir.path(), &[]))
+        .err()
+        .expect("a second broker 2 is refused");
+    assert!(err.0.contains("broker id 2 is already registered"), "{err}");
+    // The live broker 2 keeps its registration, its leadership and its ISR place.
+    let reg =
+        c.zk.exists(&paths::broker_path(2))
+            .unwrap()
+            .expect("registration kept");
+    assert_eq!(reg.ephemeral_owner, owner);
+    assert_eq!(c.state("t", 0).unwrap(), before);
+    assert_eq!(c.client(2).produce(1, "t", 0, &[b"still leader"]).0, 0);
+}

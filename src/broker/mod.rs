@@ -13,6 +13,7 @@ pub mod replica_manager;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{RecvTimeoutError, Sender, bounded};
@@ -50,6 +51,9 @@ pub struct Broker {
     pub metadata_cache: Arc<MetadataCache>,
     pub controller: Arc<KafkaController>,
     server: SocketServer,
+    /// Set once `/brokers/ids/[id]` is ours: only then may shutdown hand over leadership and
+    /// deregister (a refused duplicate must not touch the live broker with its id).
+    registered: AtomicBool,
     /// Periodic tasks (high-watermark checkpoint, ISR expiry); dropping the senders stops them.
     periodic: Mutex<Vec<(Sender<()>, JoinHandle<()>)>>,
 }
@@ -109,6 +113,7 @@ impl Broker {
             metadata_cache,
             controller,
             server,
+            registered: AtomicBool::new(false),
             periodic: Mutex::new(Vec::new()),
         });
         let rm = broker.replica_manager.clone();
@@ -141,6 +146,7 @@ impl Broker {
                 e => err("cannot register in ZooKeeper", &e),
             });
         }
+        broker.registered.store(true, Ordering::Release);
         // Every broker takes part in the controller election (spec D).
         broker.controller.startup();
         log::info!("[Broker {id}] started on {}:{port}", config.host);
@@ -240,11 +246,14 @@ impl Broker {
     pub fn shutdown(&self) {
         let id = self.config.broker_id;
         log::info!("[Broker {id}] shutting down");
-        if self.config.controlled_shutdown_enable {
+        let registered = self.registered.swap(false, Ordering::AcqRel);
+        if registered && self.config.controlled_shutdown_enable {
             self.controlled_shutdown();
         }
         self.controller.shutdown();
-        let _ = self.zk.delete_ephemeral(&paths::broker_path(id));
+        if registered {
+            let _ = self.zk.delete_ephemeral(&paths::broker_path(id));
+        }
         self.server.shutdown();
         self.replica_manager.fetchers.shutdown();
         for (stop, h) in self.periodic.lock().drain(..) {

@@ -210,10 +210,15 @@ impl ZkClient {
         }
     }
 
-    /// Deletes an ephemeral node of ours and stops re-creating it.
+    /// Deletes an ephemeral node of ours and stops re-creating it. A node another session
+    /// owns (another process registered under the same name) is left alone.
     pub fn delete_ephemeral(&self, path: &str) -> ZkResult<()> {
         self.ephemerals.lock().retain(|e| e.path != path);
-        self.delete_if_exists(path)
+        let mine = self.session_id.load(Ordering::Acquire);
+        match self.exists(path)? {
+            Some(stat) if mine != 0 && stat.ephemeral_owner == mine => self.delete_if_exists(path),
+            _ => Ok(()),
+        }
     }
 
     /// Deletes `path` whatever its version; already gone is fine.
