@@ -74,6 +74,15 @@ impl ControllerState {
         if oar == rar {
             return Ok(true);
         }
+        // Watch before reading: an ISR change between the read and a later watch would be
+        // missed, and the reassignment would wait forever.
+        let tx = self.events.clone();
+        self.zk
+            .exists_w(&paths::leader_and_isr_path(&tp.0, tp.1), move |ev| {
+                if ev.event_type == WatchedEventType::NodeDataChanged {
+                    let _ = tx.send(Event::ReassignPartitions);
+                }
+            })?;
         super::leader_and_isr::refresh(&self.zk, &mut self.ctx, tp)?;
         let isr = self
             .ctx
@@ -102,14 +111,7 @@ impl ControllerState {
                     tp.1
                 );
             }
-            // step 2: wait for the ISR; the leader's ISR write fires this watch.
-            let tx = self.events.clone();
-            self.zk
-                .exists_w(&paths::leader_and_isr_path(&tp.0, tp.1), move |ev| {
-                    if ev.event_type == WatchedEventType::NodeDataChanged {
-                        let _ = tx.send(Event::ReassignPartitions);
-                    }
-                })?;
+            // step 2: wait for the ISR (the watch set above fires on the leader's ISR write).
             return Ok(false);
         }
         // step 3: a leader from RAR; the ISR keeps only RAR.
