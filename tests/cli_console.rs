@@ -2,19 +2,8 @@
 
 mod common;
 
-use std::process::Command;
-use std::time::Duration;
-
 use common::cluster::Cluster;
-use common::run_with_deadline;
-
-fn gregor(args: &[&str], stdin: &str) -> (bool, String, String) {
-    run_with_deadline(
-        Command::new(env!("CARGO_BIN_EXE_gregor")).args(args),
-        stdin,
-        Duration::from_secs(60),
-    )
-}
+use common::{assert_cli_fails, gregor_cli};
 
 #[test]
 fn produce_consume_and_status_happy_paths_and_errors() {
@@ -23,7 +12,7 @@ fn produce_consume_and_status_happy_paths_and_errors() {
     let b = format!("127.0.0.1:{}", c.brokers[&1].port);
     let input = "a:1\nb:2\nc:3\nno separator\n";
     for compression in ["none", "gzip", "snappy"] {
-        let (ok, _, err) = gregor(
+        let (ok, _, err) = gregor_cli(
             &[
                 "produce",
                 "--bootstrap",
@@ -41,7 +30,7 @@ fn produce_consume_and_status_happy_paths_and_errors() {
         );
         assert!(ok, "{compression}: {err}");
     }
-    let (ok, out, err) = gregor(
+    let (ok, out, err) = gregor_cli(
         &[
             "consume",
             "--bootstrap",
@@ -59,7 +48,7 @@ fn produce_consume_and_status_happy_paths_and_errors() {
     let mut want = ["a\t1", "b\t2", "c\t3", "\tno separator"].repeat(3);
     want.sort();
     assert_eq!(lines, want);
-    let (ok, out, _) = gregor(
+    let (ok, out, _) = gregor_cli(
         &[
             "consume",
             "--bootstrap",
@@ -77,7 +66,7 @@ fn produce_consume_and_status_happy_paths_and_errors() {
         "",
     );
     assert!(ok && out.is_empty());
-    let (ok, out, _) = gregor(
+    let (ok, out, _) = gregor_cli(
         &[
             "consume",
             "--bootstrap",
@@ -91,7 +80,7 @@ fn produce_consume_and_status_happy_paths_and_errors() {
         "",
     );
     assert!(ok && out.lines().count() == 2, "{out}");
-    let (ok, out, err) = gregor(
+    let (ok, out, err) = gregor_cli(
         &["status", "--bootstrap", &b, "--zookeeper", &c.zk_connect],
         "",
     );
@@ -188,8 +177,6 @@ fn produce_consume_and_status_happy_paths_and_errors() {
         ),
     ];
     for (args, want) in bad {
-        let (ok, _, err) = gregor(args, "x\n");
-        assert!(!ok, "{args:?} should fail");
-        assert!(err.contains(want), "{args:?}: expected `{want}` in `{err}`");
+        assert_cli_fails(args, want);
     }
 }

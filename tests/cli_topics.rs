@@ -3,58 +3,58 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::Cluster;
-use common::{run_with_deadline, wait_until};
-
-fn gregor(args: &[&str]) -> (bool, String, String) {
-    run_with_deadline(
-        Command::new(env!("CARGO_BIN_EXE_gregor")).args(args),
-        "",
-        Duration::from_secs(60),
-    )
-}
+use common::{assert_cli_fails, gregor_cli, wait_until};
 
 #[test]
 fn topics_cli_happy_paths_and_errors() {
     let c = Cluster::start("cli", 2, &[]);
     let zk = c.zk_connect.as_str();
-    let (ok, out, err) = gregor(&[
-        "topics",
-        "--zookeeper",
-        zk,
-        "--create",
-        "--topic",
-        "a",
-        "--partitions",
-        "4",
-        "--replication-factor",
-        "2",
-    ]);
+    let (ok, out, err) = gregor_cli(
+        &[
+            "topics",
+            "--zookeeper",
+            zk,
+            "--create",
+            "--topic",
+            "a",
+            "--partitions",
+            "4",
+            "--replication-factor",
+            "2",
+        ],
+        "",
+    );
     assert!(ok, "{err}");
     assert!(
         out.contains("Created topic \"a\" with 4 partition(s)"),
         "{out}"
     );
     c.wait_all_led("a");
-    let (ok, out, _) = gregor(&["topics", "--zookeeper", zk, "--list"]);
+    let (ok, out, _) = gregor_cli(&["topics", "--zookeeper", zk, "--list"], "");
     assert!(ok && out.lines().any(|l| l == "a"), "{out}");
-    let (ok, out, _) = gregor(&["topics", "--zookeeper", zk, "--describe", "--topic", "a"]);
+    let (ok, out, _) = gregor_cli(
+        &["topics", "--zookeeper", zk, "--describe", "--topic", "a"],
+        "",
+    );
     assert!(ok);
     assert!(
         out.contains("Topic: a\tPartitionCount: 4\tReplicationFactor: 2"),
         "{out}"
     );
     assert_eq!(out.lines().filter(|l| l.contains("Leader:")).count(), 4);
-    let (ok, out, _) = gregor(&[
-        "topics",
-        "--zookeeper",
-        zk,
-        "--describe",
-        "--under-replicated",
-    ]);
+    let (ok, out, _) = gregor_cli(
+        &[
+            "topics",
+            "--zookeeper",
+            zk,
+            "--describe",
+            "--under-replicated",
+        ],
+        "",
+    );
     assert!(ok && out.is_empty(), "nothing under-replicated: {out}");
 
     let bad: &[(&[&str], &str)] = &[
@@ -115,11 +115,9 @@ fn topics_cli_happy_paths_and_errors() {
     for (args, want) in bad {
         let mut all = vec!["topics", "--zookeeper", zk];
         all.extend_from_slice(args);
-        let (ok, _, err) = gregor(&all);
-        assert!(!ok, "{args:?} should fail");
-        assert!(err.contains(want), "{args:?}: expected `{want}` in `{err}`");
+        assert_cli_fails(&all, want);
     }
-    let (ok, _, err) = gregor(&["topics", "--zookeeper", zk, "--bogus"]);
+    let (ok, _, err) = gregor_cli(&["topics", "--zookeeper", zk, "--bogus"], "");
     assert!(!ok && err.contains("--bogus"), "{err}");
 
     // Reassignment: execute, then verify until complete.
@@ -130,7 +128,7 @@ fn topics_cli_happy_paths_and_errors() {
     )
     .unwrap();
     let f = file.to_str().unwrap();
-    let (ok, out, err) = gregor(&["reassign", "--zookeeper", zk, "--execute", f]);
+    let (ok, out, err) = gregor_cli(&["reassign", "--zookeeper", zk, "--execute", f], "");
     assert!(ok, "{err}");
     assert!(
         out.contains("Started reassignment of 1 partition(s)"),
@@ -140,13 +138,13 @@ fn topics_cli_happy_paths_and_errors() {
         Duration::from_secs(40),
         "reassign --verify to report completion",
         || {
-            let (ok, out, _) = gregor(&["reassign", "--zookeeper", zk, "--verify", f]);
+            let (ok, out, _) = gregor_cli(&["reassign", "--zookeeper", zk, "--verify", f], "");
             ok && out.contains("Reassignment of partition a-0 completed successfully")
         },
     );
     std::fs::write(&file, "{not json").unwrap();
-    let (ok, _, err) = gregor(&["reassign", "--zookeeper", zk, "--execute", f]);
+    let (ok, _, err) = gregor_cli(&["reassign", "--zookeeper", zk, "--execute", f], "");
     assert!(!ok && err.contains("not a reassignment"), "{err}");
-    let (ok, _, err) = gregor(&["topics", "--zookeeper", "127.0.0.1:1", "--list"]);
+    let (ok, _, err) = gregor_cli(&["topics", "--zookeeper", "127.0.0.1:1", "--list"], "");
     assert!(!ok && err.contains("cannot reach ZooKeeper"), "{err}");
 }

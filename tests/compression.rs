@@ -4,25 +4,11 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::cluster::Cluster;
 use common::*;
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
 use gregor::protocol::message::{self, decode_deep};
 use gregor::protocol::{ErrorCode, compression};
-
-fn kcat(args: &[&str], stdin: Option<&str>) -> String {
-    let mut cmd = Command::new("kcat");
-    cmd.args(args);
-    let (ok, out, err) = run_with_deadline(
-        &mut cmd,
-        stdin.unwrap_or(""),
-        std::time::Duration::from_secs(60),
-    );
-    assert!(ok, "kcat {args:?} failed: {err}");
-    out
-}
 
 /// Every message of a replica, decompressed, read as a debugging consumer.
 fn replica(c: &Cluster, broker: i32, topic: &str) -> Vec<(i64, Vec<u8>)> {
@@ -51,7 +37,7 @@ fn kcat_gzip_and_snappy_round_trip_through_a_replicated_topic() {
             &[
                 "-P", "-b", &bootstrap, "-t", &topic, "-z", codec, "-m", "10",
             ],
-            Some(&(lines.join("\n") + "\n")),
+            &(lines.join("\n") + "\n"),
         );
         let out = kcat(
             &[
@@ -69,7 +55,7 @@ fn kcat_gzip_and_snappy_round_trip_through_a_replicated_topic() {
                 "-f",
                 "%o %s\n",
             ],
-            None,
+            "",
         );
         let want: Vec<String> = lines
             .iter()

@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::Cluster;
@@ -343,24 +342,12 @@ fn a_returning_broker_deletes_partitions_of_a_deleted_and_recreated_topic() {
     assert_eq!(read_all(&c, "t", 0), vec![b"new".to_vec()]);
 }
 
-fn kcat(args: &[&str], stdin: Option<&str>) -> String {
-    let mut cmd = Command::new("kcat");
-    cmd.args(args);
-    let (ok, out, err) = run_with_deadline(
-        &mut cmd,
-        stdin.unwrap_or(""),
-        std::time::Duration::from_secs(60),
-    );
-    assert!(ok, "kcat {args:?} failed: {err}");
-    out
-}
-
 #[test]
 fn kcat_lists_produces_and_consumes_against_the_cluster() {
     let c = Cluster::start("kcat", 3, &[]);
     c.create_topic("kc", 3, 3);
     let bootstrap = format!("127.0.0.1:{}", c.brokers[&1].port);
-    let listing = kcat(&["-L", "-b", &bootstrap, "-t", "kc", "-m", "10"], None);
+    let listing = kcat(&["-L", "-b", &bootstrap, "-t", "kc", "-m", "10"], "");
     assert!(listing.contains("3 brokers"), "{listing}");
     assert!(
         listing.contains("topic \"kc\" with 3 partitions"),
@@ -369,7 +356,7 @@ fn kcat_lists_produces_and_consumes_against_the_cluster() {
     let lines: Vec<String> = (0..50).map(|i| format!("line-{i}")).collect();
     kcat(
         &["-P", "-b", &bootstrap, "-t", "kc", "-m", "10"],
-        Some(&(lines.join("\n") + "\n")),
+        &(lines.join("\n") + "\n"),
     );
     let out = kcat(
         &[
@@ -385,7 +372,7 @@ fn kcat_lists_produces_and_consumes_against_the_cluster() {
             "-m",
             "10",
         ],
-        None,
+        "",
     );
     let mut got: Vec<&str> = out.lines().collect();
     got.sort();

@@ -50,17 +50,29 @@ fn no_acknowledged_message_is_lost_across_a_leader_kill() {
     let producer = Producer::new(cfg).unwrap();
     let victim = c.leader("t", 0);
     let mut handles = Vec::new();
-    for i in 0..3000u32 {
-        if i == 1000 {
-            c.kill9(victim);
-        }
+    let mut next = 0u32;
+    let mut send = |handles: &mut Vec<_>| {
         handles.push((
-            i,
-            producer.send("t", None, Some(format!("m-{i}").as_bytes())),
+            next,
+            producer.send("t", None, Some(format!("m-{next}").as_bytes())),
         ));
-        if i % 100 == 0 {
-            std::thread::sleep(Duration::from_millis(10)); // spread the sends over the failover
-        }
+        next += 1;
+    };
+    for _ in 0..1000 {
+        send(&mut handles);
+    }
+    c.kill9(victim);
+    // Keep sending through the whole failover, until the controller has moved the partition.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while c.leader("t", 0) == victim {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new leader for t-0"
+        );
+        send(&mut handles);
+    }
+    for _ in 0..1000 {
+        send(&mut handles);
     }
     producer.close();
     let mut acked = Vec::new();

@@ -339,14 +339,17 @@ impl ZkClient {
                 .all(|p| matches!(self.exists(p), Ok(Some(s)) if s.ephemeral_owner == mine))
     }
 
-    fn notify_session_lost(&self) {
-        let listeners: Vec<_> = self
-            .listeners
+    /// The listeners still alive, copied out so none is called under our lock.
+    fn live_listeners(&self) -> Vec<Arc<dyn SessionListener>> {
+        self.listeners
             .lock()
             .iter()
             .filter_map(Weak::upgrade)
-            .collect();
-        for l in listeners {
+            .collect()
+    }
+
+    fn notify_session_lost(&self) {
+        for l in self.live_listeners() {
             l.handle_session_lost();
         }
     }
@@ -370,13 +373,7 @@ impl ZkClient {
                 log::error!("cannot re-create ephemeral {path}: {e:?}; retrying");
             }
         }
-        let listeners: Vec<_> = self
-            .listeners
-            .lock()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for l in listeners {
+        for l in self.live_listeners() {
             l.handle_new_session();
         }
     }

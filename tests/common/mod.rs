@@ -595,3 +595,30 @@ pub fn run_with_deadline(
         err_reader.join().unwrap(),
     )
 }
+
+/// Runs the built `gregor` with `stdin`, under a deadline: (success, stdout, stderr).
+pub fn gregor_cli(args: &[&str], stdin: &str) -> (bool, String, String) {
+    run_with_deadline(
+        Command::new(env!("CARGO_BIN_EXE_gregor")).args(args),
+        stdin,
+        Duration::from_secs(60),
+    )
+}
+
+/// Asserts that `gregor args` fails with a message containing `want` on stderr.
+pub fn assert_cli_fails(args: &[&str], want: &str) {
+    let (ok, _, err) = gregor_cli(args, "x\n");
+    assert!(!ok, "{args:?} should fail");
+    assert!(err.contains(want), "{args:?}: expected `{want}` in `{err}`");
+}
+
+/// Runs kcat (installed by scripts/test.sh) under a deadline and returns its stdout.
+pub fn kcat(args: &[&str], stdin: &str) -> String {
+    let (ok, out, err) = run_with_deadline(
+        Command::new("kcat").args(args),
+        stdin,
+        Duration::from_secs(60),
+    );
+    assert!(ok, "kcat {args:?} failed: {err}");
+    out
+}
