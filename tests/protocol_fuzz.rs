@@ -28,6 +28,17 @@ fn decode_everything(bytes: &[u8]) {
     let _ = decode_all::<PartitionErrorsResponse>(bytes);
     let _ = decode_all::<ErrorOnlyResponse>(bytes);
     let _ = RequestHeader::decode(&mut Reader::new(bytes));
+    for v in 0..2 {
+        let _ = gregor::protocol::group_offsets::OffsetCommitRequest::decode(
+            &mut Reader::new(bytes),
+            v,
+        );
+    }
+    let _ = decode_all::<gregor::protocol::group_offsets::OffsetCommitResponse>(bytes);
+    let _ = decode_all::<gregor::protocol::group_offsets::OffsetFetchRequest>(bytes);
+    let _ = decode_all::<gregor::protocol::group_offsets::OffsetFetchResponse>(bytes);
+    let _ = decode_all::<gregor::protocol::group_offsets::GroupCoordinatorRequest>(bytes);
+    let _ = decode_all::<gregor::protocol::group_offsets::GroupCoordinatorResponse>(bytes);
     for v in 0..3 {
         let _ = ApiVersionsResponse::decode(&mut Reader::new(bytes), v);
     }

@@ -23,6 +23,7 @@ use crate::protocol::controller::{
     StopReplicaRequest, UpdateMetadataRequest,
 };
 use crate::protocol::fetch::{self, FetchRequest};
+use crate::protocol::group_offsets::OffsetCommitRequest;
 use crate::protocol::header::{self, RequestHeader};
 use crate::protocol::message::{self, SetError};
 use crate::protocol::metadata::MetadataRequest;
@@ -89,6 +90,18 @@ impl RequestHandler for KafkaApis {
             }
             header::CONTROLLED_SHUTDOWN => {
                 decode(frame, body_at).map(|req| self.handle_controlled_shutdown(&req, out))
+            }
+            header::OFFSET_COMMIT => {
+                let mut r = Reader::new(&frame[body_at..]);
+                OffsetCommitRequest::decode(&mut r, version)
+                    .and_then(|req| r.finish().map(|_| req))
+                    .map(|req| self.handle_offset_commit(&req, out))
+            }
+            header::OFFSET_FETCH => {
+                decode(frame, body_at).map(|req| self.handle_offset_fetch(&req, version, out))
+            }
+            header::GROUP_COORDINATOR => {
+                decode(frame, body_at).map(|req| self.handle_group_coordinator(&req, out))
             }
             _ => unreachable!("is_supported admitted only the keys above"),
         };

@@ -5,6 +5,7 @@
 //! thread, one high-watermark checkpoint thread, and the ZooKeeper session thread.
 
 pub mod apis;
+pub mod group_offsets;
 pub mod metadata_cache;
 pub mod notifier;
 pub mod partition;

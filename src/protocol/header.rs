@@ -10,6 +10,9 @@ pub const LEADER_AND_ISR: i16 = 4;
 pub const STOP_REPLICA: i16 = 5;
 pub const UPDATE_METADATA: i16 = 6;
 pub const CONTROLLED_SHUTDOWN: i16 = 7;
+pub const OFFSET_COMMIT: i16 = 8;
+pub const OFFSET_FETCH: i16 = 9;
+pub const GROUP_COORDINATOR: i16 = 10;
 pub const API_VERSIONS: i16 = 18;
 
 /// (api key, min version, max version) for every API this broker serves. ApiVersions answers
@@ -23,6 +26,9 @@ pub const SUPPORTED_APIS: &[(i16, i16, i16)] = &[
     (STOP_REPLICA, 0, 0),
     (UPDATE_METADATA, 0, 0),
     (CONTROLLED_SHUTDOWN, 0, 1),
+    (OFFSET_COMMIT, 0, 1),
+    (OFFSET_FETCH, 0, 1),
+    (GROUP_COORDINATOR, 0, 0),
     (API_VERSIONS, 0, 2),
 ];
 

@@ -10,6 +10,7 @@ pub mod compression;
 pub mod controller;
 pub mod errors;
 pub mod fetch;
+pub mod group_offsets;
 pub mod header;
 pub mod message;
 pub mod metadata;

@@ -254,6 +254,49 @@ pub struct PartitionList {
     pub partitions: Vec<PartitionRef>,
 }
 
+/// `/consumers/groups/[group]/offsets/[topic]/[partition]`: a group's committed offset.
+pub fn consumer_offset_path(group: &str, topic: &str, partition: i32) -> String {
+    format!("/consumers/groups/{group}/offsets/{topic}/{partition}")
+}
+
+/// The committed offset (stored as a decimal string, as Kafka 0.8 did), `None` if none.
+pub fn committed_offset(
+    zk: &ZkClient,
+    group: &str,
+    topic: &str,
+    partition: i32,
+) -> ZkResult<Option<i64>> {
+    let path = consumer_offset_path(group, topic, partition);
+    match zk.get_data(&path) {
+        Ok((data, _)) => std::str::from_utf8(&data)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .map(Some)
+            .ok_or(ZkError::MarshallingError),
+        Err(ZkError::NoNode) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub fn commit_offset(
+    zk: &ZkClient,
+    group: &str,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> ZkResult<()> {
+    let path = consumer_offset_path(group, topic, partition);
+    let data = offset.to_string().into_bytes();
+    match zk.set_data(&path, data.clone(), None) {
+        Ok(_) => Ok(()),
+        Err(ZkError::NoNode) => match zk.create_persistent(&path, data.clone()) {
+            Err(ZkError::NodeExists) => zk.set_data(&path, data, None).map(|_| ()),
+            r => r,
+        },
+        Err(e) => Err(e),
+    }
+}
+
 /// Announces that the leader changed the ISR of these partitions.
 pub fn notify_isr_change(zk: &ZkClient, partitions: Vec<PartitionRef>) -> ZkResult<()> {
     let body = to_json(&PartitionList {
