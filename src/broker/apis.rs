@@ -7,29 +7,25 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use super::metadata_cache::MetadataCache;
 use super::partition::{Partition, Role};
-use super::replica_manager::{Payload, ReplicaManager};
+use super::replica_manager::ReplicaManager;
 use crate::client::admin;
 use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
-use crate::log::LogError;
 use crate::network::{Action, RequestHandler};
 use crate::protocol::api_versions::ApiVersionsResponse;
 use crate::protocol::controller::{
     ControlledShutdownRequest, ControlledShutdownResponse, ErrorOnlyResponse, LeaderAndIsrRequest,
     StopReplicaRequest, UpdateMetadataRequest,
 };
-use crate::protocol::fetch::{self, FetchRequest};
+use crate::protocol::fetch;
 use crate::protocol::group_offsets::OffsetCommitRequest;
 use crate::protocol::header::{self, RequestHeader};
-use crate::protocol::message::{self, SetError};
 use crate::protocol::metadata::MetadataRequest;
 use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartitionResponse};
-use crate::protocol::produce::{ProducePartitionResponse, ProduceRequest, ProduceResponse};
-use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer, write_array};
+use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer};
 use crate::zk::{ZkClient, paths};
 
 pub struct KafkaApis {
@@ -125,303 +121,17 @@ fn decode<'a, T: Decode<'a>>(frame: &'a [u8], body_at: usize) -> DecodeResult<T>
 impl KafkaApis {
     /// A partition this broker hosts, or the error a client should see: NOT_LEADER when the
     /// topic-partition exists elsewhere, UNKNOWN_TOPIC_OR_PARTITION when it does not exist.
-    fn partition(&self, topic: &str, partition: i32) -> Result<Arc<Partition>, ErrorCode> {
+    pub(super) fn partition(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Arc<Partition>, ErrorCode> {
         match self.replica_manager.get_partition(topic, partition) {
             Some(p) => Ok(p),
             None if self.metadata_cache.contains_partition(topic, partition) => {
                 Err(ErrorCode::NotLeaderForPartition)
             }
             None => Err(ErrorCode::UnknownTopicOrPartition),
-        }
-    }
-
-    /// Produce v0: validate each set (CRC, size, magic), append under the partition lock with
-    /// dense offsets, and answer per `acks`: 0 no response, 1 after the append, -1 after the
-    /// high watermark passes the last message (or REQUEST_TIMED_OUT).
-    fn handle_produce(
-        &self,
-        frame: &mut [u8],
-        body_at: usize,
-        out: &mut Vec<u8>,
-    ) -> DecodeResult<Action> {
-        let req: ProduceRequest = {
-            let mut r = Reader::new(frame);
-            let _ = RequestHeader::decode(&mut r)?;
-            debug_assert_eq!(r.position(), body_at);
-            let req = ProduceRequest::decode(&mut r)?;
-            r.finish()?;
-            req
-        };
-        if !matches!(req.acks, -1..=1) {
-            return Ok(self.answer_produce(&req, out, |_| (ErrorCode::InvalidRequiredAcks, -1)));
-        }
-        let mut results: Vec<(Option<Arc<Partition>>, ErrorCode, i64, i64)> = Vec::new();
-        for t in &req.topics {
-            for p in &t.1 {
-                let r = self.append_one(&t.0, p.partition, &mut frame[p.set.clone()], req.acks);
-                results.push(match r {
-                    Ok((part, first, last)) => (Some(part), ErrorCode::None, first, last),
-                    Err(e) => (None, e, -1, -1),
-                });
-            }
-        }
-        if req.acks == 0 {
-            if let Some((_, e, _, _)) = results.iter().find(|r| r.1 != ErrorCode::None) {
-                log::warn!(
-                    "[Broker {}] closing acks=0 producer connection after error {e:?}",
-                    self.broker_id
-                );
-                return Ok(Action::Close);
-            }
-            return Ok(Action::NoResponse);
-        }
-        if req.acks == -1 {
-            self.wait_for_acks_all(
-                &mut results,
-                Duration::from_millis(req.timeout_ms.max(0) as u64),
-            );
-        }
-        let mut i = 0;
-        Ok(self.answer_produce(&req, out, |_| {
-            let r = &results[i];
-            i += 1;
-            (r.1, r.2)
-        }))
-    }
-
-    fn append_one(
-        &self,
-        topic: &str,
-        partition: i32,
-        set: &mut [u8],
-        acks: i16,
-    ) -> Result<(Arc<Partition>, i64, i64), ErrorCode> {
-        let part = self.partition(topic, partition)?;
-        let valid =
-            message::validate_for_append(set, self.config.message_max_bytes).map_err(|e| {
-                log::warn!(
-                    "[Broker {} {topic}-{partition}] rejected produce: {e:?}",
-                    self.broker_id
-                );
-                match e {
-                    SetError::MessageTooLarge => ErrorCode::MessageTooLarge,
-                    SetError::Corrupt(_) | SetError::BadCompression(_) => ErrorCode::CorruptMessage,
-                }
-            })?;
-        if valid.count == 0 {
-            // Nothing to append, but the answer must still say whether we lead.
-            if part.role() != Role::Leader {
-                return Err(ErrorCode::NotLeaderForPartition);
-            }
-            return Ok((
-                part.clone(),
-                part.log.log_end_offset(),
-                part.log.log_end_offset() - 1,
-            ));
-        }
-        if valid.valid_len as u64 > self.config.log_segment_bytes {
-            return Err(ErrorCode::RecordListTooLarge);
-        }
-        let set = &mut set[..valid.valid_len];
-        let payload = match valid.compressed {
-            None => Payload::Plain(set),
-            Some((codec, magic)) => Payload::Compressed { set, codec, magic },
-        };
-        let (first, last) =
-            self.replica_manager
-                .append_as_leader(&part, payload, valid.count, acks)?;
-        Ok((part, first, last))
-    }
-
-    /// Parks until every appended partition's high watermark passes its last offset, the
-    /// partition stops being led here, or the timeout passes.
-    fn wait_for_acks_all(
-        &self,
-        results: &mut [(Option<Arc<Partition>>, ErrorCode, i64, i64)],
-        timeout: Duration,
-    ) {
-        let deadline = Instant::now() + timeout;
-        let rm = &self.replica_manager;
-        loop {
-            let seen = rm.notifier.seq();
-            let mut pending = false;
-            for r in results.iter_mut() {
-                if let (Some(p), ErrorCode::None) = (&r.0, r.1)
-                    && r.3 >= r.2
-                {
-                    match rm.acks_all_status(p, r.3 + 1) {
-                        Some(ErrorCode::None) => r.0 = None,
-                        Some(e) => {
-                            r.0 = None;
-                            r.1 = e;
-                            r.2 = -1;
-                        }
-                        None => pending = true,
-                    }
-                }
-            }
-            if !pending {
-                return;
-            }
-            if Instant::now() >= deadline {
-                for r in results.iter_mut() {
-                    if r.0.take().is_some() && r.1 == ErrorCode::None && r.3 >= r.2 {
-                        r.1 = ErrorCode::RequestTimedOut;
-                        r.2 = -1;
-                    }
-                }
-                return;
-            }
-            rm.notifier.wait_after(seen, deadline);
-        }
-    }
-
-    fn answer_produce(
-        &self,
-        req: &ProduceRequest,
-        out: &mut Vec<u8>,
-        mut f: impl FnMut(i32) -> (ErrorCode, i64),
-    ) -> Action {
-        ProduceResponse {
-            topics: req
-                .topics
-                .iter()
-                .map(|(topic, partitions)| {
-                    let parts = partitions
-                        .iter()
-                        .map(|p| {
-                            let (e, off) = f(p.partition);
-                            ProducePartitionResponse {
-                                partition: p.partition,
-                                error_code: e.code(),
-                                base_offset: off,
-                            }
-                        })
-                        .collect();
-                    (topic.clone(), parts)
-                })
-                .collect(),
-        }
-        .encode(out);
-        Action::Respond
-    }
-
-    /// Fetch v0: bytes straight from the segment files, up to the high watermark for consumers
-    /// and the log end offset for followers. Parks (no polling) until `min_bytes` are readable
-    /// or `max_wait_ms` passes.
-    fn handle_fetch(&self, req: &FetchRequest, out: &mut Vec<u8>) -> Action {
-        let from_follower = req.replica_id >= 0;
-        if from_follower {
-            for (t, parts) in &req.topics {
-                for p in parts {
-                    if let Some(part) = self.replica_manager.get_partition(t, p.partition) {
-                        self.replica_manager.record_follower_position(
-                            &part,
-                            req.replica_id,
-                            p.fetch_offset,
-                        );
-                    }
-                }
-            }
-        }
-        let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
-        let start = out.len();
-        loop {
-            let seen = self.replica_manager.notifier.seq();
-            out.truncate(start);
-            let (bytes, errors) = self.write_fetch_response(req, out);
-            let enough = bytes >= req.min_bytes.max(0) as usize;
-            if req.max_wait_ms <= 0
-                || errors
-                || enough
-                || req.topics.is_empty()
-                || Instant::now() >= deadline
-            {
-                return Action::Respond;
-            }
-            self.replica_manager.notifier.wait_after(seen, deadline);
-        }
-    }
-
-    /// Writes the whole fetch response; returns the message bytes included and whether any
-    /// partition had an error.
-    fn write_fetch_response(&self, req: &FetchRequest, out: &mut Vec<u8>) -> (usize, bool) {
-        let mut total = 0;
-        let mut errors = false;
-        write_array(out, &req.topics, |o, (topic, parts)| {
-            o.put_string(topic);
-            write_array(o, parts, |o, p| {
-                match self.read_partition(topic, p, req.replica_id, o) {
-                    Ok(n) => total += n,
-                    Err(e) => {
-                        errors = true;
-                        let at = fetch::write_partition_head(o, p.partition, e.code(), -1);
-                        o.patch_size(at);
-                    }
-                }
-            });
-        });
-        (total, errors)
-    }
-
-    /// Writes one partition's response (head + set) into `o` and returns the set's size; on
-    /// error writes nothing.
-    fn read_partition(
-        &self,
-        topic: &str,
-        p: &fetch::FetchPartition,
-        replica_id: i32,
-        o: &mut Vec<u8>,
-    ) -> Result<usize, ErrorCode> {
-        let part = self.partition(topic, p.partition)?;
-        let hw = part.high_watermark();
-        if replica_id != fetch::DEBUGGING_REPLICA_ID && part.role() != Role::Leader {
-            return Err(ErrorCode::NotLeaderForPartition);
-        }
-        // Followers read to the log end offset; consumers only what the ISR has.
-        let max_offset = (replica_id < 0).then_some(hw);
-        if p.max_bytes < 0 {
-            return Err(ErrorCode::InvalidFetchSize);
-        }
-        let at = fetch::write_partition_head(o, p.partition, 0, hw);
-        match part
-            .log
-            .read(p.fetch_offset, p.max_bytes as usize, max_offset, o)
-        {
-            Ok(n) => {
-                o.patch_size(at);
-                Ok(n)
-            }
-            Err(e) => {
-                o.truncate(at - 14);
-                match e {
-                    LogError::OffsetOutOfRange { .. } => {
-                        // A consumer between HW and LEO is not out of range: it just waits.
-                        if max_offset.is_some()
-                            && p.fetch_offset > hw
-                            && p.fetch_offset <= part.log.log_end_offset()
-                        {
-                            let at = fetch::write_partition_head(o, p.partition, 0, hw);
-                            o.patch_size(at);
-                            return Ok(0);
-                        }
-                        log::debug!(
-                            "[Broker {} {topic}-{}] fetch {e}",
-                            self.broker_id,
-                            p.partition
-                        );
-                        Err(ErrorCode::OffsetOutOfRange)
-                    }
-                    LogError::Io(io) => {
-                        log::error!(
-                            "[Broker {} {topic}-{}] read failed: {io}",
-                            self.broker_id,
-                            p.partition
-                        );
-                        Err(ErrorCode::UnknownServerError)
-                    }
-                }
-            }
         }
     }
 

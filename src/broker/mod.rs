@@ -6,6 +6,9 @@
 
 pub mod apis;
 pub mod group_offsets;
+mod handle_fetch;
+mod handle_produce;
+mod isr;
 pub mod metadata_cache;
 pub mod notifier;
 pub mod partition;

@@ -1,0 +1,186 @@
+//! Produce (key 0) v0: validate each set, append it as leader, and answer per `acks`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::apis::KafkaApis;
+use super::partition::{Partition, Role};
+use super::replica_manager::Payload;
+use crate::network::Action;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::message::{self, SetError};
+use crate::protocol::produce::{ProducePartitionResponse, ProduceRequest, ProduceResponse};
+use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader};
+
+impl KafkaApis {
+    /// Produce v0: validate each set (CRC, size, magic), append under the partition lock with
+    /// dense offsets, and answer per `acks`: 0 no response, 1 after the append, -1 after the
+    /// high watermark passes the last message (or REQUEST_TIMED_OUT).
+    pub(super) fn handle_produce(
+        &self,
+        frame: &mut [u8],
+        body_at: usize,
+        out: &mut Vec<u8>,
+    ) -> DecodeResult<Action> {
+        let req: ProduceRequest = {
+            let mut r = Reader::new(frame);
+            let _ = RequestHeader::decode(&mut r)?;
+            debug_assert_eq!(r.position(), body_at);
+            let req = ProduceRequest::decode(&mut r)?;
+            r.finish()?;
+            req
+        };
+        if !matches!(req.acks, -1..=1) {
+            return Ok(self.answer_produce(&req, out, |_| (ErrorCode::InvalidRequiredAcks, -1)));
+        }
+        let mut results: Vec<(Option<Arc<Partition>>, ErrorCode, i64, i64)> = Vec::new();
+        for t in &req.topics {
+            for p in &t.1 {
+                let r = self.append_one(&t.0, p.partition, &mut frame[p.set.clone()], req.acks);
+                results.push(match r {
+                    Ok((part, first, last)) => (Some(part), ErrorCode::None, first, last),
+                    Err(e) => (None, e, -1, -1),
+                });
+            }
+        }
+        if req.acks == 0 {
+            if let Some((_, e, _, _)) = results.iter().find(|r| r.1 != ErrorCode::None) {
+                log::warn!(
+                    "[Broker {}] closing acks=0 producer connection after error {e:?}",
+                    self.broker_id
+                );
+                return Ok(Action::Close);
+            }
+            return Ok(Action::NoResponse);
+        }
+        if req.acks == -1 {
+            self.wait_for_acks_all(
+                &mut results,
+                Duration::from_millis(req.timeout_ms.max(0) as u64),
+            );
+        }
+        let mut i = 0;
+        Ok(self.answer_produce(&req, out, |_| {
+            let r = &results[i];
+            i += 1;
+            (r.1, r.2)
+        }))
+    }
+
+    fn append_one(
+        &self,
+        topic: &str,
+        partition: i32,
+        set: &mut [u8],
+        acks: i16,
+    ) -> Result<(Arc<Partition>, i64, i64), ErrorCode> {
+        let part = self.partition(topic, partition)?;
+        let valid =
+            message::validate_for_append(set, self.config.message_max_bytes).map_err(|e| {
+                log::warn!(
+                    "[Broker {} {topic}-{partition}] rejected produce: {e:?}",
+                    self.broker_id
+                );
+                match e {
+                    SetError::MessageTooLarge => ErrorCode::MessageTooLarge,
+                    SetError::Corrupt(_) | SetError::BadCompression(_) => ErrorCode::CorruptMessage,
+                }
+            })?;
+        if valid.count == 0 {
+            // Nothing to append, but the answer must still say whether we lead.
+            if part.role() != Role::Leader {
+                return Err(ErrorCode::NotLeaderForPartition);
+            }
+            return Ok((
+                part.clone(),
+                part.log.log_end_offset(),
+                part.log.log_end_offset() - 1,
+            ));
+        }
+        if valid.valid_len as u64 > self.config.log_segment_bytes {
+            return Err(ErrorCode::RecordListTooLarge);
+        }
+        let set = &mut set[..valid.valid_len];
+        let payload = match valid.compressed {
+            None => Payload::Plain(set),
+            Some((codec, magic)) => Payload::Compressed { set, codec, magic },
+        };
+        let (first, last) =
+            self.replica_manager
+                .append_as_leader(&part, payload, valid.count, acks)?;
+        Ok((part, first, last))
+    }
+
+    /// Parks until every appended partition's high watermark passes its last offset, the
+    /// partition stops being led here, or the timeout passes.
+    fn wait_for_acks_all(
+        &self,
+        results: &mut [(Option<Arc<Partition>>, ErrorCode, i64, i64)],
+        timeout: Duration,
+    ) {
+        let deadline = Instant::now() + timeout;
+        let rm = &self.replica_manager;
+        loop {
+            let seen = rm.notifier.seq();
+            let mut pending = false;
+            for r in results.iter_mut() {
+                if let (Some(p), ErrorCode::None) = (&r.0, r.1)
+                    && r.3 >= r.2
+                {
+                    match rm.acks_all_status(p, r.3 + 1) {
+                        Some(ErrorCode::None) => r.0 = None,
+                        Some(e) => {
+                            r.0 = None;
+                            r.1 = e;
+                            r.2 = -1;
+                        }
+                        None => pending = true,
+                    }
+                }
+            }
+            if !pending {
+                return;
+            }
+            if Instant::now() >= deadline {
+                for r in results.iter_mut() {
+                    if r.0.take().is_some() && r.1 == ErrorCode::None && r.3 >= r.2 {
+                        r.1 = ErrorCode::RequestTimedOut;
+                        r.2 = -1;
+                    }
+                }
+                return;
+            }
+            rm.notifier.wait_after(seen, deadline);
+        }
+    }
+
+    fn answer_produce(
+        &self,
+        req: &ProduceRequest,
+        out: &mut Vec<u8>,
+        mut f: impl FnMut(i32) -> (ErrorCode, i64),
+    ) -> Action {
+        ProduceResponse {
+            topics: req
+                .topics
+                .iter()
+                .map(|(topic, partitions)| {
+                    let parts = partitions
+                        .iter()
+                        .map(|p| {
+                            let (e, off) = f(p.partition);
+                            ProducePartitionResponse {
+                                partition: p.partition,
+                                error_code: e.code(),
+                                base_offset: off,
+                            }
+                        })
+                        .collect();
+                    (topic.clone(), parts)
+                })
+                .collect(),
+        }
+        .encode(out);
+        Action::Respond
+    }
+}
