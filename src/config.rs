@@ -50,6 +50,9 @@ pub struct BrokerConfig {
     pub message_max_bytes: usize,
     pub socket_request_max_bytes: usize,
     pub max_connections: usize,
+    /// `connections.max.idle.ms`: an idle connection is closed after this long, and so is one
+    /// whose request has been arriving for longer (a client trickling bytes).
+    pub connections_max_idle: Duration,
     pub replica_lag_time_max: Duration,
     pub replica_fetch_max_bytes: i32,
     pub replica_fetch_wait_max: Duration,
@@ -180,6 +183,7 @@ impl BrokerConfig {
             message_max_bytes: p.positive("message.max.bytes", 1_000_012)?,
             socket_request_max_bytes: p.positive("socket.request.max.bytes", 104_857_600)?,
             max_connections: p.positive("max.connections", 1000)?,
+            connections_max_idle: p.millis("connections.max.idle.ms", 600_000)?,
             replica_lag_time_max: p.millis("replica.lag.time.max.ms", 10_000)?,
             replica_fetch_max_bytes: p.positive("replica.fetch.max.bytes", 1 << 20)?,
             replica_fetch_wait_max: p.millis("replica.fetch.wait.max.ms", 500)?,

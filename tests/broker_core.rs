@@ -580,3 +580,49 @@ fn connections_beyond_max_connections_are_closed_and_the_rest_served() {
         }
     });
 }
+
+#[test]
+fn a_frame_trickled_one_byte_at_a_time_is_cut_off_and_others_are_served() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("slowloris"));
+    let _controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[("connections.max.idle.ms", "1000")]);
+    let mut good = b.client();
+    // A valid Metadata request, sent one byte every 150 ms: it would take over 3 s.
+    let mut frame = Vec::new();
+    gregor::protocol::header::RequestHeader {
+        api_key: 3,
+        api_version: 0,
+        correlation_id: 1,
+        client_id: Some("slow"),
+    }
+    .encode(&mut frame);
+    frame.extend_from_slice(&0i32.to_be_bytes());
+    let mut bytes = (frame.len() as i32).to_be_bytes().to_vec();
+    bytes.extend_from_slice(&frame);
+    let mut slow = TcpStream::connect(b.addr()).unwrap();
+    let start = Instant::now();
+    let mut cut_off = false;
+    for byte in bytes {
+        if slow.write_all(&[byte]).is_err() {
+            cut_off = true;
+            break;
+        }
+        // Meanwhile the broker serves everyone else.
+        assert!(good.metadata(&[]).topics.is_empty());
+        std::thread::sleep(Duration::from_millis(150)); // the trickle itself, not a wait
+    }
+    if !cut_off {
+        slow.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut buf = [0u8; 4];
+        cut_off = matches!(slow.read(&mut buf), Ok(0) | Err(_));
+    }
+    assert!(
+        cut_off,
+        "the trickled request was served after {:?}",
+        start.elapsed()
+    );
+    // An idle connection is closed too.
+    assert!(closed_after(b.addr(), &[]));
+}

@@ -105,6 +105,7 @@ impl Broker {
             apis,
             config.socket_request_max_bytes,
             config.max_connections,
+            config.connections_max_idle,
         )
         .map_err(|e| err(&format!("cannot listen on {addr}"), &e))?;
         let port = server.local_addr().port();

@@ -6,7 +6,9 @@
 //! buffers live as long as the connection, so a steady stream of requests allocates nothing.
 //!
 //! Limits: a size ≤ 0 or above `socket.request.max.bytes` closes the connection (the protocol
-//! cannot express the error); connections beyond `max.connections` are closed on accept.
+//! cannot express the error); connections beyond `max.connections` are closed on accept; a
+//! connection idle for `connections.max.idle.ms`, or whose request has been arriving for longer
+//! than that, is closed — a client trickling bytes holds a thread only that long.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -14,12 +16,9 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-
-/// Idle connections are closed after this long, as Kafka's `connections.max.idle.ms` default.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What the connection does after a request.
 pub enum Action {
@@ -48,6 +47,7 @@ pub struct SocketServer {
 struct Limits {
     max_request_bytes: usize,
     max_connections: usize,
+    idle: Duration,
 }
 
 impl SocketServer {
@@ -56,6 +56,7 @@ impl SocketServer {
         handler: Arc<dyn RequestHandler>,
         max_request_bytes: usize,
         max_connections: usize,
+        idle: Duration,
     ) -> io::Result<SocketServer> {
         let listener = TcpListener::bind(addr)?;
         let local_addr = listener.local_addr()?;
@@ -64,6 +65,7 @@ impl SocketServer {
         let limits = Arc::new(Limits {
             max_request_bytes,
             max_connections,
+            idle,
         });
         let (st, conns) = (stopping.clone(), connections.clone());
         let acceptor = std::thread::Builder::new()
@@ -171,16 +173,20 @@ fn serve_connection(
     limits: &Limits,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
+    // A read waiting longer than this fails: the idle limit, and the stall limit mid-frame.
+    stream.set_read_timeout(Some(limits.idle))?;
     let mut frame = Vec::new();
     let mut out = Vec::with_capacity(1024);
     loop {
         let mut size = [0u8; 4];
-        match stream.read_exact(&mut size) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+        let first = match stream.read(&mut size) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
             Err(e) => return Err(e),
-        }
+        };
+        // From its first byte, the whole request must arrive within the idle limit.
+        let started = Instant::now();
+        read_rest(&mut stream, &mut size[first..], started, limits.idle, peer)?;
         let size = i32::from_be_bytes(size);
         if size <= 0 || size as usize > limits.max_request_bytes {
             log::warn!(
@@ -191,7 +197,7 @@ fn serve_connection(
         }
         frame.clear();
         frame.resize(size as usize, 0);
-        stream.read_exact(&mut frame)?;
+        read_rest(&mut stream, &mut frame, started, limits.idle, peer)?;
         out.clear();
         out.extend_from_slice(&[0; 4]);
         match handler.handle(&mut frame, &mut out, peer) {
@@ -211,4 +217,34 @@ fn serve_connection(
             frame = Vec::new();
         }
     }
+}
+
+/// Fills `buf`, failing once the request has been arriving for longer than `limit` (checked
+/// after each partial read, so a whole frame costs no extra system call).
+fn read_rest(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    started: Instant,
+    limit: Duration,
+    peer: &SocketAddr,
+) -> io::Result<()> {
+    let mut pos = 0;
+    while pos < buf.len() {
+        if started.elapsed() > limit {
+            log::warn!(
+                "closing connection from {peer}: request still incomplete after {limit:?} (connections.max.idle.ms)"
+            );
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "request arrived too slowly",
+            ));
+        }
+        match stream.read(&mut buf[pos..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => pos += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
