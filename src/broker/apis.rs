@@ -25,7 +25,7 @@ use crate::protocol::group_offsets::OffsetCommitRequest;
 use crate::protocol::header::{self, RequestHeader};
 use crate::protocol::metadata::MetadataRequest;
 use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartitionResponse};
-use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer};
+use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer, map_topics};
 use crate::zk::{ZkClient, paths};
 
 pub struct KafkaApis {
@@ -138,33 +138,23 @@ impl KafkaApis {
     /// ListOffsets v0: -1 latest, -2 earliest, or a time by segment; offsets above the high
     /// watermark are replaced by it for ordinary consumers.
     fn handle_list_offsets(&self, req: &ListOffsetsRequest, out: &mut Vec<u8>) -> Action {
-        let topics = req
-            .topics
-            .iter()
-            .map(|(t, parts)| {
-                let parts = parts
-                    .iter()
-                    .map(|p| {
-                        let (code, offsets) = match self.list_offsets(
-                            t,
-                            p.partition,
-                            p.time,
-                            p.max_num_offsets,
-                            req.replica_id,
-                        ) {
-                            Ok(o) => (ErrorCode::None, o),
-                            Err(e) => (e, Vec::new()),
-                        };
-                        OffsetsPartitionResponse {
-                            partition: p.partition,
-                            error_code: code.code(),
-                            offsets,
-                        }
-                    })
-                    .collect();
-                (t.clone(), parts)
-            })
-            .collect();
+        let topics = map_topics(&req.topics, |t, p| {
+            let (code, offsets) = match self.list_offsets(
+                t,
+                p.partition,
+                p.time,
+                p.max_num_offsets,
+                req.replica_id,
+            ) {
+                Ok(o) => (ErrorCode::None, o),
+                Err(e) => (e, Vec::new()),
+            };
+            OffsetsPartitionResponse {
+                partition: p.partition,
+                error_code: code.code(),
+                offsets,
+            }
+        });
         ListOffsetsResponse { topics }.encode(out);
         Action::Respond
     }

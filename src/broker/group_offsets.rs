@@ -10,7 +10,7 @@ use crate::protocol::group_offsets::{
     FetchedOffset, GroupCoordinatorRequest, GroupCoordinatorResponse, OffsetCommitRequest,
     OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
-use crate::protocol::{Encode, ErrorCode};
+use crate::protocol::{Encode, ErrorCode, map_topics};
 use crate::zk::paths;
 
 /// Kafka's `offset.metadata.max.bytes`.
@@ -22,55 +22,48 @@ fn valid_group(group: &str) -> bool {
 }
 
 impl KafkaApis {
+    /// Why a group's offset for `topic`-`partition` cannot be read or written, if it cannot.
+    fn offset_target_error(&self, group: &str, topic: &str, partition: i32) -> Option<ErrorCode> {
+        if !valid_group(group) {
+            Some(ErrorCode::InvalidGroupId)
+        } else if !self.metadata_cache.contains_partition(topic, partition) {
+            Some(ErrorCode::UnknownTopicOrPartition)
+        } else {
+            None
+        }
+    }
+
     pub(super) fn handle_offset_commit(
         &self,
         req: &OffsetCommitRequest,
         out: &mut Vec<u8>,
     ) -> Action {
-        let group_ok = valid_group(&req.group_id);
-        let topics = req
-            .topics
-            .iter()
-            .map(|(topic, parts)| {
-                let codes = parts
-                    .iter()
-                    .map(|p| {
-                        let code = if !group_ok {
-                            ErrorCode::InvalidGroupId
-                        } else if !self.metadata_cache.contains_partition(topic, p.partition) {
-                            ErrorCode::UnknownTopicOrPartition
-                        } else if p
-                            .metadata
-                            .as_ref()
-                            .is_some_and(|m| m.len() > OFFSET_METADATA_MAX_BYTES)
-                        {
-                            ErrorCode::OffsetMetadataTooLarge
-                        } else {
-                            match paths::commit_offset(
-                                &self.zk,
-                                &req.group_id,
-                                topic,
-                                p.partition,
-                                p.offset,
-                            ) {
-                                Ok(()) => ErrorCode::None,
-                                Err(e) => {
-                                    log::error!(
-                                        "[Broker {}] committing {}/{topic}-{}: {e:?}",
-                                        self.broker_id,
-                                        req.group_id,
-                                        p.partition
-                                    );
-                                    ErrorCode::UnknownServerError
-                                }
-                            }
-                        };
-                        (p.partition, code.code())
-                    })
-                    .collect();
-                (topic.clone(), codes)
-            })
-            .collect();
+        let topics = map_topics(&req.topics, |topic, p| {
+            let code = if let Some(e) = self.offset_target_error(&req.group_id, topic, p.partition)
+            {
+                e
+            } else if p
+                .metadata
+                .as_ref()
+                .is_some_and(|m| m.len() > OFFSET_METADATA_MAX_BYTES)
+            {
+                ErrorCode::OffsetMetadataTooLarge
+            } else {
+                match paths::commit_offset(&self.zk, &req.group_id, topic, p.partition, p.offset) {
+                    Ok(()) => ErrorCode::None,
+                    Err(e) => {
+                        log::error!(
+                            "[Broker {}] committing {}/{topic}-{}: {e:?}",
+                            self.broker_id,
+                            req.group_id,
+                            p.partition
+                        );
+                        ErrorCode::UnknownServerError
+                    }
+                }
+            };
+            (p.partition, code.code())
+        });
         OffsetCommitResponse { topics }.encode(out);
         Action::Respond
     }
@@ -83,47 +76,32 @@ impl KafkaApis {
         version: i16,
         out: &mut Vec<u8>,
     ) -> Action {
-        let group_ok = valid_group(&req.group_id);
-        let topics = req
-            .topics
-            .iter()
-            .map(|(topic, parts)| {
-                let offsets = parts
-                    .iter()
-                    .map(|&partition| {
-                        let (offset, code) = if !group_ok {
-                            (-1, ErrorCode::InvalidGroupId)
-                        } else if !self.metadata_cache.contains_partition(topic, partition) {
-                            (-1, ErrorCode::UnknownTopicOrPartition)
-                        } else {
-                            match paths::committed_offset(&self.zk, &req.group_id, topic, partition)
-                            {
-                                Ok(Some(o)) => (o, ErrorCode::None),
-                                Ok(None) if version == 0 => {
-                                    (-1, ErrorCode::UnknownTopicOrPartition)
-                                }
-                                Ok(None) => (-1, ErrorCode::None),
-                                Err(e) => {
-                                    log::error!(
-                                        "[Broker {}] reading {}/{topic}-{partition}: {e:?}",
-                                        self.broker_id,
-                                        req.group_id
-                                    );
-                                    (-1, ErrorCode::UnknownServerError)
-                                }
-                            }
-                        };
-                        FetchedOffset {
-                            partition,
-                            offset,
-                            metadata: String::new(),
-                            error_code: code.code(),
+        let topics = map_topics(&req.topics, |topic, &partition| {
+            let (offset, code) =
+                if let Some(e) = self.offset_target_error(&req.group_id, topic, partition) {
+                    (-1, e)
+                } else {
+                    match paths::committed_offset(&self.zk, &req.group_id, topic, partition) {
+                        Ok(Some(o)) => (o, ErrorCode::None),
+                        Ok(None) if version == 0 => (-1, ErrorCode::UnknownTopicOrPartition),
+                        Ok(None) => (-1, ErrorCode::None),
+                        Err(e) => {
+                            log::error!(
+                                "[Broker {}] reading {}/{topic}-{partition}: {e:?}",
+                                self.broker_id,
+                                req.group_id
+                            );
+                            (-1, ErrorCode::UnknownServerError)
                         }
-                    })
-                    .collect();
-                (topic.clone(), offsets)
-            })
-            .collect();
+                    }
+                };
+            FetchedOffset {
+                partition,
+                offset,
+                metadata: String::new(),
+                error_code: code.code(),
+            }
+        });
         OffsetFetchResponse { topics }.encode(out);
         Action::Respond
     }

@@ -10,7 +10,7 @@ use crate::network::Action;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::message::{self, SetError};
 use crate::protocol::produce::{ProducePartitionResponse, ProduceRequest, ProduceResponse};
-use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader};
+use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, map_topics};
 
 impl KafkaApis {
     /// Produce v0: validate each set (CRC, size, magic), append under the partition lock with
@@ -161,24 +161,14 @@ impl KafkaApis {
         mut f: impl FnMut(i32) -> (ErrorCode, i64),
     ) -> Action {
         ProduceResponse {
-            topics: req
-                .topics
-                .iter()
-                .map(|(topic, partitions)| {
-                    let parts = partitions
-                        .iter()
-                        .map(|p| {
-                            let (e, off) = f(p.partition);
-                            ProducePartitionResponse {
-                                partition: p.partition,
-                                error_code: e.code(),
-                                base_offset: off,
-                            }
-                        })
-                        .collect();
-                    (topic.clone(), parts)
-                })
-                .collect(),
+            topics: map_topics(&req.topics, |_, p| {
+                let (e, off) = f(p.partition);
+                ProducePartitionResponse {
+                    partition: p.partition,
+                    error_code: e.code(),
+                    base_offset: off,
+                }
+            }),
         }
         .encode(out);
         Action::Respond

@@ -74,6 +74,18 @@ pub fn write_topics<T>(
     });
 }
 
+/// Builds a response's `[topic [partition …]]` from a request's: `f` answers each partition
+/// entry, given its topic.
+pub fn map_topics<T, U>(
+    topics: &[(String, Vec<T>)],
+    mut f: impl FnMut(&str, &T) -> U,
+) -> Vec<(String, Vec<U>)> {
+    topics
+        .iter()
+        .map(|(t, parts)| (t.clone(), parts.iter().map(|p| f(t, p)).collect()))
+        .collect()
+}
+
 /// Reads `[topic [partition …]]`; `min_part` is the smallest encoded partition entry.
 pub fn read_topics<'a, T>(
     r: &mut Reader<'a>,
