@@ -64,6 +64,10 @@ pub struct BrokerConfig {
     pub controlled_shutdown_enable: bool,
     pub controlled_shutdown_max_retries: u32,
     pub controlled_shutdown_retry_backoff: Duration,
+    /// How long the coordinator waits for every StopResponse and StartResponse of a rebalance.
+    pub coordinator_rebalance_timeout: Duration,
+    /// First wait before a failed rebalance is tried again (doubling per failure).
+    pub coordinator_rebalance_backoff: Duration,
 }
 
 /// Reads `key=value` lines; `#` and `!` start comments, as in Java properties.
@@ -196,6 +200,8 @@ impl BrokerConfig {
             controlled_shutdown_max_retries: p.parse("controlled.shutdown.max.retries", 3)?,
             controlled_shutdown_retry_backoff: p
                 .millis("controlled.shutdown.retry.backoff.ms", 1000)?,
+            coordinator_rebalance_timeout: p.millis("coordinator.rebalance.timeout.ms", 10_000)?,
+            coordinator_rebalance_backoff: p.millis("coordinator.rebalance.backoff.ms", 500)?,
         };
         if let Some(k) = p.0.keys().next() {
             return Err(ConfigError(format!("unknown configuration key `{k}`")));

@@ -16,6 +16,7 @@ pub mod broker;
 pub mod client;
 pub mod config;
 pub mod controller;
+pub mod coordinator;
 pub mod log;
 pub mod network;
 pub mod protocol;

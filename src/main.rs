@@ -27,8 +27,10 @@ enum Command {
     Reassign(cli::topics::ReassignArgs),
     /// Send lines from stdin as messages.
     Produce(cli::console::ProduceArgs),
-    /// Print messages of a topic (no consumer group).
+    /// Print messages of a topic, or of a group's share of topics (--group).
     Consume(cli::console::ConsumeArgs),
+    /// List consumer groups, or describe one: members, owners, committed offsets, lag.
+    Groups(cli::groups::GroupsArgs),
     /// Brokers, controller, topics and partitions with leader and ISR.
     Status(cli::console::StatusArgs),
     /// Measure produce or consume throughput and latency.
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Produce(a) => ("produce", cli::console::produce(a)),
         Command::Consume(a) => ("consume", cli::console::consume(a)),
         Command::Status(a) => ("status", cli::console::status(a)),
+        Command::Groups(a) => ("groups", cli::groups::run(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

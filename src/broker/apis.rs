@@ -14,12 +14,14 @@ use super::replica_manager::ReplicaManager;
 use crate::client::admin;
 use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
+use crate::coordinator::Coordinator;
 use crate::network::{Action, RequestHandler};
 use crate::protocol::api_versions::ApiVersionsResponse;
 use crate::protocol::controller::{
     ControlledShutdownRequest, ControlledShutdownResponse, ErrorOnlyResponse, LeaderAndIsrRequest,
     StopReplicaRequest, UpdateMetadataRequest,
 };
+use crate::protocol::coordinator::is_coordinator_request;
 use crate::protocol::fetch;
 use crate::protocol::group_offsets::OffsetCommitRequest;
 use crate::protocol::header::{self, RequestHeader};
@@ -37,10 +39,15 @@ pub struct KafkaApis {
     pub zk: Arc<ZkClient>,
     /// Serves ControlledShutdown when this broker is the controller.
     pub controller: Arc<KafkaController>,
+    /// Takes over connections that register a consumer.
+    pub coordinator: Arc<Coordinator>,
 }
 
 impl RequestHandler for KafkaApis {
     fn handle(&self, frame: &mut [u8], out: &mut Vec<u8>, peer: &SocketAddr) -> Action {
+        if frame.len() >= 2 && is_coordinator_request(i16::from_be_bytes([frame[0], frame[1]])) {
+            return self.handle_coordinator_request(frame, out, peer);
+        }
         let mut r = Reader::new(frame);
         let h = match RequestHeader::decode(&mut r) {
             Ok(h) => h,

@@ -16,15 +16,10 @@ use crate::zk::paths;
 /// Kafka's `offset.metadata.max.bytes`.
 const OFFSET_METADATA_MAX_BYTES: usize = 4096;
 
-/// A group id becomes a ZooKeeper path segment: it must be one.
-fn valid_group(group: &str) -> bool {
-    !group.is_empty() && group != "." && group != ".." && !group.contains('/') && group.len() <= 249
-}
-
 impl KafkaApis {
     /// Why a group's offset for `topic`-`partition` cannot be read or written, if it cannot.
     fn offset_target_error(&self, group: &str, topic: &str, partition: i32) -> Option<ErrorCode> {
-        if !valid_group(group) {
+        if !crate::coordinator::valid_name(group) {
             Some(ErrorCode::InvalidGroupId)
         } else if !self.metadata_cache.contains_partition(topic, partition) {
             Some(ErrorCode::UnknownTopicOrPartition)
@@ -119,7 +114,7 @@ impl KafkaApis {
             .into_iter()
             .find(|b| b.id == self.broker_id);
         let resp = match me {
-            _ if !valid_group(&req.group_id) => GroupCoordinatorResponse {
+            _ if !crate::coordinator::valid_name(&req.group_id) => GroupCoordinatorResponse {
                 error_code: ErrorCode::InvalidGroupId.code(),
                 coordinator_id: -1,
                 host: String::new(),

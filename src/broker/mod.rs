@@ -1,10 +1,12 @@
 //! The broker: startup and shutdown, request handlers (`apis`), `ReplicaManager`, the metadata
 //! cache, and the notifier that parked requests wait on.
 //!
-//! Threads: the socket server's acceptor and connection threads, the log manager's maintenance
+//! Threads: the socket server's acceptor and connection threads (a registered consumer's
+//! connection thread runs its ping loop), the log manager's maintenance
 //! thread, one high-watermark checkpoint thread, and the ZooKeeper session thread.
 
 pub mod apis;
+mod coordinator_apis;
 pub mod group_offsets;
 mod handle_fetch;
 mod handle_produce;
@@ -25,6 +27,7 @@ use parking_lot::Mutex;
 
 use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
+use crate::coordinator::{Coordinator, CoordinatorConfig};
 use crate::log::LogManager;
 use crate::network::{BlockingChannel, SocketServer};
 use crate::protocol::ErrorCode;
@@ -54,6 +57,7 @@ pub struct Broker {
     pub replica_manager: Arc<ReplicaManager>,
     pub metadata_cache: Arc<MetadataCache>,
     pub controller: Arc<KafkaController>,
+    pub coordinator: Arc<Coordinator>,
     server: SocketServer,
     /// Set once `/brokers/ids/[id]` is ours: only then may shutdown hand over leadership and
     /// deregister (a refused duplicate must not touch the live broker with its id).
@@ -91,6 +95,14 @@ impl Broker {
         let metadata_cache = Arc::new(MetadataCache::default());
         let controller =
             KafkaController::new(id, zk.clone(), config.unclean_leader_election_enable);
+        let coordinator = Coordinator::new(
+            id,
+            zk.clone(),
+            CoordinatorConfig {
+                rebalance_timeout: config.coordinator_rebalance_timeout,
+                rebalance_backoff: config.coordinator_rebalance_backoff,
+            },
+        );
         let apis = Arc::new(KafkaApis {
             broker_id: id,
             config: config.clone(),
@@ -98,6 +110,7 @@ impl Broker {
             metadata_cache: metadata_cache.clone(),
             zk: zk.clone(),
             controller: controller.clone(),
+            coordinator: coordinator.clone(),
         });
         let addr = format!("{}:{}", config.host, config.port);
         let server = SocketServer::start(
@@ -117,6 +130,7 @@ impl Broker {
             replica_manager,
             metadata_cache,
             controller,
+            coordinator,
             server,
             registered: AtomicBool::new(false),
             periodic: Mutex::new(Vec::new()),
@@ -154,6 +168,8 @@ impl Broker {
         broker.registered.store(true, Ordering::Release);
         // Every broker takes part in the controller election (spec D).
         broker.controller.startup();
+        // ...and in the consumer coordinator's election.
+        broker.coordinator.startup();
         log::info!("[Broker {id}] started on {}:{port}", config.host);
         Ok(broker)
     }
@@ -256,6 +272,7 @@ impl Broker {
             self.controlled_shutdown();
         }
         self.controller.shutdown();
+        self.coordinator.shutdown();
         if registered {
             let _ = self.zk.delete_ephemeral(&paths::broker_path(id));
         }

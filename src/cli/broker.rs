@@ -28,7 +28,7 @@ pub fn run(a: BrokerArgs) -> Result<(), String> {
 }
 
 /// SIGTERM and SIGINT wake the main thread, which then shuts the broker down.
-mod signal {
+pub mod signal {
     use std::sync::OnceLock;
 
     static PIPE_WRITE: OnceLock<i32> = OnceLock::new();

@@ -38,25 +38,41 @@ pub struct ProduceArgs {
 #[derive(Args)]
 pub struct ConsumeArgs {
     #[arg(long, default_value = "127.0.0.1:9092")]
-    bootstrap: String,
+    pub bootstrap: String,
+    /// The topic to read (required without --whitelist).
     #[arg(long)]
-    topic: String,
+    pub topic: Option<String>,
+    /// Consume as a member of this consumer group, through the coordinator.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// With --group: every topic whose whole name matches this regular expression.
+    #[arg(long, conflicts_with = "topic")]
+    pub whitelist: Option<String>,
+    /// With --group: start from the earliest offset where the group has committed none.
+    #[arg(long = "from-beginning")]
+    pub from_beginning: bool,
+    /// With --group: how often the coordinator pings this consumer.
+    #[arg(long = "ping-interval-ms", default_value_t = 1000)]
+    pub ping_interval_ms: u64,
+    /// With --group: pings missed in a row before the coordinator declares this consumer dead.
+    #[arg(long = "max-ping-retries", default_value_t = 3)]
+    pub max_ping_retries: i16,
     /// One partition; all when absent.
     #[arg(long)]
-    partition: Option<i32>,
+    pub partition: Option<i32>,
     /// earliest, latest, or an offset.
     #[arg(long, default_value = "earliest")]
     offset: String,
     /// Stop after this many messages.
     #[arg(long = "max-messages")]
-    max_messages: Option<u64>,
+    pub max_messages: Option<u64>,
     /// Stop once every partition is read to its end (like kcat -e).
     #[arg(long = "exit-at-end")]
     exit_at_end: bool,
     #[arg(long = "print-key")]
-    print_key: bool,
+    pub print_key: bool,
     #[arg(long = "print-offset")]
-    print_offset: bool,
+    pub print_offset: bool,
 }
 
 #[derive(Args)]
@@ -154,16 +170,23 @@ fn list_offset(
 }
 
 pub fn consume(a: ConsumeArgs) -> Result<(), String> {
+    if a.group.is_some() {
+        return super::groups::consume_in_group(a);
+    }
+    if a.whitelist.is_some() || a.from_beginning {
+        return Err("--whitelist and --from-beginning need --group".into());
+    }
+    let topic = a.topic.clone().ok_or("--topic is required")?;
     let mut leaders = partition_leaders(
         &a.bootstrap,
-        &a.topic,
+        &topic,
         "gregor-console-consumer",
         Duration::from_secs(5),
     )?;
     if let Some(p) = a.partition {
         leaders.retain(|x, _| *x == p);
         if leaders.is_empty() {
-            return Err(format!("topic `{}` has no partition {p}", a.topic));
+            return Err(format!("topic `{topic}` has no partition {p}"));
         }
     }
     let mut chans: BTreeMap<String, BlockingChannel> = BTreeMap::new();
@@ -172,8 +195,8 @@ pub fn consume(a: ConsumeArgs) -> Result<(), String> {
         chan(addr, &mut chans)?;
         let c = chans.get_mut(addr).expect("connected above");
         let start = match a.offset.as_str() {
-            "earliest" => list_offset(c, &a.topic, *p, EARLIEST_TIME)?,
-            "latest" => list_offset(c, &a.topic, *p, LATEST_TIME)?,
+            "earliest" => list_offset(c, &topic, *p, EARLIEST_TIME)?,
+            "latest" => list_offset(c, &topic, *p, LATEST_TIME)?,
             n => n
                 .parse()
                 .map_err(|_| format!("--offset must be earliest, latest or a number, got `{n}`"))?,
@@ -195,7 +218,7 @@ pub fn consume(a: ConsumeArgs) -> Result<(), String> {
                 max_wait_ms: 500,
                 min_bytes: 1,
                 topics: vec![(
-                    a.topic.clone(),
+                    topic.clone(),
                     vec![FetchPartition {
                         partition: p,
                         fetch_offset: offsets[&p],
@@ -272,7 +295,7 @@ fn refresh(a: &ConsumeArgs, why: &str) -> Result<BTreeMap<i32, String>, String> 
     std::thread::sleep(Duration::from_millis(200));
     let mut l = partition_leaders(
         &a.bootstrap,
-        &a.topic,
+        a.topic.as_deref().unwrap_or_default(),
         "gregor-console-consumer",
         Duration::from_secs(30),
     )?;

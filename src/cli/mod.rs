@@ -2,5 +2,6 @@
 
 pub mod broker;
 pub mod console;
+pub mod groups;
 pub mod perf;
 pub mod topics;

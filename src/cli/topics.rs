@@ -18,6 +18,9 @@ pub struct TopicsArgs {
     create: bool,
     #[arg(long, group = "action")]
     delete: bool,
+    /// Raise --topic's partition count to --partitions.
+    #[arg(long, group = "action")]
+    alter: bool,
     #[arg(long, group = "action")]
     list: bool,
     #[arg(long, group = "action")]
@@ -76,6 +79,13 @@ pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
         };
         let created = admin::create_topic(&zk, &t, p, rf, assignment).map_err(|e| e.to_string())?;
         println!("Created topic \"{t}\" with {} partition(s).", created.len());
+    } else if a.alter {
+        let t = topic()?;
+        let n = a
+            .partitions
+            .ok_or("--partitions is required with --alter")?;
+        admin::add_partitions(&zk, &t, n).map_err(|e| e.to_string())?;
+        println!("Topic \"{t}\" now has {n} partition(s).");
     } else if a.delete {
         let t = topic()?;
         admin::delete_topic(&zk, &t).map_err(|e| e.to_string())?;
@@ -99,7 +109,7 @@ pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
         println!("Requested preferred-replica election for {n} partition(s).");
     } else {
         return Err(
-            "one of --create, --delete, --list, --describe, --preferred-election is required"
+            "one of --create, --alter, --delete, --list, --describe, --preferred-election is required"
                 .into(),
         );
     }

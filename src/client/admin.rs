@@ -24,6 +24,8 @@ pub enum AdminError {
         live: usize,
     },
     InvalidPartitions(i32),
+    /// `--alter` must raise the count: (asked, current).
+    PartitionsNotRaised(i32, i32),
     InvalidAssignment(String),
     Zk(String),
 }
@@ -43,6 +45,10 @@ impl fmt::Display for AdminError {
             AdminError::InvalidPartitions(n) => {
                 write!(f, "number of partitions must be positive, got {n}")
             }
+            AdminError::PartitionsNotRaised(asked, have) => write!(
+                f,
+                "the topic has {have} partitions; --partitions must be more (asked {asked})"
+            ),
             AdminError::InvalidAssignment(why) => write!(f, "invalid replica assignment: {why}"),
             AdminError::Zk(e) => write!(f, "ZooKeeper error: {e}"),
         }
@@ -182,6 +188,31 @@ pub fn create_topic(
         Err(ZkError::NodeExists) => Err(AdminError::TopicExists(topic.to_owned())),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Raises a topic's partition count to `partitions` (Kafka's `--alter --partitions`): the new
+/// partitions get the replication factor of partition 0, spread over the live brokers; the
+/// controller's watch on the topic gives them leaders. Partitions are never removed.
+pub fn add_partitions(
+    zk: &ZkClient,
+    topic: &str,
+    partitions: i32,
+) -> Result<BTreeMap<i32, Vec<i32>>, AdminError> {
+    let mut current = paths::topic_assignment(zk, topic)?
+        .ok_or_else(|| AdminError::UnknownTopic(topic.to_owned()))?;
+    let have = current.len() as i32;
+    if partitions <= have {
+        return Err(AdminError::PartitionsNotRaised(partitions, have));
+    }
+    let rf = current.values().next().map_or(1, |r| r.len() as i32);
+    let live = live_ids(zk)?;
+    let start = topic.len() + have as usize;
+    let fresh = assign_replicas(&live, partitions, rf, start)?;
+    for (p, replicas) in fresh.into_iter().filter(|(p, _)| *p >= have) {
+        current.insert(p, replicas);
+    }
+    paths::write_topic_assignment(zk, topic, &current)?;
+    Ok(current)
 }
 
 /// Deletes a topic's nodes; the controller's watch sends StopReplica with delete.

@@ -31,7 +31,7 @@ impl ControllerState {
         }
         let mut without_leader: Vec<TopicPartition> = Vec::new();
         for topic in self.read_topics()? {
-            let Some(assignment) = paths::topic_assignment(&self.zk, &topic)? else {
+            let Some(assignment) = self.read_topic_assignment(&topic)? else {
                 continue;
             };
             for (p, ar) in assignment {

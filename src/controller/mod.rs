@@ -39,6 +39,8 @@ pub enum Event {
     Resigned,
     BrokerChange,
     TopicChange,
+    /// A topic's assignment was rewritten: partitions added (or a reassignment's new list).
+    PartitionsChange(String),
     ReassignPartitions,
     PreferredReplicaElection,
     IsrChange,
@@ -85,6 +87,7 @@ impl ControllerState {
                 match ev {
                     Event::BrokerChange => self.on_broker_change(&mut batch)?,
                     Event::TopicChange => self.on_topic_change(&mut batch)?,
+                    Event::PartitionsChange(t) => self.on_partitions_change(&t, &mut batch)?,
                     Event::ReassignPartitions => self.on_partitions_reassigned(&mut batch)?,
                     Event::PreferredReplicaElection => {
                         self.on_preferred_replica_election(&mut batch)?

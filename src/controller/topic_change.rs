@@ -19,7 +19,7 @@ impl ControllerState {
         // step 1: a new topic: read its replica assignment from TopicPath...
         let mut new_partitions = Vec::new();
         for topic in now.difference(&before) {
-            let Some(assignment) = paths::topic_assignment(&self.zk, topic)? else {
+            let Some(assignment) = self.read_topic_assignment(topic)? else {
                 continue;
             };
             for (p, ar) in assignment {
@@ -57,6 +57,55 @@ impl ControllerState {
             );
         }
         Ok(())
+    }
+
+    /// Partitions added to an existing topic (`gregor topics --alter --partitions`), as Kafka
+    /// 0.8.1's AddPartitionsListener: new partition ids get replicas and leaders like a new
+    /// topic's (init_leaders). Existing partitions are left to reassignment, which also
+    /// rewrites this node.
+    pub fn on_partitions_change(&mut self, topic: &str, batch: &mut CommandBatch) -> ZkResult<()> {
+        if !self.ctx.topics().contains(topic) {
+            return Ok(()); // a deleted topic, or one on_topic_change has not seen yet
+        }
+        let Some(assignment) = self.read_topic_assignment(topic)? else {
+            return Ok(());
+        };
+        let mut added = Vec::new();
+        for (p, ar) in assignment {
+            let tp = (topic.to_owned(), p);
+            if !self.ctx.assignments.contains_key(&tp) {
+                self.ctx.assignments.insert(tp.clone(), ar);
+                added.push(tp);
+            }
+        }
+        if !added.is_empty() {
+            log::info!(
+                "[Controller {} epoch {}] {topic}: {} partitions added",
+                self.broker_id,
+                self.ctx.epoch,
+                added.len()
+            );
+            init_leaders(self, &added, batch)?;
+        }
+        Ok(())
+    }
+
+    /// Reads a topic's assignment and watches it for added partitions.
+    pub fn read_topic_assignment(
+        &self,
+        topic: &str,
+    ) -> ZkResult<Option<std::collections::BTreeMap<i32, Vec<i32>>>> {
+        let tx = self.events.clone();
+        let t = topic.to_owned();
+        match self.zk.get_data_w(&paths::topic_path(topic), move |ev| {
+            if ev.event_type == zookeeper::WatchedEventType::NodeDataChanged {
+                let _ = tx.send(super::Event::PartitionsChange(t.clone()));
+            }
+        }) {
+            Ok(_) => paths::topic_assignment(&self.zk, topic),
+            Err(ZkError::NoNode) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Reads `/brokers/topics` and re-installs the child watch that feeds TopicChange events.

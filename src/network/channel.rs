@@ -77,6 +77,11 @@ impl BlockingChannel {
         })
     }
 
+    /// The socket, for protocols without Kafka's request header (the coordinator's).
+    pub fn into_stream(self) -> TcpStream {
+        self.stream
+    }
+
     pub fn set_timeout(&self, timeout: Duration) -> io::Result<()> {
         self.stream.set_read_timeout(Some(timeout))?;
         self.stream.set_write_timeout(Some(timeout))

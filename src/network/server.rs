@@ -28,6 +28,10 @@ pub enum Action {
     NoResponse,
     /// Close the connection (malformed request, unknown api, acks=0 failure).
     Close,
+    /// Hand the connection to someone else, who answers the request and owns the socket from
+    /// then on (a consumer's RegisterRequest turns the connection around). Runs on this
+    /// connection's thread.
+    Adopt(Box<dyn FnOnce(TcpStream) + Send>),
 }
 
 pub trait RequestHandler: Send + Sync + 'static {
@@ -208,6 +212,10 @@ fn serve_connection(
             }
             Action::NoResponse => {}
             Action::Close => return Ok(()),
+            Action::Adopt(take) => {
+                take(stream);
+                return Ok(());
+            }
         }
         // A huge response should not pin its memory for the connection's whole life.
         if out.capacity() > 4 << 20 {

@@ -8,6 +8,7 @@
 pub mod api_versions;
 pub mod compression;
 pub mod controller;
+pub mod coordinator;
 pub mod errors;
 pub mod fetch;
 pub mod group_offsets;

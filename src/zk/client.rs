@@ -105,6 +105,11 @@ impl ZkClient {
         Ok(client)
     }
 
+    /// The session that owns our ephemeral nodes (0 before the first one is created).
+    pub fn session_id(&self) -> i64 {
+        self.session_id.load(Ordering::Acquire)
+    }
+
     pub fn session_timeout(&self) -> Duration {
         self.session_timeout
     }

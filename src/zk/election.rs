@@ -86,6 +86,20 @@ impl ZkElection {
         }
     }
 
+    /// Tries again now (the coordinator's handleNewSession step 3).
+    pub fn elect_again(&self) {
+        let _ = self.triggers.send(Trigger::Elect);
+    }
+
+    /// Gives up a leadership the owner could not take up; the node's deletion fires the
+    /// watches of every candidate, this one included, so the election runs again.
+    pub fn resign_and_retry(&self) {
+        if self.is_leader.swap(false, Ordering::AcqRel) {
+            self.leader.store(-1, Ordering::Release);
+            let _ = self.zk.delete(&self.path, None);
+        }
+    }
+
     /// One try: create the node, or watch whoever holds it.
     fn elect(&self) {
         let data = elected_broker(self.my_id);

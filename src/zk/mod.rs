@@ -1,8 +1,9 @@
 //! ZooKeeper: the layout as typed functions (`paths`), a session that survives expiry
-//! (`client`), and `ZkElection` for the controller and the coordinator.
+//! (`client`), the consumer groups' nodes (`groups`), and `ZkElection` for the controller and the coordinator.
 
 pub mod client;
 pub mod election;
+pub mod groups;
 pub mod paths;
 
 pub use client::{SessionListener, ZkClient};

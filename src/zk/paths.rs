@@ -67,7 +67,7 @@ pub struct ElectedBroker {
     pub timestamp: String,
 }
 
-fn now_millis() -> String {
+pub(crate) fn now_millis() -> String {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis())
@@ -141,7 +141,7 @@ pub fn live_broker_registrations(zk: &ZkClient) -> ZkResult<Vec<(BrokerInfo, i64
     Ok(out)
 }
 
-fn no_node_empty(e: ZkError) -> ZkResult<Vec<String>> {
+pub(crate) fn no_node_empty(e: ZkError) -> ZkResult<Vec<String>> {
     match e {
         ZkError::NoNode => Ok(Vec::new()),
         e => Err(e),

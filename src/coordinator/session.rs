@@ -1,0 +1,292 @@
+//! One registered consumer: the turned-around connection on which the coordinator sends
+//! Ping, Stop and Start and reads the answers.
+//!
+//! The connection's own thread runs the ping loop. A rebalance locks the connection for its
+//! Stop/Start exchange, so pings and rebalance requests never interleave on the wire; a ping
+//! that finds the connection busy is skipped, not counted as missed. Answers start with the
+//! type id they answer, and one that does not match (a late answer to an earlier request that
+//! timed out) is skipped, so the stream never falls out of step.
+
+use std::collections::BTreeSet;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+use parking_lot::{Mutex, MutexGuard};
+
+use super::assignment::TopicFilter;
+use crate::protocol::coordinator::{self as proto, PartitionOffset, Subscription};
+use crate::protocol::{Decode, DecodeError, Encode, Reader};
+
+/// Answers larger than this are not coordinator answers: the session ends.
+const MAX_ANSWER_BYTES: usize = 16 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetReset {
+    Smallest,
+    Largest,
+}
+
+impl OffsetReset {
+    pub fn parse(s: &str) -> Option<OffsetReset> {
+        match s {
+            "smallest" => Some(OffsetReset::Smallest),
+            "largest" => Some(OffsetReset::Largest),
+            _ => None,
+        }
+    }
+
+    /// The ListOffsets time a consumer resolves: -2 earliest, -1 latest.
+    pub fn start_offset(self) -> i64 {
+        match self {
+            OffsetReset::Smallest => -2,
+            OffsetReset::Largest => -1,
+        }
+    }
+}
+
+pub struct ConsumerSession {
+    pub group: String,
+    pub consumer_id: String,
+    pub auto_commit: bool,
+    pub offset_reset: OffsetReset,
+    pub ping_interval: Duration,
+    pub max_ping_retries: u32,
+    pub subscription: Subscription,
+    pub filter: TopicFilter,
+    conn: Mutex<Conn>,
+    /// Pings in a row without an answer (rebalance exchanges that timed out count too).
+    missed: AtomicU32,
+    alive: AtomicBool,
+    /// The partitions the consumer confirmed starting with its last StartResponse; `None`
+    /// until it has started once in this coordinator's term.
+    started: Mutex<Option<BTreeSet<(String, i32)>>>,
+    wake: (Sender<()>, Receiver<()>),
+}
+
+pub struct Conn {
+    stream: TcpStream,
+    /// Bytes read but not yet a whole frame: kept across timeouts.
+    pending: Vec<u8>,
+    out: Vec<u8>,
+}
+
+#[derive(Debug)]
+pub enum SessionError {
+    Io(io::Error),
+    TimedOut,
+    Decode(DecodeError),
+}
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionError::Io(e) => write!(f, "{e}"),
+            SessionError::TimedOut => write!(f, "no answer in time"),
+            SessionError::Decode(e) => write!(f, "bad answer: {e}"),
+        }
+    }
+}
+
+impl From<io::Error> for SessionError {
+    fn from(e: io::Error) -> Self {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
+            SessionError::TimedOut
+        } else {
+            SessionError::Io(e)
+        }
+    }
+}
+
+impl From<DecodeError> for SessionError {
+    fn from(e: DecodeError) -> Self {
+        SessionError::Decode(e)
+    }
+}
+
+pub struct SessionParams {
+    pub group: String,
+    pub consumer_id: String,
+    pub auto_commit: bool,
+    pub offset_reset: OffsetReset,
+    pub ping_interval: Duration,
+    pub max_ping_retries: u32,
+    pub subscription: Subscription,
+    pub filter: TopicFilter,
+}
+
+impl ConsumerSession {
+    pub fn new(p: SessionParams, stream: TcpStream) -> ConsumerSession {
+        ConsumerSession {
+            group: p.group,
+            consumer_id: p.consumer_id,
+            auto_commit: p.auto_commit,
+            offset_reset: p.offset_reset,
+            ping_interval: p.ping_interval,
+            max_ping_retries: p.max_ping_retries,
+            subscription: p.subscription,
+            filter: p.filter,
+            conn: Mutex::new(Conn {
+                stream,
+                pending: Vec::new(),
+                out: Vec::with_capacity(256),
+            }),
+            missed: AtomicU32::new(0),
+            alive: AtomicBool::new(true),
+            started: Mutex::new(None),
+            wake: bounded(1),
+        }
+    }
+
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
+    /// Ends the session: the socket is shut so the consumer notices and consults again.
+    pub fn close(&self) {
+        if self.alive.swap(false, Ordering::AcqRel) {
+            let _ = self.wake.0.try_send(());
+            if let Some(c) = self.conn.try_lock_for(Duration::from_millis(100)) {
+                let _ = c.stream.shutdown(Shutdown::Both);
+            }
+        }
+    }
+
+    pub fn started(&self) -> Option<BTreeSet<(String, i32)>> {
+        self.started.lock().clone()
+    }
+
+    pub fn set_started(&self, parts: Option<BTreeSet<(String, i32)>>) {
+        *self.started.lock() = parts;
+    }
+
+    /// A rebalance exchange timed out on this member: as bad as a missed ping.
+    pub fn count_miss(&self) {
+        self.missed.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Conn> {
+        self.conn.lock()
+    }
+
+    /// Writes the RegisterResponse (before the ping loop starts).
+    pub fn answer_register(&self, error_code: i16) -> io::Result<()> {
+        write_register_response(&mut self.conn.lock().stream, error_code)
+    }
+
+    /// The ping loop, on the connection's thread. Returns when the consumer is dead: its
+    /// socket failed, or it missed more than `max_ping_retries` pings in a row. `on_offsets`
+    /// receives the offsets each PingResponse carries.
+    pub fn run_ping_loop(&self, on_offsets: &dyn Fn(&[PartitionOffset])) -> String {
+        loop {
+            if self.wake.1.recv_timeout(self.ping_interval).is_ok() || !self.is_alive() {
+                return "session closed".into();
+            }
+            let Some(mut conn) = self.conn.try_lock_for(self.ping_interval) else {
+                continue; // a rebalance is talking to it right now
+            };
+            let retries = self.missed.load(Ordering::Acquire);
+            let ping = proto::PingRequest {
+                num_retries: retries.min(i16::MAX as u32) as i16,
+            };
+            let deadline = Instant::now() + self.ping_interval;
+            match conn.exchange(proto::PING, &ping, deadline) {
+                Ok(body) => match proto::PingResponse::decode(&mut Reader::new(&body)) {
+                    Ok(r) => {
+                        self.missed.store(0, Ordering::Release);
+                        // Committed while the connection is held, so a rebalance's newer
+                        // StopResponse offsets cannot be overwritten by these.
+                        if let Some(o) = r.offsets {
+                            on_offsets(&o);
+                        }
+                        drop(conn);
+                    }
+                    Err(e) => return format!("bad PingResponse: {e}"),
+                },
+                Err(SessionError::TimedOut) => {
+                    let missed = self.missed.fetch_add(1, Ordering::AcqRel) + 1;
+                    if missed > self.max_ping_retries {
+                        return format!("{missed} pings unanswered");
+                    }
+                }
+                Err(e) => return e.to_string(),
+            }
+        }
+    }
+}
+
+/// RegisterResponse: size, then the error code.
+pub fn write_register_response(stream: &mut impl Write, error_code: i16) -> io::Result<()> {
+    let mut out = Vec::with_capacity(6);
+    out.extend_from_slice(&2i32.to_be_bytes());
+    out.extend_from_slice(&error_code.to_be_bytes());
+    stream.write_all(&out)
+}
+
+impl Conn {
+    /// Sends a request, then waits until `deadline` for the answer to it; answers to other
+    /// request types are skipped. Returns the answer's body after its type id.
+    pub fn exchange(
+        &mut self,
+        type_id: i16,
+        body: &impl Encode,
+        deadline: Instant,
+    ) -> Result<Vec<u8>, SessionError> {
+        self.send(type_id, body)?;
+        self.answer(type_id, deadline)
+    }
+
+    pub fn send(&mut self, type_id: i16, body: &impl Encode) -> Result<(), SessionError> {
+        self.out.clear();
+        self.out.extend_from_slice(&proto::frame(type_id, body));
+        self.stream
+            .set_write_timeout(Some(Duration::from_secs(10)))?;
+        self.stream.write_all(&self.out).map_err(SessionError::Io)
+    }
+
+    pub fn answer(&mut self, type_id: i16, deadline: Instant) -> Result<Vec<u8>, SessionError> {
+        loop {
+            let frame = self.read_frame(deadline)?;
+            let mut r = Reader::new(&frame);
+            let got = r.i16("answered_type_id")?;
+            if got == type_id {
+                return Ok(frame[2..].to_vec());
+            }
+            log::debug!("skipping a late answer to request type {got}");
+        }
+    }
+
+    fn read_frame(&mut self, deadline: Instant) -> Result<Vec<u8>, SessionError> {
+        loop {
+            if self.pending.len() >= 4 {
+                let size = i32::from_be_bytes(self.pending[..4].try_into().expect("4 bytes"));
+                if size < 2 || size as usize > MAX_ANSWER_BYTES {
+                    return Err(SessionError::Decode(DecodeError::Invalid("answer size")));
+                }
+                let end = 4 + size as usize;
+                if self.pending.len() >= end {
+                    let frame = self.pending[4..end].to_vec();
+                    self.pending.drain(..end);
+                    return Ok(frame);
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(SessionError::TimedOut);
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            let mut buf = [0u8; 4096];
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Err(SessionError::Io(io::ErrorKind::UnexpectedEof.into())),
+                Ok(n) => self.pending.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
