@@ -605,7 +605,7 @@ fn consumers_follow_a_new_coordinator_when_the_old_one_is_killed() {
 struct CliConsumer(Child);
 
 impl CliConsumer {
-    fn start(boot: &str, group: &str, topic: &str) -> CliConsumer {
+    fn start(boot: &str, group: &str, topic: &str, ping_interval_ms: u64) -> CliConsumer {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gregor"));
         cmd.args([
             "consume",
@@ -617,7 +617,7 @@ impl CliConsumer {
             topic,
             "--from-beginning",
             "--ping-interval-ms",
-            "200",
+            &ping_interval_ms.to_string(),
             "--max-ping-retries",
             "2",
         ])
@@ -665,8 +665,9 @@ fn owning_members(zk: &ZkClient, group: &str) -> BTreeSet<String> {
 fn a_paused_consumer_is_declared_dead_after_its_pings_and_a_killed_one_at_once() {
     let (_b, zk, addr) = single_broker("deaths");
     create(&zk, &addr, "t", 4);
-    let a = CliConsumer::start(&addr, "g", "t");
-    let b = CliConsumer::start(&addr, "g", "t");
+    let a = CliConsumer::start(&addr, "g", "t", 200);
+    // b is pinged only every 60 s: its death below must be noticed without a ping.
+    let b = CliConsumer::start(&addr, "g", "t", 60_000);
     wait_until(Duration::from_secs(30), "both to own partitions", || {
         owning_members(&zk, "g").len() == 2 && groups::owners(&zk, "g").is_ok_and(|o| o.len() == 4)
     });
@@ -694,7 +695,8 @@ fn a_paused_consumer_is_declared_dead_after_its_pings_and_a_killed_one_at_once()
         "the resumed member to own partitions again",
         || owning_members(&zk, "g").len() == 2 && owning_members(&zk, "g").contains(&a_id),
     );
-    // kill -9: the kernel closes its socket, so the coordinator notices without waiting.
+    // kill -9: the kernel closes its socket, so the coordinator notices without waiting for a
+    // ping (b's next one is a minute away, past this wait's deadline).
     b.signal(libc::SIGKILL);
     wait_until(
         Duration::from_secs(30),

@@ -57,6 +57,8 @@ pub fn consume_in_group(a: ConsumeArgs) -> Result<(), String> {
         "largest"
     }
     .into();
+    cfg.ping_interval = Duration::from_millis(a.ping_interval_ms);
+    cfg.max_ping_retries = a.max_ping_retries;
     let (tx, rx) = bounded(1);
     super::broker::signal::install(tx)
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;

@@ -25,6 +25,17 @@ use crate::zk::paths;
 
 const MAX_BACKOFF_DOUBLINGS: u32 = 5;
 
+/// How a rebalance ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// The group runs the new assignment, or needed none.
+    Done,
+    /// A member did not answer in time (step 5: "return false"): try again after a backoff.
+    TimedOut,
+    /// A member's connection broke: its removal from the group requests the next rebalance.
+    MemberGone,
+}
+
 impl Term {
     pub(super) fn run_request_handler(&self) {
         // group → (failures in a row, when to try again)
@@ -63,17 +74,17 @@ impl Term {
         if let Some(flag) = self.groups_being_rebalanced.lock().get(group) {
             flag.store(false, Ordering::Release);
         }
-        let ok = match self.rebalance(group) {
-            Ok(ok) => ok,
+        let outcome = match self.rebalance(group) {
+            Ok(o) => o,
             Err(e) => {
                 log::warn!(
                     "[Coordinator {}] group {group}: rebalance failed reading ZooKeeper: {e:?}",
                     self.broker_id
                 );
-                false
+                Outcome::TimedOut
             }
         };
-        if ok {
+        if outcome != Outcome::TimedOut {
             failures.remove(group);
         } else {
             let n = failures.get(group).map_or(0, |(n, _)| *n) + 1;
@@ -86,13 +97,12 @@ impl Term {
         }
     }
 
-    /// rebalance(group): true when the group ends up running the new assignment (or needed
-    /// none), false when some member did not answer in time.
-    fn rebalance(&self, group: &str) -> ZkResult<bool> {
+    /// rebalance(group).
+    fn rebalance(&self, group: &str) -> ZkResult<Outcome> {
         // step 1: the members, and the topics they are interested in
         let members = self.live_members(group)?;
         if members.is_empty() {
-            return Ok(true);
+            return Ok(Outcome::Done);
         }
         let interests: Vec<Interest> = members
             .iter()
@@ -124,7 +134,7 @@ impl Term {
         let Some(reason) = reason else {
             // step 3.5
             log::debug!("[Coordinator {}] group {group}: balanced", self.broker_id);
-            return Ok(true);
+            return Ok(Outcome::Done);
         };
         let started = Instant::now();
         log::info!(
@@ -135,8 +145,8 @@ impl Term {
         );
         self.rebalances.fetch_add(1, Ordering::AcqRel);
         // step 4
-        let ok = self.stop_and_start(group, &members, &current, &new, &share)?;
-        if ok {
+        let outcome = self.stop_and_start(group, &members, &current, &new, &share)?;
+        if outcome == Outcome::Done {
             log::info!(
                 "[Coordinator {}] group {group}: rebalanced in {} ms",
                 self.broker_id,
@@ -144,7 +154,7 @@ impl Term {
             );
         }
         // step 5
-        Ok(ok)
+        Ok(outcome)
     }
 
     /// Members with a live session here, sorted by id. Nodes left by an earlier coordinator's
@@ -179,7 +189,7 @@ impl Term {
         current: &groups::Ownership,
         new: &groups::Ownership,
         share: &BTreeMap<String, BTreeSet<(String, i32)>>,
-    ) -> ZkResult<bool> {
+    ) -> ZkResult<Outcome> {
         let mut conns: Vec<_> = members.iter().map(|s| (s, s.lock())).collect();
         let deadline = Instant::now() + self.config.rebalance_timeout;
         // step 4.1: StopRequest to every member, then every StopResponse
@@ -238,27 +248,38 @@ impl Term {
                         s.consumer_id,
                         r.error_code
                     );
-                    return Ok(false);
+                    return Ok(Outcome::TimedOut);
                 }
                 Err(e) => return Ok(self.member_failed(group, s, "Start", e)),
             }
         }
-        Ok(true)
+        Ok(Outcome::Done)
     }
 
     /// A member did not answer a rebalance request: a timeout counts as a missed ping, a broken
-    /// connection ends its session. Returns false (the rebalance failed).
-    fn member_failed(&self, group: &str, s: &ConsumerSession, what: &str, e: SessionError) -> bool {
+    /// connection ends its session.
+    fn member_failed(
+        &self,
+        group: &str,
+        s: &ConsumerSession,
+        what: &str,
+        e: SessionError,
+    ) -> Outcome {
         log::warn!(
             "[Coordinator {}] group {group}: {} did not answer {what}: {e}",
             self.broker_id,
             s.consumer_id
         );
         match e {
-            SessionError::TimedOut => s.count_miss(),
-            _ => s.close(),
+            SessionError::TimedOut => {
+                s.count_miss();
+                Outcome::TimedOut
+            }
+            _ => {
+                s.close();
+                Outcome::MemberGone
+            }
         }
-        false
     }
 
     /// Commits offsets a member reported (PingResponse, StopResponse), only for partitions it

@@ -93,7 +93,7 @@ impl Coordinator {
         let Some(term) = self.current_term() else {
             return answer_error(stream, ErrorCode::NotCoordinator);
         };
-        let session = Arc::new(ConsumerSession::new(
+        let session = ConsumerSession::new(
             SessionParams {
                 group: req.group_id,
                 consumer_id: req.consumer_id,
@@ -105,8 +105,14 @@ impl Coordinator {
                 filter,
             },
             stream,
-        ));
-        term.serve(session);
+        );
+        match session {
+            Ok(s) => term.serve(Arc::new(s)),
+            Err(e) => log::warn!(
+                "[Coordinator {}] RegisterRequest from {peer:?}: {e}",
+                self.broker_id
+            ),
+        }
     }
 }
 

@@ -10,10 +10,10 @@
 use std::collections::BTreeSet;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, bounded};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::assignment::TopicFilter;
@@ -63,7 +63,9 @@ pub struct ConsumerSession {
     /// The partitions the consumer confirmed starting with its last StartResponse; `None`
     /// until it has started once in this coordinator's term.
     started: Mutex<Option<BTreeSet<(String, i32)>>>,
-    wake: (Sender<()>, Receiver<()>),
+    /// A second handle on the socket: to shut it without the connection's lock, and to wait
+    /// for the consumer hanging up between pings.
+    watch: TcpStream,
 }
 
 pub struct Conn {
@@ -121,8 +123,9 @@ pub struct SessionParams {
 }
 
 impl ConsumerSession {
-    pub fn new(p: SessionParams, stream: TcpStream) -> ConsumerSession {
-        ConsumerSession {
+    pub fn new(p: SessionParams, stream: TcpStream) -> io::Result<ConsumerSession> {
+        let watch = stream.try_clone()?;
+        Ok(ConsumerSession {
             group: p.group,
             consumer_id: p.consumer_id,
             auto_commit: p.auto_commit,
@@ -139,8 +142,8 @@ impl ConsumerSession {
             missed: AtomicU32::new(0),
             alive: AtomicBool::new(true),
             started: Mutex::new(None),
-            wake: bounded(1),
-        }
+            watch,
+        })
     }
 
     pub fn is_alive(&self) -> bool {
@@ -150,9 +153,37 @@ impl ConsumerSession {
     /// Ends the session: the socket is shut so the consumer notices and consults again.
     pub fn close(&self) {
         if self.alive.swap(false, Ordering::AcqRel) {
-            let _ = self.wake.0.try_send(());
-            if let Some(c) = self.conn.try_lock_for(Duration::from_millis(100)) {
-                let _ = c.stream.shutdown(Shutdown::Both);
+            let _ = self.watch.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Waits up to `wait`; true as soon as the consumer hangs up or the session is closed. A
+    /// consumer that leaves, or is killed, is noticed at once rather than at the next ping.
+    fn hung_up_within(&self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            if !self.is_alive() {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            // Only hang-ups wake us (POLLHUP and POLLERR always do); unread bytes do not.
+            let mut pfd = libc::pollfd {
+                fd: self.watch.as_raw_fd(),
+                events: libc::POLLRDHUP,
+                revents: 0,
+            };
+            let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+            // SAFETY: one pollfd for a socket this session owns, for at most `ms`.
+            let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if n > 0 && pfd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+                return true;
+            }
+            if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                // poll itself failed: fall back to the ping to find out.
+                return false;
             }
         }
     }
@@ -184,8 +215,12 @@ impl ConsumerSession {
     /// receives the offsets each PingResponse carries.
     pub fn run_ping_loop(&self, on_offsets: &dyn Fn(&[PartitionOffset])) -> String {
         loop {
-            if self.wake.1.recv_timeout(self.ping_interval).is_ok() || !self.is_alive() {
-                return "session closed".into();
+            if self.hung_up_within(self.ping_interval) {
+                return if self.is_alive() {
+                    "the consumer closed its connection".into()
+                } else {
+                    "session closed".into()
+                };
             }
             let Some(mut conn) = self.conn.try_lock_for(self.ping_interval) else {
                 continue; // a rebalance is talking to it right now

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, unbounded};
+use crossbeam_channel::{
+    Receiver, RecvTimeoutError, SendTimeoutError, Sender, after, bounded, never, select, unbounded,
+};
 
 use super::{Batch, Shared};
 use crate::client::metadata::fetch_metadata;
@@ -25,6 +27,8 @@ type Tp = (Arc<str>, i32);
 /// The fetchers started by one StartRequest; stopping joins every thread.
 pub struct Fetchers {
     stop: Arc<AtomicBool>,
+    /// Dropped to wake the manager at once (a Stop must not wait out its poll interval).
+    wake: Option<Sender<()>>,
     manager: Option<JoinHandle<()>>,
 }
 
@@ -32,19 +36,22 @@ impl Fetchers {
     /// Starts fetching `assigned` (offsets ≥ 0, or -2/-1 for earliest/latest).
     pub fn start(shared: Arc<Shared>, generation: u64, assigned: Vec<(Tp, i64)>) -> Fetchers {
         let stop = Arc::new(AtomicBool::new(false));
+        let (wake, woken) = bounded(0);
         let st = stop.clone();
         let manager = std::thread::Builder::new()
             .name(format!("fetcher-manager-{}", shared.consumer_id))
-            .spawn(move || manage(shared, generation, assigned, st))
+            .spawn(move || manage(shared, generation, assigned, st, woken))
             .expect("spawn fetcher manager");
         Fetchers {
             stop,
+            wake: Some(wake),
             manager: Some(manager),
         }
     }
 
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::Release);
+        self.wake.take();
         if let Some(h) = self.manager.take() {
             let _ = h.join();
         }
@@ -56,7 +63,13 @@ struct Worker {
     handle: JoinHandle<()>,
 }
 
-fn manage(shared: Arc<Shared>, generation: u64, assigned: Vec<(Tp, i64)>, stop: Arc<AtomicBool>) {
+fn manage(
+    shared: Arc<Shared>,
+    generation: u64,
+    assigned: Vec<(Tp, i64)>,
+    stop: Arc<AtomicBool>,
+    woken: Receiver<()>,
+) {
     let (back_tx, back_rx) = unbounded::<(Tp, i64)>();
     let mut pending = assigned;
     let mut workers: HashMap<String, Worker> = HashMap::new();
@@ -64,14 +77,19 @@ fn manage(shared: Arc<Shared>, generation: u64, assigned: Vec<(Tp, i64)>, stop: 
         if !pending.is_empty() {
             pending = place(&shared, generation, pending, &mut workers, &back_tx, &stop);
         }
-        let wait = if pending.is_empty() { 500 } else { 200 };
-        match back_rx.recv_timeout(Duration::from_millis(wait)) {
-            Ok(p) => {
-                pending.push(p);
+        // Partitions without a leader are looked up again after a pause.
+        let retry = if pending.is_empty() {
+            never()
+        } else {
+            after(Duration::from_millis(200))
+        };
+        select! {
+            recv(back_rx) -> p => {
+                pending.extend(p);
                 pending.extend(back_rx.try_iter());
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
+            recv(woken) -> _ => break,
+            recv(retry) -> _ => {}
         }
     }
     for (_, w) in workers.drain() {
