@@ -561,7 +561,7 @@ fn bootstrap(c: &Cluster) -> String {
 }
 
 #[test]
-fn consumers_follow_a_new_coordinator_when_the_old_one_is_killed() {
+fn consumers_follow_a_new_coordinator_when_the_old_one_is_killed_or_paused() {
     let mut c = Cluster::start("coordfail", 3, &[]);
     c.create_topic("t", 6, 2);
     c.wait_all_led("t");
@@ -599,6 +599,31 @@ fn consumers_follow_a_new_coordinator_when_the_old_one_is_killed() {
     wait_until(Duration::from_secs(40), "consumption to continue", || {
         consumed_all(&refs, &msgs)
     });
+    // Pause the new coordinator past its session timeout: a third broker takes over, and the
+    // paused one, resumed in a new session, ends its term (handleNewSession) instead of
+    // serving consumers as a second coordinator.
+    let second = coordinator_of(&c).unwrap();
+    c.pause(second);
+    wait_until(Duration::from_secs(30), "a third coordinator", || {
+        coordinator_of(&c).is_some_and(|id| id != second)
+    });
+    c.resume(second);
+    wait_until(
+        Duration::from_secs(40),
+        "every member to belong to the coordinator's session",
+        || {
+            let owner = |p: &str| c.zk.exists(p).ok().flatten().map(|s| s.ephemeral_owner);
+            let coord = owner(COORDINATOR);
+            let members = groups::members(&c.zk, "g").unwrap_or_default();
+            members.len() == 3 && members.iter().all(|m| Some(m.owner_session) == coord)
+        },
+    );
+    wait_until(
+        Duration::from_secs(40),
+        "the group to be balanced after the pause",
+        || balanced(&c.zk, "g", &refs, &parts),
+    );
+    assert_ne!(coordinator_of(&c), Some(second));
 }
 
 /// `gregor consume --group` as a child process, for kill -9 and SIGSTOP.
