@@ -28,6 +28,9 @@ pub struct BrokerConfig {
     pub host: String,
     /// 0 picks a free port (tests); the bound port is what gets registered.
     pub port: u16,
+    /// `advertised.listeners`: the address registered for clients and other brokers when it
+    /// is not the bound one (a proxy in front of the broker).
+    pub advertised: Option<(String, u16)>,
     pub log_dirs: Vec<PathBuf>,
     /// `host:port[,host:port...][/chroot]`.
     pub zookeeper_connect: String,
@@ -144,6 +147,10 @@ impl BrokerConfig {
             .filter(|id| *id >= 0)
             .ok_or_else(|| ConfigError("`broker.id` must be a non-negative integer".into()))?;
         let (host, port) = listener(&mut p)?;
+        let advertised = p
+            .take("advertised.listeners")
+            .map(|l| plaintext("advertised.listeners", &l))
+            .transpose()?;
         let log_dirs: Vec<PathBuf> = p
             .take("log.dirs")
             .or_else(|| p.take("log.dir"))
@@ -171,6 +178,7 @@ impl BrokerConfig {
             broker_id,
             host,
             port,
+            advertised,
             log_dirs,
             zookeeper_connect,
             zookeeper_session_timeout: p.millis("zookeeper.session.timeout.ms", 6000)?,
@@ -220,19 +228,7 @@ fn listener(p: &mut Props) -> Result<(String, u16), ConfigError> {
     let host_name = p.take("host.name");
     let port = p.take("port");
     if let Some(l) = p.take("listeners") {
-        let rest = l.strip_prefix("PLAINTEXT://").ok_or_else(|| {
-            ConfigError(format!(
-                "`listeners` must be PLAINTEXT://host:port, got `{l}`"
-            ))
-        })?;
-        let (h, pt) = rest
-            .rsplit_once(':')
-            .ok_or_else(|| ConfigError(format!("`listeners` has no port: `{l}`")))?;
-        let pt = pt
-            .parse()
-            .map_err(|_| ConfigError(format!("bad port in `listeners`: `{l}`")))?;
-        let h = if h.is_empty() { "127.0.0.1" } else { h };
-        return Ok((h.to_owned(), pt));
+        return plaintext("listeners", &l);
     }
     let port = match port {
         None => 9092,
@@ -244,6 +240,21 @@ fn listener(p: &mut Props) -> Result<(String, u16), ConfigError> {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "127.0.0.1".into());
     Ok((host, port))
+}
+
+/// `PLAINTEXT://host:port`; an empty host means 127.0.0.1.
+fn plaintext(key: &str, l: &str) -> Result<(String, u16), ConfigError> {
+    let rest = l
+        .strip_prefix("PLAINTEXT://")
+        .ok_or_else(|| ConfigError(format!("`{key}` must be PLAINTEXT://host:port, got `{l}`")))?;
+    let (h, pt) = rest
+        .rsplit_once(':')
+        .ok_or_else(|| ConfigError(format!("`{key}` has no port: `{l}`")))?;
+    let pt = pt
+        .parse()
+        .map_err(|_| ConfigError(format!("bad port in `{key}`: `{l}`")))?;
+    let h = if h.is_empty() { "127.0.0.1" } else { h };
+    Ok((h.to_owned(), pt))
 }
 
 #[cfg(test)]
@@ -262,7 +273,16 @@ mod tests {
         assert!(!c.unclean_leader_election_enable);
         let mut m = base();
         m.insert("listeners".into(), "PLAINTEXT://127.0.0.1:9999".into());
-        assert_eq!(BrokerConfig::from_map(m).unwrap().port, 9999);
+        assert_eq!(BrokerConfig::from_map(m.clone()).unwrap().port, 9999);
+        m.insert(
+            "advertised.listeners".into(),
+            "PLAINTEXT://127.0.0.1:7777".into(),
+        );
+        let c = BrokerConfig::from_map(m.clone()).unwrap();
+        assert_eq!(c.advertised, Some(("127.0.0.1".to_owned(), 7777)));
+        m.insert("advertised.listeners".into(), "127.0.0.1:7777".into());
+        let e = BrokerConfig::from_map(m).unwrap_err();
+        assert!(e.0.contains("advertised.listeners"), "{e}");
     }
 
     #[test]

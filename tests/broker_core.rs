@@ -332,6 +332,51 @@ fn commands_with_an_older_controller_epoch_are_rejected() {
     );
 }
 
+/// Found by the chaos run (seed 1): a leader shrank its ISR (zk version 0 → 1), then a
+/// LeaderAndIsr the controller had sent before the shrink arrived with the same leader epoch
+/// and zk version 0. The leader took its ISR and zk version back, so it never re-added the
+/// follower (it thought it was in) and ZooKeeper's ISR stayed short for good.
+#[test]
+fn a_stale_leader_and_isr_at_the_same_epoch_does_not_undo_the_leaders_isr_change() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("staleisr"));
+    let _controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[("replica.lag.time.max.ms", "300")]);
+    let zkc = ZkClient::connect(&zk, Duration::from_secs(10)).unwrap();
+    let state = paths::LeaderAndIsr {
+        leader: 1,
+        leader_epoch: 0,
+        isr: vec![1, 2],
+        controller_epoch: 1,
+    };
+    paths::write_leader_and_isr(&zkc, "s", 0, &state, None).unwrap();
+    let mut c = b.client();
+    let command = vec![tps("s", 0, partition_state(1, 0, &[1, 2], &[1, 2], 1))];
+    assert_eq!(
+        c.leader_and_isr(1, command.clone(), vec![b.info()], false)
+            .error_code,
+        E_OK
+    );
+    let isr = || paths::leader_and_isr(&zkc, "s", 0).unwrap().unwrap().0.isr;
+    wait_until(
+        Duration::from_secs(20),
+        "the leader to drop silent replica 2",
+        || isr() == vec![1],
+    );
+    // The stale command: same epoch, zk version 0, ISR [1, 2].
+    assert_eq!(
+        c.leader_and_isr(1, command, vec![b.info()], false)
+            .error_code,
+        E_OK
+    );
+    // Replica 2 fetches at the log end: it must come back into ZooKeeper's ISR.
+    let mut f = Client::connect(b.addr());
+    wait_until(Duration::from_secs(20), "replica 2 back in the ISR", || {
+        f.fetch_as(2, "s", 0, 0, 100);
+        isr() == vec![1, 2]
+    });
+}
+
 #[test]
 fn init_flag_deletes_local_partitions_not_in_the_command() {
     init_logging();

@@ -152,3 +152,27 @@ fn producing_to_a_missing_topic_fails_clearly() {
     assert!(e.to_string().contains("`absent` does not exist"), "{e}");
     assert!(Producer::new(ProducerConfig::new("127.0.0.1:1")).is_err());
 }
+
+/// Found by the chaos run (seed 1): with no retries left, a NOT_LEADER_FOR_PARTITION failed the
+/// batch without refreshing metadata, so every later record of that partition went to the old
+/// leader — restarted as a follower — and failed too, for good.
+#[test]
+fn a_producer_without_retries_finds_the_new_leader_for_later_records() {
+    let mut c = Cluster::start("prod-noretry", 2, &[]);
+    c.create_topic_on("t", "1:2");
+    let mut cfg = ProducerConfig::new(&bootstrap(&c));
+    cfg.acks = 1;
+    cfg.retries = 0;
+    let producer = Producer::new(cfg).unwrap();
+    assert!(producer.send_blocking("t", None, Some(b"before")).is_ok());
+    // Leadership moves to broker 2; broker 1 comes back as a follower.
+    c.kill9(1);
+    c.wait_leader_serving("t", 0, |l| l == 2);
+    c.restart(1);
+    common::wait_until(
+        Duration::from_secs(30),
+        "a record to reach the new leader",
+        || producer.send_blocking("t", None, Some(b"after")).is_ok(),
+    );
+    producer.close();
+}

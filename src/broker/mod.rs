@@ -151,9 +151,13 @@ impl Broker {
         // our own previous session vanishes within a session timeout; one that stays belongs
         // to another live broker with this id.
         let wait = config.zookeeper_session_timeout + config.zookeeper_session_timeout / 2;
+        let advertised = config
+            .advertised
+            .as_ref()
+            .map_or((config.host.as_str(), port), |(h, p)| (h.as_str(), *p));
         if let Err(e) = zk.create_ephemeral(
             &paths::broker_path(id),
-            paths::broker_registration(&config.host, port),
+            paths::broker_registration(advertised.0, advertised.1),
             wait,
         ) {
             broker.shutdown();

@@ -163,10 +163,25 @@ impl ReplicaManager {
             return Err(ErrorCode::StaleControllerEpoch);
         }
         let was = st.role;
+        // At the same leader epoch, a command whose zk version is older than ours was read
+        // before this leader changed the ISR itself: its ISR and zk version are stale, and
+        // taking them would undo that change here but not in ZooKeeper.
+        let stale_isr =
+            s.state.leader_epoch == st.leader_epoch && s.state.zk_version < st.zk_version;
+        if stale_isr {
+            log::info!(
+                "{tag} keeping ISR {:?} (zk version {}) over the command's {:?} (zk version {})",
+                st.isr,
+                st.zk_version,
+                s.state.isr,
+                s.state.zk_version
+            );
+        } else {
+            st.zk_version = s.state.zk_version;
+            st.isr = s.state.isr.clone();
+        }
         st.leader_epoch = s.state.leader_epoch;
-        st.zk_version = s.state.zk_version;
         st.controller_epoch = s.state.controller_epoch;
-        st.isr = s.state.isr.clone();
         st.replicas = s.state.replicas.clone();
         if s.state.leader == self.broker_id {
             // step 2.1: asked to lead P and not leading it yet.

@@ -101,7 +101,7 @@ pub fn zk_address() -> &'static str {
     })
 }
 
-fn start_zookeeper(dir: &Path, port: u16) -> Child {
+pub fn start_zookeeper(dir: &Path, port: u16) -> Child {
     let cfg = dir.join("zoo.cfg");
     std::fs::write(
         &cfg,
@@ -129,7 +129,7 @@ fn start_zookeeper(dir: &Path, port: u16) -> Child {
 }
 
 /// `ruok` answers before the server takes sessions; `srvr` names the mode only once it does.
-fn serving(addr: &str) -> bool {
+pub fn serving(addr: &str) -> bool {
     let Ok(mut s) = TcpStream::connect(addr) else {
         return false;
     };
@@ -315,6 +315,23 @@ impl Client {
         Client {
             chan: BlockingChannel::connect(addr, "gregor-test", Duration::from_secs(30)).unwrap(),
         }
+    }
+
+    /// A client, or `None` when nothing answers at `addr` within 2 s.
+    pub fn try_connect(addr: SocketAddr) -> Option<Client> {
+        BlockingChannel::connect(addr, "gregor-test", Duration::from_secs(2))
+            .ok()
+            .map(|chan| Client { chan })
+    }
+
+    /// The error code of an empty acks=1 produce, `None` on a network failure: "does this broker
+    /// lead the partition and serve?"
+    pub fn try_produce_empty(&mut self, topic: &str, partition: i32) -> Option<i16> {
+        let body =
+            |b: &mut Vec<u8>| encode_request(b, 1, 10_000, &[(topic, vec![(partition, &[][..])])]);
+        let raw = self.chan.round_trip_raw(0, 0, &body).ok()?;
+        let resp: ProduceResponse = decode_all(&raw).ok()?;
+        resp.topics.first()?.1.first().map(|p| p.error_code)
     }
 
     pub fn leader_and_isr(

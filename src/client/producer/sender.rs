@@ -343,6 +343,11 @@ impl SenderState {
             ProduceError::Unavailable(_) => true,
             _ => false,
         };
+        // A retriable error means our metadata may be stale: refresh it whether or not this
+        // batch is tried again, or later batches would follow the same stale leader.
+        if retriable && let Err(e) = self.refresh_metadata(&tp.0) {
+            log::debug!("metadata refresh for {} failed: {e}", tp.0);
+        }
         if !retriable || batch.attempts >= self.config.retries {
             log::warn!(
                 "giving up on {} record(s) for {}-{}: {err}",
@@ -357,9 +362,6 @@ impl SenderState {
         }
         batch.attempts += 1;
         batch.ready_at = Instant::now() + self.config.retry_backoff;
-        if let Err(e) = self.refresh_metadata(&tp.0) {
-            log::debug!("metadata refresh for {} failed: {e}", tp.0);
-        }
         // Back at the front: a retried batch goes before newer ones, keeping order.
         self.batches.entry(tp).or_default().push_front(batch);
     }

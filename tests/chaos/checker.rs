@@ -1,0 +1,234 @@
+//! After the faults heal: read every partition from every replica and check the promise —
+//! every acknowledged message present exactly once at its acknowledged offset, in order per
+//! producer, replicas identical up to the high watermark, and the group saw every one.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
+use gregor::protocol::message::decode_deep;
+
+use crate::common::Client;
+use crate::env::{Env, PARTITIONS, TOPIC};
+use crate::workload::{Ack, value};
+
+#[derive(Debug, Default)]
+pub struct Report {
+    pub operations: u64,
+    pub acknowledged: usize,
+    pub lost: usize,
+    pub reordered: usize,
+    pub divergent_replicas: usize,
+    pub consumer_missing: usize,
+    pub consumer_duplicates: usize,
+    pub longest_unavailable_ms: Vec<u128>,
+    /// One line per violation (capped), for the failure message.
+    pub problems: Vec<String>,
+}
+
+impl Report {
+    pub fn ok(&self) -> bool {
+        self.lost == 0
+            && self.reordered == 0
+            && self.divergent_replicas == 0
+            && self.consumer_missing == 0
+    }
+
+    pub fn summary(&self) -> String {
+        format!(
+            "operations={} acknowledged={} lost={} reordered={} divergent_replicas={} \
+             consumer_missing={} consumer_duplicates={} longest_unavailability_ms={:?}",
+            self.operations,
+            self.acknowledged,
+            self.lost,
+            self.reordered,
+            self.divergent_replicas,
+            self.consumer_missing,
+            self.consumer_duplicates,
+            self.longest_unavailable_ms
+        )
+    }
+
+    fn problem(&mut self, p: String) {
+        if self.problems.len() < 20 {
+            self.problems.push(p);
+        }
+    }
+}
+
+/// A replica's messages from offset 0 up to `upto` (exclusive), read with the debugging
+/// replica id so followers answer too; waits (up to a deadline) until the replica's high
+/// watermark reaches `upto`.
+fn read_replica(env: &Env, broker: i32, p: i32, upto: i64) -> Result<Vec<(i64, String)>, String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut c = Client::try_connect(env.addr(broker)).ok_or("cannot connect")?;
+        let mut out = Vec::new();
+        let mut next = 0;
+        let mut hw = 0;
+        while next < upto {
+            let r = c.fetch_as(DEBUGGING_REPLICA_ID, TOPIC, p, next, 0);
+            hw = r.high_watermark;
+            if r.error_code != 0 {
+                return Err(format!("fetch answered {}", r.error_code));
+            }
+            let msgs = decode_deep(&r.message_set).map_err(|e| format!("{e:?}"))?;
+            let before = next;
+            for m in msgs
+                .into_iter()
+                .filter(|m| m.offset >= before && m.offset < upto)
+            {
+                next = m.offset + 1;
+                out.push((
+                    m.offset,
+                    String::from_utf8_lossy(m.value.as_deref().unwrap_or(b"")).into_owned(),
+                ));
+            }
+            if next == before {
+                break; // this replica's high watermark is below `upto` for now
+            }
+        }
+        if next >= upto || hw >= upto {
+            return Ok(out);
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("high watermark stuck at {hw}, below {upto}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn leader_hw(env: &Env, leader: i32, p: i32) -> Result<i64, String> {
+    let mut c = Client::try_connect(env.addr(leader)).ok_or("cannot connect to the leader")?;
+    let r = c.fetch(TOPIC, p, 0, 0);
+    if r.error_code != 0 {
+        return Err(format!("leader answered {}", r.error_code));
+    }
+    Ok(r.high_watermark)
+}
+
+pub fn check(
+    env: &Env,
+    attempts: u64,
+    acks: &[Ack],
+    consumed: &[String],
+    window: (Instant, Instant),
+) -> Report {
+    let mut r = Report {
+        operations: attempts,
+        acknowledged: acks.len(),
+        ..Report::default()
+    };
+    for p in 0..PARTITIONS {
+        check_partition(env, p, acks, &mut r);
+    }
+    // Order: each producer's acknowledged messages in a partition have rising offsets.
+    let mut by_stream: BTreeMap<(u32, i32), Vec<&Ack>> = BTreeMap::new();
+    for a in acks {
+        by_stream
+            .entry((a.producer, a.partition))
+            .or_default()
+            .push(a);
+    }
+    for ((prod, p), mut v) in by_stream {
+        v.sort_by_key(|a| a.seq);
+        for w in v.windows(2) {
+            if w[1].offset <= w[0].offset {
+                r.reordered += 1;
+                r.problem(format!(
+                    "producer {prod} partition {p}: seq {} at {} but seq {} at {}",
+                    w[0].seq, w[0].offset, w[1].seq, w[1].offset
+                ));
+            }
+        }
+    }
+    // The group: every acknowledged message consumed at least once.
+    let seen: BTreeSet<&str> = consumed.iter().map(String::as_str).collect();
+    r.consumer_duplicates = consumed.len() - seen.len();
+    for a in acks {
+        let v = value(a.producer, a.seq);
+        if !seen.contains(v.as_str()) {
+            r.consumer_missing += 1;
+            r.problem(format!("the group never consumed {v}"));
+        }
+    }
+    r.longest_unavailable_ms = longest_gaps(acks, window);
+    r
+}
+
+fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) {
+    let Some(leader) = env.leader(p) else {
+        r.divergent_replicas += 1;
+        r.problem(format!("partition {p} has no leader"));
+        return;
+    };
+    let logs: Result<BTreeMap<i32, Vec<(i64, String)>>, String> = leader_hw(env, leader, p)
+        .and_then(|hw| {
+            (1..=3)
+                .map(|b| read_replica(env, b, p, hw).map(|l| (b, l)))
+                .collect()
+        });
+    let logs = match logs {
+        Ok(l) => l,
+        Err(e) => {
+            r.divergent_replicas += 1;
+            r.problem(format!("partition {p}: cannot read every replica: {e}"));
+            return;
+        }
+    };
+    for (b, log) in &logs {
+        if *log != logs[&leader] {
+            r.divergent_replicas += 1;
+            let at = log.iter().zip(&logs[&leader]).position(|(x, y)| x != y);
+            r.problem(format!(
+                "partition {p}: broker {b} differs from leader {leader} (first difference at entry {at:?}, lengths {} and {})",
+                log.len(),
+                logs[&leader].len()
+            ));
+        }
+    }
+    let log = &logs[&leader];
+    let by_offset: HashMap<i64, &str> = log.iter().map(|(o, v)| (*o, v.as_str())).collect();
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for (_, v) in log {
+        *count.entry(v.as_str()).or_default() += 1;
+    }
+    for a in acks.iter().filter(|a| a.partition == p) {
+        let v = value(a.producer, a.seq);
+        if by_offset.get(&a.offset) != Some(&v.as_str()) {
+            r.lost += 1;
+            r.problem(format!(
+                "partition {p}: {v} acknowledged at offset {} but the log has {:?} there",
+                a.offset,
+                by_offset.get(&a.offset)
+            ));
+        } else if count[v.as_str()] != 1 {
+            r.reordered += 1;
+            r.problem(format!(
+                "partition {p}: {v} is stored {} times",
+                count[v.as_str()]
+            ));
+        }
+    }
+}
+
+/// Per partition, the longest time without an acknowledgement during the run.
+fn longest_gaps(acks: &[Ack], (start, end): (Instant, Instant)) -> Vec<u128> {
+    (0..PARTITIONS)
+        .map(|p| {
+            let mut times: Vec<Instant> = acks
+                .iter()
+                .filter(|a| a.partition == p)
+                .map(|a| a.at)
+                .collect();
+            times.sort();
+            let mut prev = start;
+            let mut longest = Duration::ZERO;
+            for t in times.into_iter().chain([end]) {
+                longest = longest.max(t.saturating_duration_since(prev));
+                prev = t;
+            }
+            longest.as_millis()
+        })
+        .collect()
+}

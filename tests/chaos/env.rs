@@ -1,0 +1,276 @@
+//! The chaos run's processes: its own ZooKeeper (so it can be restarted) and three
+//! `gregor broker` processes, each behind a TCP proxy that is its advertised address, so a
+//! broker can be cut off from everyone else while it still reaches ZooKeeper.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gregor::protocol::ErrorCode;
+use gregor::zk::paths::{self, CONTROLLER, COORDINATOR, ElectedBroker};
+use gregor::zk::{ZkClient, groups};
+
+use crate::common::{Client, Proxy, die_with_parent, free_port, serving, start_zookeeper};
+
+pub const SESSION_TIMEOUT_MS: u64 = 3000;
+pub const TOPIC: &str = "chaos";
+pub const PARTITIONS: i32 = 6;
+pub const GROUP: &str = "chaos-group";
+
+pub struct Broker {
+    pub port: u16,
+    pub proxy: Proxy,
+    dir: PathBuf,
+    child: Option<Child>,
+    pub paused: bool,
+}
+
+pub struct Env {
+    pub dir: PathBuf,
+    zk_port: u16,
+    zk_child: Option<Child>,
+    pub zk: Arc<ZkClient>,
+    pub brokers: BTreeMap<i32, Broker>,
+}
+
+impl Env {
+    pub fn start(dir: &Path) -> Env {
+        let zk_port = free_port();
+        std::fs::create_dir_all(dir.join("zk")).unwrap();
+        let zk_child = launch_zookeeper(&dir.join("zk"), zk_port);
+        let zk = ZkClient::connect(
+            &format!("127.0.0.1:{zk_port}/chaos"),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        let mut env = Env {
+            dir: dir.to_path_buf(),
+            zk_port,
+            zk_child: Some(zk_child),
+            zk,
+            brokers: BTreeMap::new(),
+        };
+        for id in 1..=3 {
+            let port = free_port();
+            let bdir = dir.join(format!("broker-{id}"));
+            std::fs::create_dir_all(&bdir).unwrap();
+            env.brokers.insert(
+                id,
+                Broker {
+                    port,
+                    proxy: Proxy::start(&format!("127.0.0.1:{port}")),
+                    dir: bdir,
+                    child: None,
+                    paused: false,
+                },
+            );
+            env.spawn(id);
+        }
+        for id in 1..=3 {
+            env.wait_registered(id, Duration::from_secs(60));
+        }
+        env
+    }
+
+    pub fn zk_connect(&self) -> String {
+        format!("127.0.0.1:{}/chaos", self.zk_port)
+    }
+
+    /// Every broker's advertised (proxied) address.
+    pub fn bootstrap(&self) -> String {
+        self.brokers
+            .values()
+            .map(|b| format!("127.0.0.1:{}", b.proxy.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Kills ZooKeeper (its data stays) and starts it again after `down`.
+    pub fn restart_zookeeper(&mut self, down: Duration) {
+        if let Some(mut c) = self.zk_child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        std::thread::sleep(down);
+        self.zk_child = Some(launch_zookeeper(&self.dir.join("zk"), self.zk_port));
+    }
+
+    fn spawn(&mut self, id: i32) {
+        let zk = self.zk_connect();
+        let b = self.brokers.get_mut(&id).unwrap();
+        let props = b.dir.join("server.properties");
+        std::fs::write(
+            &props,
+            format!(
+                "broker.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{}\n\
+                 advertised.listeners=PLAINTEXT://127.0.0.1:{}\nlog.dirs={}\nzookeeper.connect={zk}\n\
+                 zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}\nreplica.lag.time.max.ms=4000\n\
+                 min.insync.replicas=2\nunclean.leader.election.enable=false\n\
+                 default.replication.factor=3\nauto.create.topics.enable=false\n\
+                 controlled.shutdown.retry.backoff.ms=300\ncoordinator.rebalance.timeout.ms=5000\n",
+                b.port,
+                b.proxy.port,
+                b.dir.join("data").display(),
+            ),
+        )
+        .unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(b.dir.join("broker.log"))
+            .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gregor"));
+        cmd.args(["broker", "--config"])
+            .arg(&props)
+            .env("RUST_LOG", "info,zookeeper=warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        die_with_parent(&mut cmd);
+        b.child = Some(cmd.spawn().expect("spawn gregor broker"));
+        b.paused = false;
+    }
+
+    pub fn wait_registered(&self, id: i32, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while !matches!(self.zk.exists(&paths::broker_path(id)), Ok(Some(_))) {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        true
+    }
+
+    pub fn is_running(&self, id: i32) -> bool {
+        self.brokers[&id].child.is_some()
+    }
+
+    fn signal(&self, id: i32, sig: i32) {
+        if let Some(c) = &self.brokers[&id].child {
+            // SAFETY: signalling our own child process.
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
+    pub fn kill9(&mut self, id: i32) {
+        let b = self.brokers.get_mut(&id).unwrap();
+        if let Some(mut c) = b.child.take() {
+            // SAFETY: resuming a possibly stopped child so the kill is delivered.
+            unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        b.paused = false;
+    }
+
+    /// SIGTERM: controlled shutdown; waits for the exit (kill -9 after a minute).
+    pub fn terminate(&mut self, id: i32) {
+        self.signal(id, libc::SIGTERM);
+        let b = self.brokers.get_mut(&id).unwrap();
+        if let Some(mut c) = b.child.take() {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while c.try_wait().ok().flatten().is_none() {
+                if Instant::now() >= deadline {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    pub fn restart(&mut self, id: i32) {
+        if !self.is_running(id) {
+            self.spawn(id);
+        }
+    }
+
+    pub fn pause(&mut self, id: i32) {
+        self.signal(id, libc::SIGSTOP);
+        self.brokers.get_mut(&id).unwrap().paused = true;
+    }
+
+    pub fn resume(&mut self, id: i32) {
+        self.signal(id, libc::SIGCONT);
+        self.brokers.get_mut(&id).unwrap().paused = false;
+    }
+
+    fn elected(&self, path: &str) -> Option<i32> {
+        paths::read_json::<ElectedBroker>(&self.zk, path)
+            .ok()
+            .flatten()
+            .map(|e| e.brokerid)
+    }
+
+    pub fn controller(&self) -> Option<i32> {
+        self.elected(CONTROLLER)
+    }
+
+    pub fn coordinator(&self) -> Option<i32> {
+        self.elected(COORDINATOR)
+    }
+
+    pub fn leader(&self, p: i32) -> Option<i32> {
+        paths::leader_and_isr(&self.zk, TOPIC, p)
+            .ok()
+            .flatten()
+            .map(|(l, _)| l.leader)
+            .filter(|l| *l >= 0)
+    }
+
+    /// Healed: every broker registered, every partition led with all three in its ISR, and
+    /// every leader answering a produce.
+    pub fn healthy(&self) -> bool {
+        if !(1..=3).all(|id| matches!(self.zk.exists(&paths::broker_path(id)), Ok(Some(_)))) {
+            return false;
+        }
+        (0..PARTITIONS).all(|p| {
+            let Ok(Some((l, _))) = paths::leader_and_isr(&self.zk, TOPIC, p) else {
+                return false;
+            };
+            l.leader >= 0
+                && l.isr.len() == 3
+                && Client::try_connect(self.addr(l.leader))
+                    .and_then(|mut c| c.try_produce_empty(TOPIC, p))
+                    == Some(ErrorCode::None.code())
+        })
+    }
+
+    /// The broker's own address (not the proxy): the checker reads replicas directly.
+    pub fn addr(&self, id: i32) -> std::net::SocketAddr {
+        ([127, 0, 0, 1], self.brokers[&id].port).into()
+    }
+
+    pub fn group_members(&self) -> usize {
+        groups::members(&self.zk, GROUP).map_or(0, |m| m.len())
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        for id in 1..=3 {
+            self.kill9(id);
+        }
+        if let Some(mut c) = self.zk_child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.zk.close();
+    }
+}
+
+/// Starts ZooKeeper on `port` with its data in `dir`, and waits until it serves.
+fn launch_zookeeper(dir: &Path, port: u16) -> Child {
+    let child = start_zookeeper(dir, port);
+    let addr = format!("127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !serving(&addr) {
+        assert!(Instant::now() < deadline, "ZooKeeper did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}

@@ -1,0 +1,165 @@
+//! The traffic of a chaos run: producers writing unique, sequence-numbered messages with
+//! acks=all and no retries (so an acknowledged message was sent exactly once), recording each
+//! acknowledgement with its partition and offset; and a consumer group reading throughout.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use gregor::client::consumer::{ConsumerConfig, GroupConsumer};
+use gregor::client::producer::{Producer, ProducerConfig};
+use gregor::protocol::coordinator::Subscription;
+use parking_lot::Mutex;
+
+use crate::env::{GROUP, TOPIC};
+
+/// Messages per producer window (sent together, then awaited).
+const WINDOW: u64 = 20;
+/// Pause between windows: bounds the traffic to about 1,000 messages a second per producer.
+const PACE: Duration = Duration::from_millis(20);
+
+#[derive(Debug, Clone)]
+pub struct Ack {
+    pub producer: u32,
+    pub seq: u64,
+    pub partition: i32,
+    pub offset: i64,
+    pub at: Instant,
+}
+
+pub fn value(producer: u32, seq: u64) -> String {
+    format!("p{producer}-{seq}")
+}
+
+pub struct Workload {
+    stop: Arc<AtomicBool>,
+    pub acks: Arc<Mutex<Vec<Ack>>>,
+    pub attempts: Arc<AtomicU64>,
+    pub consumed: Arc<Mutex<Vec<String>>>,
+    producers: Vec<JoinHandle<()>>,
+    consumers: Vec<JoinHandle<()>>,
+    pub started: Instant,
+}
+
+impl Workload {
+    pub fn start(bootstrap: &str, producers: u32, consumers: usize) -> Workload {
+        let mut w = Workload {
+            stop: Arc::new(AtomicBool::new(false)),
+            acks: Arc::default(),
+            attempts: Arc::default(),
+            consumed: Arc::default(),
+            producers: Vec::new(),
+            consumers: Vec::new(),
+            started: Instant::now(),
+        };
+        for id in 0..producers {
+            let (stop, acks, attempts, boot) = (
+                w.stop.clone(),
+                w.acks.clone(),
+                w.attempts.clone(),
+                bootstrap.to_owned(),
+            );
+            w.producers.push(std::thread::spawn(move || {
+                produce(id, &boot, &stop, &acks, &attempts)
+            }));
+        }
+        for _ in 0..consumers {
+            let (stop, consumed, boot) = (w.stop.clone(), w.consumed.clone(), bootstrap.to_owned());
+            w.consumers
+                .push(std::thread::spawn(move || consume(&boot, &stop, &consumed)));
+        }
+        w
+    }
+
+    /// Stops the producers; the consumers keep reading until `stop_consumers`.
+    pub fn stop_producers(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for h in self.producers.drain(..) {
+            let _ = h.join();
+        }
+    }
+
+    pub fn stop_consumers(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for h in self.consumers.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        self.stop_producers();
+        self.stop_consumers();
+    }
+}
+
+fn produce(id: u32, boot: &str, stop: &AtomicBool, acks: &Mutex<Vec<Ack>>, attempts: &AtomicU64) {
+    let mut cfg = ProducerConfig::new(boot);
+    cfg.acks = -1;
+    cfg.retries = 0;
+    cfg.request_timeout = Duration::from_secs(5);
+    cfg.client_id = format!("chaos-producer-{id}");
+    let producer = loop {
+        match Producer::new(cfg.clone()) {
+            Ok(p) => break p,
+            Err(_) if !stop.load(Ordering::Acquire) => {
+                std::thread::sleep(Duration::from_millis(200))
+            }
+            Err(_) => return,
+        }
+    };
+    let mut seq = 0u64;
+    while !stop.load(Ordering::Acquire) {
+        let handles: Vec<_> = (seq..seq + WINDOW)
+            .map(|s| (s, producer.send(TOPIC, None, Some(value(id, s).as_bytes()))))
+            .collect();
+        seq += WINDOW;
+        attempts.fetch_add(WINDOW, Ordering::Relaxed);
+        let mut ok = Vec::new();
+        for (s, h) in handles {
+            if let Ok(md) = h.wait() {
+                ok.push(Ack {
+                    producer: id,
+                    seq: s,
+                    partition: md.partition,
+                    offset: md.offset,
+                    at: Instant::now(),
+                });
+            }
+        }
+        acks.lock().extend(ok);
+        std::thread::sleep(PACE);
+    }
+    producer.close();
+}
+
+fn consume(boot: &str, stop: &AtomicBool, consumed: &Mutex<Vec<String>>) {
+    let mut cfg = ConsumerConfig::new(
+        boot,
+        GROUP,
+        Subscription::Static([(TOPIC.to_owned(), 1)].into()),
+    );
+    cfg.auto_offset_reset = "smallest".into();
+    cfg.ping_interval = Duration::from_millis(500);
+    cfg.max_ping_retries = 3;
+    cfg.startup_timeout = Duration::from_secs(120);
+    let mut c = loop {
+        match GroupConsumer::start(cfg.clone()) {
+            Ok(c) => break c,
+            Err(e) if !stop.load(Ordering::Acquire) => {
+                log::warn!("chaos consumer: {e}; trying again");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(_) => return,
+        }
+    };
+    while !stop.load(Ordering::Acquire) {
+        if let Some(r) = c.poll(Duration::from_millis(100)) {
+            let v = String::from_utf8_lossy(r.value.as_deref().unwrap_or(b"")).into_owned();
+            consumed.lock().push(v);
+        }
+    }
+    c.close();
+}
