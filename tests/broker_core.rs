@@ -377,6 +377,89 @@ fn a_stale_leader_and_isr_at_the_same_epoch_does_not_undo_the_leaders_isr_change
     });
 }
 
+/// Found by the chaos run (seed 1): a controller made a killed broker leader before its
+/// session expired; the command reached the broker's next incarnation — restarted on the same
+/// port, its log truncated to an old high-watermark checkpoint — which became leader and threw
+/// away acknowledged messages its followers had. A LeaderAndIsr now names the registration it
+/// is for, and a broker refuses one meant for an earlier incarnation.
+#[test]
+fn a_leader_and_isr_for_an_earlier_incarnation_is_refused() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("brokerepoch"));
+    let _controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[]);
+    let zkc = ZkClient::connect(&zk, Duration::from_secs(10)).unwrap();
+    let session = zkc
+        .exists(&paths::broker_path(1))
+        .unwrap()
+        .unwrap()
+        .ephemeral_owner;
+    let mut c = b.client();
+    let states = vec![tps("inc", 0, partition_state(1, 0, &[1], &[1], 1))];
+    let r = c.leader_and_isr_for(session ^ 1, states.clone(), vec![b.info()]);
+    assert_eq!(r.error_code, ErrorCode::StaleControllerEpoch.code());
+    assert_eq!(
+        c.produce(1, "inc", 0, &[b"x"]).0,
+        ErrorCode::UnknownTopicOrPartition.code(),
+        "the refused command made no partition"
+    );
+    let r = c.leader_and_isr_for(session, states, vec![b.info()]);
+    assert_eq!(r.error_code, E_OK);
+    assert_eq!(c.produce(1, "inc", 0, &[b"x"]).0, E_OK);
+}
+
+/// Found by the chaos run (seed 1): a follower cut its log to its high watermark on becoming
+/// follower of a new leader, which then failed before the follower had fetched those messages
+/// again; elected next, the follower led without acknowledged messages it had held. A follower
+/// now keeps what it holds above its high watermark until the leader's log shows it differs.
+/// Here its new leader is unreachable, and it is made leader before it could fetch anything.
+#[test]
+fn a_follower_keeps_what_it_holds_above_its_high_watermark_until_the_leader_differs() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("keepsuffix"));
+    let _controller = FakeController::claim(&zk);
+    let zkc = ZkClient::connect(&zk, Duration::from_secs(10)).unwrap();
+    // Assigned in ZooKeeper, or the restart would delete it as no longer this broker's.
+    paths::create_topic(&zkc, "k", &[(0, vec![2, 1])].into()).unwrap();
+    let mut b = TestBroker::start(2, &zk, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "k", 1);
+    for i in 0..10 {
+        assert_eq!(c.produce(1, "k", 0, &[format!("m{i}").as_bytes()]).0, E_OK);
+    }
+    // Restart with a high-watermark checkpoint that says nothing was committed.
+    let dir = b.take_dir().unwrap();
+    drop(c);
+    drop(b);
+    std::fs::write(
+        dir.path().join("replication-offset-checkpoint"),
+        "0\n1\nk 0 0\n",
+    )
+    .unwrap();
+    let b = TestBroker::start_in(2, &zk, dir.path(), &[]);
+    let mut c = b.client();
+    // Follower of broker 1, which nobody can reach...
+    let gone = gregor::protocol::BrokerInfo {
+        id: 1,
+        host: "127.0.0.1".into(),
+        port: i32::from(free_port()),
+    };
+    let follow = vec![tps("k", 0, partition_state(1, 2, &[1, 2], &[2, 1], 2))];
+    assert_eq!(
+        c.leader_and_isr(2, follow, vec![gone], false).error_code,
+        E_OK
+    );
+    // ...then leader, before it could fetch a byte: all ten messages are still there.
+    let lead_again = vec![tps("k", 0, partition_state(2, 3, &[2], &[2, 1], 2))];
+    assert_eq!(
+        c.leader_and_isr(2, lead_again, vec![b.info()], false)
+            .error_code,
+        E_OK
+    );
+    let got = values(&c.fetch("k", 0, 0, 0).message_set);
+    assert_eq!(got.len(), 10, "{got:?}");
+}
+
 #[test]
 fn init_flag_deletes_local_partitions_not_in_the_command() {
     init_logging();

@@ -120,6 +120,7 @@ fn samples() -> Vec<Vec<u8>> {
             partition_states: vec![state.clone()],
             live_leaders: vec![broker.clone()],
             init: false,
+            broker_epoch: 7,
         }
         .encode(b)
     });

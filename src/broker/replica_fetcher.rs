@@ -42,6 +42,9 @@ struct FetchSettings {
 struct Followed {
     partition: Arc<Partition>,
     fetch_offset: i64,
+    /// Our log end when we started following: our messages from `fetch_offset` up to here are
+    /// checked against the leader's, not fetched again. Equal to `fetch_offset` once done.
+    verify_until: i64,
 }
 
 struct Fetcher {
@@ -69,17 +72,18 @@ impl ReplicaFetcherManager {
         }
     }
 
-    /// Starts copying `partition` from `leader`, from our log end offset.
-    pub fn add_partition(&self, leader: &BrokerInfo, partition: Arc<Partition>) {
+    /// Starts copying `partition` from `leader`, from offset `from` (our high watermark): what
+    /// our log holds beyond it is checked against the leader's before more is appended.
+    pub fn add_partition(&self, leader: &BrokerInfo, partition: Arc<Partition>, from: i64) {
         let tp = (partition.topic.clone(), partition.partition);
         self.remove_partition(&tp);
         let mut fetchers = self.fetchers.lock();
         let f = fetchers
             .entry(leader.id)
             .or_insert_with(|| start_fetcher(leader.clone(), self.settings.clone()));
-        let fetch_offset = partition.log.log_end_offset();
+        let verify_until = partition.log.log_end_offset();
         log::info!(
-            "[Broker {} {}-{}] fetching from broker {} at offset {fetch_offset}",
+            "[Broker {} {}-{}] fetching from broker {} at offset {from}",
             self.settings.broker_id,
             tp.0,
             tp.1,
@@ -89,7 +93,8 @@ impl ReplicaFetcherManager {
             tp,
             Followed {
                 partition,
-                fetch_offset,
+                fetch_offset: from.min(verify_until),
+                verify_until,
             },
         );
     }
@@ -255,27 +260,31 @@ impl Fetcher {
     }
 }
 
-/// Appends the complete messages of a fetched set at the leader's offsets and moves our high
-/// watermark to min(leader's HW, our LEO).
+/// Appends the complete messages of a fetched set at the leader's offsets — after checking
+/// those we already hold (below `verify_until`) — and moves our high watermark to
+/// min(leader's HW, the end of what we know matches the leader).
 fn append_fetched(f: &mut Followed, set: &[u8], leader_hw: i64) -> std::io::Result<()> {
-    let log = &f.partition.log;
+    let partition = f.partition.clone();
+    let log = &partition.log;
+    let mut pos = if f.fetch_offset < f.verify_until {
+        match verify_held(f, set)? {
+            Some(pos) => pos,
+            None => {
+                set_follower_hw(f, leader_hw);
+                return Ok(()); // more of ours to compare, in the next fetch
+            }
+        }
+    } else {
+        0
+    };
     let mut start = None;
     let mut end = 0;
     let mut first = 0;
     let mut last = -1;
-    let mut pos = 0;
-    for m in message::iter(set) {
-        let m = match m {
-            Ok(m) => m,
-            Err(e) => {
-                log::error!(
-                    "[{}-{}] corrupt message from the leader at {}: {e}",
-                    f.partition.topic,
-                    f.partition.partition,
-                    f.fetch_offset
-                );
-                break;
-            }
+    for m in message::iter(&set[pos..]) {
+        let Ok(m) = m else {
+            log_corrupt(f, m.err());
+            break;
         };
         // The leader serves from the entry holding the offset; skip anything before it.
         if m.offset >= f.fetch_offset {
@@ -292,9 +301,94 @@ fn append_fetched(f: &mut Followed, set: &[u8], leader_hw: i64) -> std::io::Resu
         log.append_with_offsets(&set[start..end], first, last)?;
         f.fetch_offset = last + 1;
     }
-    f.partition
-        .set_high_watermark(leader_hw.min(log.log_end_offset()));
+    set_follower_hw(f, leader_hw);
     Ok(())
+}
+
+fn set_follower_hw(f: &Followed, leader_hw: i64) {
+    let known = if f.fetch_offset < f.verify_until {
+        f.fetch_offset
+    } else {
+        f.partition.log.log_end_offset()
+    };
+    f.partition.set_high_watermark(leader_hw.min(known));
+}
+
+fn log_corrupt(f: &Followed, e: Option<message::MessageError>) {
+    log::error!(
+        "[{}-{}] corrupt message from the leader at {}: {e:?}",
+        f.partition.topic,
+        f.partition.partition,
+        f.fetch_offset
+    );
+}
+
+/// Compares the leader's entries with ours from `fetch_offset` on. Matching entries are kept
+/// (the fetch offset moves past them); at the first difference our log is cut there, and the
+/// leader's entries from there on are to be appended: returns their position in `set`. An
+/// empty answer means the leader's log ends at `fetch_offset`, so ours is cut there too.
+/// `None`: everything compared matched and more of ours remains to compare.
+fn verify_held(f: &mut Followed, set: &[u8]) -> std::io::Result<Option<usize>> {
+    let partition = f.partition.clone();
+    let log = &partition.log;
+    let (t, p) = (&partition.topic, partition.partition);
+    let mut mine = Vec::new();
+    // At least the leader's first entry: ours, if the same, is no larger.
+    let read = log.read(f.fetch_offset, set.len().max(1 << 16), None, &mut mine);
+    let mut ours = message::iter(&mine).map_while(Result::ok).peekable();
+    let mut mine_pos = 0;
+    let mut pos = 0;
+    let mut any = false;
+    let mut matched = false;
+    for m in message::iter(set) {
+        let Ok(m) = m else { break };
+        let entry = &set[pos..pos + m.entry_len];
+        if m.offset < f.fetch_offset {
+            pos += m.entry_len;
+            continue;
+        }
+        any = true;
+        if m.offset >= f.verify_until {
+            f.verify_until = f.fetch_offset;
+            return Ok(Some(pos));
+        }
+        while ours.peek().is_some_and(|o| o.offset < m.offset) {
+            mine_pos += ours.next().map_or(0, |o| o.entry_len);
+        }
+        let same = ours.peek().is_some_and(|o| {
+            o.offset == m.offset && mine[mine_pos..mine_pos + o.entry_len] == *entry
+        });
+        if !same {
+            if read.is_ok() && matched && ours.peek().is_none() {
+                return Ok(None); // our read ended before this entry: compare it next time
+            }
+            log.truncate_to(f.fetch_offset)?;
+            log::warn!(
+                "[{t}-{p}] our message at offset {} differs from the leader's: log cut there",
+                m.offset
+            );
+            f.verify_until = f.fetch_offset;
+            return Ok(Some(pos));
+        }
+        f.fetch_offset = m.offset + 1;
+        matched = true;
+        pos += m.entry_len;
+    }
+    if !any && set.is_empty() {
+        // The leader has nothing from `fetch_offset` on: what we hold past it is not in its log.
+        log.truncate_to(f.fetch_offset)?;
+        log::warn!(
+            "[{t}-{p}] our log goes past the leader's end {}: cut there",
+            f.fetch_offset
+        );
+        f.verify_until = f.fetch_offset;
+        return Ok(Some(set.len()));
+    }
+    if f.fetch_offset >= f.verify_until {
+        f.verify_until = f.fetch_offset;
+        return Ok(Some(pos));
+    }
+    Ok(None)
 }
 
 /// Kafka 0.8's rule: when the leader's log ends before our fetch offset, truncate to the
@@ -316,6 +410,7 @@ fn handle_offset_out_of_range(
             f.fetch_offset
         );
         f.fetch_offset = leader_end;
+        f.verify_until = leader_end;
     } else {
         let leader_start = leader_offset(chan, me, &f.partition, EARLIEST_TIME)?;
         log.truncate_fully_and_start_at(leader_start)
@@ -325,6 +420,7 @@ fn handle_offset_out_of_range(
             f.fetch_offset
         );
         f.fetch_offset = leader_start;
+        f.verify_until = leader_start;
         f.partition.set_high_watermark(leader_start);
     }
     Ok(())

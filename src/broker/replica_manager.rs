@@ -112,6 +112,23 @@ impl ReplicaManager {
                 partitions: Vec::new(),
             };
         }
+        // A command for an earlier incarnation of this broker (sent before the controller saw
+        // us restart) describes a log we may no longer have: acting on it could make us
+        // leader of a log truncated since. The controller sends our state anew once it sees
+        // our registration.
+        let mine = self.zk.session_id();
+        if cmd.broker_epoch != -1 && cmd.broker_epoch != mine {
+            log::warn!(
+                "[Broker {}] LeaderAndIsr from controller {} is for broker epoch {:#x}, ours is {mine:#x}; refused",
+                self.broker_id,
+                cmd.controller_id,
+                cmd.broker_epoch
+            );
+            return PartitionErrorsResponse {
+                error_code: ErrorCode::StaleControllerEpoch.code(),
+                partitions: Vec::new(),
+            };
+        }
         // step 1: the set of partitions set_p in the command.
         let set_p: HashSet<TopicPartition> = cmd
             .partition_states
@@ -211,25 +228,23 @@ impl ReplicaManager {
                 // step 2.2.1: stop the fetcher to the current leader.
                 self.fetchers
                     .remove_partition(&(s.topic.clone(), s.partition));
-                // step 2.2.2: become a follower of L: record L, truncate to the high
-                // watermark, and fetch from L.
+                // step 2.2.2: become a follower of L: record L, and fetch from L from our
+                // high watermark. What we hold above it is compared with L's log as it
+                // arrives and cut only where it differs (or where L's log ends): cutting it
+                // blindly lost acknowledged messages when L failed before we had fetched them
+                // again (the chaos run, seed 1).
                 st.role = Role::Follower(leader);
                 st.follower_leos.clear();
                 st.caught_up_at.clear();
-                let hw = partition
-                    .high_watermark()
-                    .min(partition.log.log_end_offset());
+                let leo = partition.log.log_end_offset();
+                let hw = partition.high_watermark().min(leo);
                 partition.set_high_watermark(hw);
-                if let Err(e) = partition.log.truncate_to(hw) {
-                    log::error!("{tag} truncation to {hw} failed: {e}");
-                    return Err(ErrorCode::UnknownServerError);
-                }
                 log::info!(
-                    "{tag} became follower of {leader} at epoch {}, log truncated to {hw}",
+                    "{tag} became follower of {leader} at epoch {}; offsets {hw}..{leo} to be checked against it",
                     st.leader_epoch
                 );
                 match live_leaders.iter().find(|b| b.id == leader) {
-                    Some(b) => self.fetchers.add_partition(b, partition.clone()),
+                    Some(b) => self.fetchers.add_partition(b, partition.clone(), hw),
                     None if leader >= 0 => log::warn!(
                         "{tag} leader {leader} is not among the command's live leaders; not fetching"
                     ),

@@ -427,6 +427,11 @@ impl Shared {
             );
             loop {
                 match self.consumer_startup() {
+                    // Closed while registering: `close` shut the previous connection, not this.
+                    Ok(s) if self.closed.load(Ordering::Acquire) => {
+                        let _ = s.shutdown(Shutdown::Both);
+                        return;
+                    }
                     Ok(s) => {
                         stream = s;
                         break;
@@ -448,6 +453,9 @@ impl Shared {
             return e.to_string();
         }
         loop {
+            if self.closed.load(Ordering::Acquire) {
+                return "closed".into();
+            }
             let frame = match read_frame(stream) {
                 Ok(f) => f,
                 Err(e) => return e.to_string(),

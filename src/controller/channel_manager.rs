@@ -225,6 +225,7 @@ impl CommandBatch {
                     .filter_map(|l| ctx.live_brokers.get(l).cloned())
                     .collect(),
                 init: self.init.contains(&broker),
+                broker_epoch: ctx.broker_sessions.get(&broker).copied().unwrap_or(-1),
                 partition_states: states,
             };
             channels.send(broker, LEADER_AND_ISR, encode(&req));

@@ -3,7 +3,7 @@
 //! reject an epoch older than the newest they have seen.
 //!
 //! Deviation (doc/protocol.md): LeaderAndIsr ends with an `init` boolean, the spec's INIT flag
-//! (section D step 4), which 0.8's layout did not have.
+//! (section D step 4), and the receiver's `broker_epoch`, which 0.8's layout did not have.
 
 use super::{
     BROKER_MIN, BrokerInfo, Decode, DecodeResult, Encode, Reader, Writer, read_array, write_array,
@@ -82,6 +82,10 @@ pub struct LeaderAndIsrRequest {
     pub live_leaders: Vec<BrokerInfo>,
     /// The spec's INIT flag: the receiver deletes local partitions not in this request.
     pub init: bool,
+    /// The ZooKeeper session of the receiver's registration as the controller saw it (Kafka's
+    /// broker epoch, KIP-380): a broker refuses a command meant for an earlier incarnation of
+    /// itself. -1: not checked.
+    pub broker_epoch: i64,
 }
 
 impl Encode for LeaderAndIsrRequest {
@@ -91,6 +95,7 @@ impl Encode for LeaderAndIsrRequest {
         write_states(out, &self.partition_states);
         write_array(out, &self.live_leaders, |o, b| b.encode(o));
         out.put_i8(self.init as i8);
+        out.put_i64(self.broker_epoch);
     }
 }
 
@@ -102,6 +107,7 @@ impl<'a> Decode<'a> for LeaderAndIsrRequest {
             partition_states: read_states(r)?,
             live_leaders: read_array(r, "live_leaders", BROKER_MIN, BrokerInfo::decode)?,
             init: r.bool("init")?,
+            broker_epoch: r.i64("broker_epoch")?,
         })
     }
 }
@@ -301,6 +307,7 @@ mod tests {
             partition_states: vec![state()],
             live_leaders: vec![broker.clone()],
             init: true,
+            broker_epoch: 0x1234,
         });
         round_trip(&StopReplicaRequest {
             controller_id: 1,

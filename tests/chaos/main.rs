@@ -99,6 +99,17 @@ fn run(seed: u64, duration: Duration) {
         drop(env);
         let _ = std::fs::create_dir_all(kept.parent().unwrap());
         let _ = std::fs::rename(tmp.keep(), &kept);
+        let mut detail = format!(
+            "{line}\n{}\n\nacknowledged (producer seq partition offset):\n",
+            report.problems.join("\n")
+        );
+        for a in &acks {
+            detail.push_str(&format!(
+                "{} {} {} {}\n",
+                a.producer, a.seq, a.partition, a.offset
+            ));
+        }
+        let _ = std::fs::write(kept.join("report.txt"), detail);
         panic!(
             "chaos seed {seed} failed (healed: {healed}; episodes that did not heal: {unhealed:?}):\n{}\nlogs kept in {}",
             report.problems.join("\n"),
@@ -128,9 +139,9 @@ fn chaos_run() {
                 .unwrap()
                 .as_secs()
         });
-    let minutes: u64 = std::env::var("CHAOS_MINUTES")
+    let minutes: f64 = std::env::var("CHAOS_MINUTES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
-    run(seed, Duration::from_secs(minutes * 60));
+        .unwrap_or(30.0);
+    run(seed, Duration::from_secs_f64(minutes * 60.0));
 }

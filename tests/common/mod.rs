@@ -347,6 +347,25 @@ impl Client {
             partition_states: states,
             live_leaders: leaders,
             init,
+            broker_epoch: -1,
+        };
+        self.chan.request(4, &req).unwrap()
+    }
+
+    /// A LeaderAndIsr addressed to the incarnation registered in `broker_epoch`.
+    pub fn leader_and_isr_for(
+        &mut self,
+        broker_epoch: i64,
+        states: Vec<TopicPartitionState>,
+        leaders: Vec<BrokerInfo>,
+    ) -> PartitionErrorsResponse {
+        let req = LeaderAndIsrRequest {
+            controller_id: 0,
+            controller_epoch: 1,
+            partition_states: states,
+            live_leaders: leaders,
+            init: false,
+            broker_epoch,
         };
         self.chan.request(4, &req).unwrap()
     }
