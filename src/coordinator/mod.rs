@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use regex::Regex;
 
 use crate::zk::paths::COORDINATOR;
-use crate::zk::{ElectionListener, SessionListener, ZkClient, ZkElection};
+use crate::zk::{ElectionListener, ZkClient, ZkElection};
 use session::ConsumerSession;
 
 pub use register::valid_name;
@@ -65,12 +65,10 @@ impl Coordinator {
     }
 
     /// Joins the election (`coordinatorElector`). Step 5 of coordinatorStartup, the session
-    /// expiration listener, is registered here once: `ZkClient` keeps its listeners across
-    /// sessions.
+    /// expiration listener, is the elector's: it tells us of a new session through
+    /// `on_new_session` (handleNewSession), in order with its own resign and re-elect.
     pub fn startup(self: &Arc<Self>) {
         let me: Weak<Coordinator> = Arc::downgrade(self);
-        self.zk
-            .add_session_listener(me.clone() as Weak<dyn SessionListener>);
         let elector = ZkElection::start(
             self.zk.clone(),
             COORDINATOR,
@@ -140,24 +138,16 @@ impl ElectionListener for Coordinator {
     fn on_resigned(&self) {
         self.end_term("lost the election");
     }
-}
 
-impl SessionListener for Coordinator {
-    fn handle_session_lost(&self) {
-        self.end_term("ZooKeeper session lost");
-    }
-
-    /// handleNewSession.
-    fn handle_new_session(&self) {
+    /// handleNewSession. The elector calls it on its own thread between resigning and electing
+    /// again, so it cannot race the next term's startup.
+    fn on_new_session(&self) {
         // step 1: reset the state (consumerGroupsPerTopic, groupsWithWildcardTopics, the queue…):
-        // it all lives in the term, which ends here.
+        // it all lives in the term, which ends here (if resigning has not ended it already).
         self.end_term("ZooKeeper session replaced");
         // step 2: re-register the session expiration listener — nothing to do: `ZkClient`, unlike
         // Kafka's ZkClient, keeps its session listeners after they fire.
-        // step 3: try to be elected again.
-        if let Some(el) = self.elector.lock().as_ref() {
-            el.elect_again();
-        }
+        // step 3: try to be elected again — the elector does, as soon as this returns.
     }
 }
 

@@ -20,6 +20,9 @@ use super::paths::{ElectedBroker, elected_broker, from_json};
 pub trait ElectionListener: Send + Sync {
     fn on_elected(&self);
     fn on_resigned(&self);
+    /// A new ZooKeeper session replaced ours: called after `on_resigned` and before the
+    /// election is tried again, on the election's thread, so it never races either.
+    fn on_new_session(&self) {}
 }
 
 pub struct ZkElection {
@@ -84,11 +87,6 @@ impl ZkElection {
                 l.on_resigned();
             }
         }
-    }
-
-    /// Tries again now (the coordinator's handleNewSession step 3).
-    pub fn elect_again(&self) {
-        let _ = self.triggers.send(Trigger::Elect);
     }
 
     /// Gives up a leadership the owner could not take up; the node's deletion fires the
@@ -180,6 +178,9 @@ fn election_loop(e: Weak<ZkElection>, rx: Receiver<Trigger>) {
             Trigger::Stop => return,
             Trigger::NewSession => {
                 e.resign_for_new_session();
+                if let Some(l) = e.listener.upgrade() {
+                    l.on_new_session();
+                }
                 e.elect();
             }
             Trigger::Elect => e.elect(),

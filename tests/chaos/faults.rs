@@ -103,13 +103,15 @@ pub fn episode(env: &mut Env, rng: &mut Rng) -> Vec<String> {
 
 /// A broker that is running and not already paused, chosen at random; `prefer` when it is.
 fn pick(env: &Env, rng: &mut Rng, prefer: Option<i32>) -> Option<i32> {
+    // Always one draw, so a seed replays the same sequence of choices whoever is hit.
+    let r = rng.below(3) as usize;
     let up: Vec<i32> = (1..=3)
         .filter(|id| env.is_running(*id) && !env.brokers[id].paused)
         .collect();
     if let Some(p) = prefer.filter(|p| up.contains(p)) {
         return Some(p);
     }
-    (!up.is_empty()).then(|| up[rng.below(up.len() as u64) as usize])
+    (!up.is_empty()).then(|| up[r % up.len()])
 }
 
 fn begin(env: &mut Env, rng: &mut Rng, f: Fault) -> Active {
