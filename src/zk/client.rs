@@ -52,6 +52,9 @@ pub struct ZkClient {
     listeners: Mutex<Vec<Weak<dyn SessionListener>>>,
     events: Sender<(u64, ZkState)>,
     closed: AtomicBool,
+    /// Restoring our ephemeral nodes in a new session failed midway (ZooKeeper went away
+    /// again): the session thread tries again until it succeeds.
+    needs_restore: AtomicBool,
 }
 
 fn open_handle(
@@ -96,6 +99,7 @@ impl ZkClient {
             listeners: Mutex::new(Vec::new()),
             events: tx,
             closed: AtomicBool::new(false),
+            needs_restore: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&client);
         std::thread::Builder::new()
@@ -359,8 +363,12 @@ impl ZkClient {
         }
     }
 
+    /// Restores our ephemeral nodes in the new session, then tells the listeners. When
+    /// ZooKeeper fails us midway it gives up for now (a few tries with backoff) and leaves
+    /// `needs_restore` set: the session thread must stay free to see the next state change.
     fn on_new_session(&self) {
         log::info!("zookeeper session re-established; restoring ephemeral nodes and watches");
+        self.needs_restore.store(true, Ordering::Release);
         self.session_id.store(0, Ordering::Release);
         let eph: Vec<(String, Vec<u8>)> = self
             .ephemerals
@@ -369,15 +377,25 @@ impl ZkClient {
             .map(|e| (e.path.clone(), e.data.clone()))
             .collect();
         for (path, data) in eph {
+            let mut backoff = Duration::from_millis(100);
             // A stale node of the old session lasts at most one session timeout past its
             // last heartbeat; keep waiting beyond that rather than give up the registration.
             while let Err(e) = self.create_ephemeral_once(&path, &data, self.session_timeout * 2) {
                 if self.closed.load(Ordering::Acquire) {
                     return;
                 }
-                log::error!("cannot re-create ephemeral {path}: {e:?}; retrying");
+                if e != ZkError::NodeExists {
+                    if backoff > Duration::from_secs(2) {
+                        log::warn!("cannot re-create ephemeral {path}: {e:?}; trying again later");
+                        return;
+                    }
+                    log::warn!("cannot re-create ephemeral {path}: {e:?}; retrying in {backoff:?}");
+                    std::thread::sleep(backoff);
+                    backoff *= 2;
+                }
             }
         }
+        self.needs_restore.store(false, Ordering::Release);
         for l in self.live_listeners() {
             l.handle_new_session();
         }
@@ -404,11 +422,24 @@ fn ensure_path_on(zk: &ZooKeeper, path: &str) -> ZkResult<()> {
 
 fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
     let mut suspect = false;
-    while let Ok((generation, state)) = events.recv() {
+    loop {
+        let event = events.recv_timeout(Duration::from_secs(1));
         let Some(c) = client.upgrade() else { return };
         if c.closed.load(Ordering::Acquire) {
             return;
         }
+        let (generation, state) = match event {
+            Ok(e) => e,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                // A restore that ZooKeeper interrupted is tried again, even if no new state
+                // change comes to prompt it.
+                if c.needs_restore.load(Ordering::Acquire) {
+                    c.on_new_session();
+                }
+                continue;
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+        };
         if generation != c.generation.load(Ordering::Acquire) {
             continue;
         }
