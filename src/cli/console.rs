@@ -7,15 +7,13 @@ use std::time::Duration;
 
 use clap::Args;
 
-use gregor::client::metadata::{fetch_metadata, partition_leaders};
+use gregor::client::metadata::{fetch_metadata, list_offset, partition_leaders};
 use gregor::client::producer::{ProduceError, Producer, ProducerConfig};
 use gregor::network::BlockingChannel;
 use gregor::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
-use gregor::protocol::header::{FETCH, LIST_OFFSETS};
+use gregor::protocol::header::FETCH;
 use gregor::protocol::message::decode_deep;
-use gregor::protocol::offsets::{
-    EARLIEST_TIME, LATEST_TIME, ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition,
-};
+use gregor::protocol::offsets::{EARLIEST_TIME, LATEST_TIME};
 use gregor::protocol::{ErrorCode, compression};
 
 #[derive(Args)]
@@ -136,37 +134,23 @@ pub fn produce(a: ProduceArgs) -> Result<(), String> {
     }
 }
 
-fn list_offset(
-    chan: &mut BlockingChannel,
-    topic: &str,
-    partition: i32,
-    time: i64,
-) -> Result<i64, String> {
-    let req = ListOffsetsRequest {
-        replica_id: -1,
-        topics: vec![(
-            topic.to_owned(),
-            vec![OffsetsPartition {
-                partition,
-                time,
-                max_num_offsets: 1,
-            }],
-        )],
-    };
-    let r: ListOffsetsResponse = chan
-        .request(LIST_OFFSETS, &req)
-        .map_err(|e| e.to_string())?;
-    let p = &r.topics[0].1[0];
-    if p.error_code != 0 {
-        return Err(format!(
-            "partition {partition}: {:?}",
-            ErrorCode::from_code(p.error_code)
-        ));
+/// Writes one consumed message: `AT\t` with --print-offset, the key and a tab with --print-key,
+/// then the value and a newline.
+pub fn print_record(
+    out: &mut impl Write,
+    a: &ConsumeArgs,
+    at: &str,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) {
+    if a.print_offset {
+        let _ = write!(out, "{at}\t");
     }
-    p.offsets
-        .first()
-        .copied()
-        .ok_or_else(|| "empty ListOffsets answer".into())
+    if a.print_key {
+        let _ = write!(out, "{}\t", String::from_utf8_lossy(key.unwrap_or(b"")));
+    }
+    let _ = out.write_all(value.unwrap_or(b""));
+    let _ = out.write_all(b"\n");
 }
 
 pub fn consume(a: ConsumeArgs) -> Result<(), String> {
@@ -254,18 +238,8 @@ pub fn consume(a: ConsumeArgs) -> Result<(), String> {
                     continue;
                 }
                 offsets.insert(p, m.offset + 1);
-                if a.print_offset {
-                    let _ = write!(out, "{p}:{}\t", m.offset);
-                }
-                if a.print_key {
-                    let _ = write!(
-                        out,
-                        "{}\t",
-                        String::from_utf8_lossy(m.key.as_deref().unwrap_or(b""))
-                    );
-                }
-                let _ = out.write_all(m.value.as_deref().unwrap_or(b""));
-                let _ = out.write_all(b"\n");
+                let at = format!("{p}:{}", m.offset);
+                print_record(&mut out, &a, &at, m.key.as_deref(), m.value.as_deref());
                 seen += 1;
                 if a.max_messages.is_some_and(|n| seen >= n) {
                     return Ok(());

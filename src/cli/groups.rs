@@ -9,19 +9,16 @@ use clap::Args;
 use crossbeam_channel::bounded;
 
 use gregor::client::consumer::{ConsumerConfig, GroupConsumer};
-use gregor::client::metadata::fetch_metadata;
+use gregor::client::metadata::{fetch_metadata, list_offset};
 use gregor::network::BlockingChannel;
 use gregor::network::channel::read_frame;
 use gregor::protocol::coordinator::{
     self as proto, DescribeGroupsRequest, DescribeGroupsResponse, Subscription,
 };
-use gregor::protocol::header::LIST_OFFSETS;
-use gregor::protocol::offsets::{
-    LATEST_TIME, ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition,
-};
+use gregor::protocol::offsets::LATEST_TIME;
 use gregor::protocol::{ErrorCode, decode_all};
 
-use super::console::ConsumeArgs;
+use super::console::{ConsumeArgs, print_record};
 
 #[derive(Args)]
 pub struct GroupsArgs {
@@ -71,18 +68,8 @@ pub fn consume_in_group(a: ConsumeArgs) -> Result<(), String> {
             let _ = out.flush();
             continue;
         };
-        if a.print_offset {
-            let _ = write!(out, "{}:{}:{}\t", r.topic, r.partition, r.offset);
-        }
-        if a.print_key {
-            let _ = write!(
-                out,
-                "{}\t",
-                String::from_utf8_lossy(r.key.as_deref().unwrap_or(b""))
-            );
-        }
-        let _ = out.write_all(r.value.as_deref().unwrap_or(b""));
-        let _ = out.write_all(b"\n");
+        let at = format!("{}:{}:{}", r.topic, r.partition, r.offset);
+        print_record(&mut out, &a, &at, r.key.as_deref(), r.value.as_deref());
         seen += 1;
     }
     let _ = out.flush();
@@ -195,23 +182,8 @@ fn log_end_offsets(
         else {
             continue;
         };
-        let req = ListOffsetsRequest {
-            replica_id: -1,
-            topics: vec![(
-                p.topic.clone(),
-                vec![OffsetsPartition {
-                    partition: p.partition,
-                    time: LATEST_TIME,
-                    max_num_offsets: 1,
-                }],
-            )],
-        };
-        if let Ok(r) = c.request::<_, ListOffsetsResponse>(LIST_OFFSETS, &req)
-            && let Some(o) = r.topics.first().and_then(|(_, v)| v.first())
-            && o.error_code == 0
-            && let Some(end) = o.offsets.first()
-        {
-            out.insert((p.topic.clone(), p.partition), *end);
+        if let Ok(end) = list_offset(&mut c, &p.topic, p.partition, LATEST_TIME) {
+            out.insert((p.topic.clone(), p.partition), end);
         }
     }
     Ok(out)

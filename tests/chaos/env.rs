@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use gregor::protocol::ErrorCode;
 use gregor::zk::paths::{self, CONTROLLER, COORDINATOR, ElectedBroker};
 use gregor::zk::{ZkClient, groups};
 
-use crate::common::{Client, Proxy, die_with_parent, free_port, serving, start_zookeeper};
+use crate::common::{Client, Proxy, free_port, serving, spawn_broker_process, start_zookeeper};
 
 pub const SESSION_TIMEOUT_MS: u64 = 3000;
 pub const TOPIC: &str = "chaos";
@@ -100,36 +100,18 @@ impl Env {
     fn spawn(&mut self, id: i32) {
         let zk = self.zk_connect();
         let b = self.brokers.get_mut(&id).unwrap();
-        let props = b.dir.join("server.properties");
-        std::fs::write(
-            &props,
-            format!(
-                "broker.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{}\n\
-                 advertised.listeners=PLAINTEXT://127.0.0.1:{}\nlog.dirs={}\nzookeeper.connect={zk}\n\
-                 zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}\nreplica.lag.time.max.ms=4000\n\
-                 min.insync.replicas=2\nunclean.leader.election.enable=false\n\
-                 default.replication.factor=3\nauto.create.topics.enable=false\n\
-                 controlled.shutdown.retry.backoff.ms=300\ncoordinator.rebalance.timeout.ms=5000\n",
-                b.port,
-                b.proxy.port,
-                b.dir.join("data").display(),
-            ),
-        )
-        .unwrap();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(b.dir.join("broker.log"))
-            .unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gregor"));
-        cmd.args(["broker", "--config"])
-            .arg(&props)
-            .env("RUST_LOG", "info,zookeeper=warn")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
-        die_with_parent(&mut cmd);
-        b.child = Some(cmd.spawn().expect("spawn gregor broker"));
+        let properties = format!(
+            "broker.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{}\n\
+             advertised.listeners=PLAINTEXT://127.0.0.1:{}\nlog.dirs={}\nzookeeper.connect={zk}\n\
+             zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}\nreplica.lag.time.max.ms=4000\n\
+             min.insync.replicas=2\nunclean.leader.election.enable=false\n\
+             default.replication.factor=3\nauto.create.topics.enable=false\n\
+             controlled.shutdown.retry.backoff.ms=300\ncoordinator.rebalance.timeout.ms=5000\n",
+            b.port,
+            b.proxy.port,
+            b.dir.join("data").display(),
+        );
+        b.child = Some(spawn_broker_process(&b.dir, &properties));
         b.paused = false;
     }
 

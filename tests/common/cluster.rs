@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use gregor::zk::ZkClient;
 use gregor::zk::paths::{self, LeaderAndIsr};
 
 use super::{
-    Client, SESSION_TIMEOUT_MS, chroot, die_with_parent, free_port, wait_until, zk_address,
+    Client, SESSION_TIMEOUT_MS, chroot, free_port, spawn_broker_process, wait_until, zk_address,
 };
 
 pub struct BrokerProcess {
@@ -69,7 +69,6 @@ impl Cluster {
 
     fn spawn(&mut self, id: i32) {
         let b = self.brokers.get_mut(&id).unwrap();
-        let props = b.dir.join("server.properties");
         let mut text = format!(
             "broker.id={id}\nlisteners=PLAINTEXT://127.0.0.1:{}\nlog.dirs={}\nzookeeper.connect={}\n\
              zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}\nreplica.lag.time.max.ms=3000\n\
@@ -81,21 +80,7 @@ impl Cluster {
         for (k, v) in &self.extra {
             text.push_str(&format!("{k}={v}\n"));
         }
-        std::fs::write(&props, text).unwrap();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(b.dir.join("broker.log"))
-            .unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gregor"));
-        cmd.args(["broker", "--config"])
-            .arg(&props)
-            .env("RUST_LOG", "info,zookeeper=warn")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
-        die_with_parent(&mut cmd);
-        b.child = Some(cmd.spawn().expect("spawn gregor broker"));
+        b.child = Some(spawn_broker_process(&b.dir, &text));
     }
 
     pub fn wait_registered(&self, id: i32) {

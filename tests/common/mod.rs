@@ -142,6 +142,27 @@ pub fn serving(addr: &str) -> bool {
     out.contains("Mode:")
 }
 
+/// Starts `gregor broker` with `properties` written to `dir/server.properties`, logging to
+/// `dir/broker.log` (appended across restarts); the child dies with the test.
+pub fn spawn_broker_process(dir: &Path, properties: &str) -> Child {
+    let props = dir.join("server.properties");
+    std::fs::write(&props, properties).unwrap();
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("broker.log"))
+        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gregor"));
+    cmd.args(["broker", "--config"])
+        .arg(&props)
+        .env("RUST_LOG", "info,zookeeper=warn")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    die_with_parent(&mut cmd);
+    cmd.spawn().expect("spawn gregor broker")
+}
+
 /// Holds `/controller` in a chroot so no broker there becomes controller: the test sends the
 /// controller's commands itself. Released on drop.
 pub struct FakeController {

@@ -14,13 +14,12 @@ use crossbeam_channel::{
 };
 
 use super::{Batch, Shared};
-use crate::client::metadata::fetch_metadata;
+use crate::client::metadata::{fetch_metadata, list_offset};
 use crate::network::BlockingChannel;
 use crate::protocol::ErrorCode;
 use crate::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
-use crate::protocol::header::{FETCH, LIST_OFFSETS};
+use crate::protocol::header::FETCH;
 use crate::protocol::message::decode_deep;
-use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition};
 
 type Tp = (Arc<str>, i32);
 
@@ -301,41 +300,4 @@ fn deliver(shared: &Shared, mut batch: Batch, stop: &AtomicBool) -> bool {
             Err(SendTimeoutError::Disconnected(_)) => return false,
         }
     }
-}
-
-fn list_offset(
-    chan: &mut BlockingChannel,
-    topic: &str,
-    partition: i32,
-    time: i64,
-) -> Result<i64, String> {
-    let req = ListOffsetsRequest {
-        replica_id: -1,
-        topics: vec![(
-            topic.to_owned(),
-            vec![OffsetsPartition {
-                partition,
-                time,
-                max_num_offsets: 1,
-            }],
-        )],
-    };
-    let r: ListOffsetsResponse = chan
-        .request(LIST_OFFSETS, &req)
-        .map_err(|e| e.to_string())?;
-    let p = r
-        .topics
-        .first()
-        .and_then(|(_, v)| v.first())
-        .ok_or("empty ListOffsets answer")?;
-    if p.error_code != 0 {
-        return Err(format!(
-            "{topic}-{partition}: ListOffsets answered {:?}",
-            ErrorCode::from_code(p.error_code)
-        ));
-    }
-    p.offsets
-        .first()
-        .copied()
-        .ok_or_else(|| "empty ListOffsets answer".into())
 }
