@@ -500,9 +500,10 @@ fn malformed_coordinator_requests_get_an_error_and_others_keep_being_served() {
     s.write_all(&register_frame(|r| r.consumer_id = "garbage".into()))
         .unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut resp = [0u8; 6];
+    // RegisterResponse: size 6, error code, rebalance timeout (3000 ms here).
+    let mut resp = [0u8; 10];
     s.read_exact(&mut resp).unwrap();
-    assert_eq!(i16::from_be_bytes([resp[4], resp[5]]), 0, "registered");
+    assert_eq!(resp, [0, 0, 0, 6, 0, 0, 0, 0, 0x0b, 0xb8], "registered");
     let mut got = Vec::new();
     let mut buf = [0u8; 256];
     while let Ok(n) = s.read(&mut buf) {

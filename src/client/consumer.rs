@@ -27,7 +27,7 @@ use crate::network::BlockingChannel;
 use crate::network::channel::read_frame;
 use crate::protocol::coordinator::{
     self as proto, ConsultResponse, Empty, ErrorResponse, PartitionOffset, PingResponse,
-    RegisterRequest, StartRequest, StopResponse, Subscription,
+    RegisterRequest, RegisterResponse, StartRequest, StopResponse, Subscription,
 };
 use crate::protocol::group_offsets::{CommitPartition, OffsetCommitRequest, OffsetCommitResponse};
 use crate::protocol::header::OFFSET_COMMIT;
@@ -134,6 +134,8 @@ struct Shared {
     assignment: Mutex<BTreeSet<(String, i32)>>,
     /// StartRequests handled.
     starts: AtomicU64,
+    /// How long the coordinator may stay silent during a rebalance (its RegisterResponse).
+    rebalance_allowance: Mutex<Duration>,
 }
 
 pub struct GroupConsumer {
@@ -165,6 +167,7 @@ impl GroupConsumer {
             coordinator: Mutex::new(None),
             assignment: Mutex::new(BTreeSet::new()),
             starts: AtomicU64::new(0),
+            rebalance_allowance: Mutex::new(Duration::ZERO),
         });
         let stream = shared.consumer_startup()?;
         let s = shared.clone();
@@ -394,11 +397,13 @@ impl Shared {
             .write_all(&proto::frame(proto::REGISTER, &req))
             .and_then(|_| read_frame(&mut stream))
             .map_err(|e| ConsumerError::NoCoordinator(format!("{addr}: {e}")))?;
-        let r = decode_all::<ErrorResponse>(&answer).map_err(|e| {
+        let r = decode_all::<RegisterResponse>(&answer).map_err(|e| {
             ConsumerError::NoCoordinator(format!("{addr}: bad RegisterResponse: {e}"))
         })?;
         match ErrorCode::from_code(r.error_code) {
             ErrorCode::None => {
+                let allowance = Duration::from_millis(r.rebalance_timeout_ms.max(0) as u64);
+                *self.rebalance_allowance.lock() = allowance;
                 log::info!(
                     "[consumer {}] registered in group {} with coordinator {} at {addr}",
                     self.consumer_id,
@@ -448,7 +453,9 @@ impl Shared {
     /// Block-reads requests and answers them until the connection fails. Silence longer than
     /// the coordinator's own patience (every ping missed) means it is gone.
     fn serve_coordinator(self: &Arc<Self>, stream: &mut TcpStream) -> String {
-        let patience = self.config.ping_interval * (self.config.max_ping_retries.max(0) as u32 + 2);
+        // Every ping missed, plus the longest a rebalance may hold the coordinator up.
+        let patience = self.config.ping_interval * (self.config.max_ping_retries.max(0) as u32 + 2)
+            + *self.rebalance_allowance.lock();
         if let Err(e) = stream.set_read_timeout(Some(patience)) {
             return e.to_string();
         }

@@ -192,22 +192,26 @@ impl Term {
     ) -> ZkResult<Outcome> {
         let mut conns: Vec<_> = members.iter().map(|s| (s, s.lock())).collect();
         let deadline = Instant::now() + self.config.rebalance_timeout;
-        // step 4.1: StopRequest to every member, then every StopResponse
+        // step 4.1: StopRequest to every member, then every StopResponse. A member counts as
+        // stopped from the moment it is sent Stop: if this rebalance fails later, the next one
+        // must not take it for running its old share.
+        let mut owned = Vec::with_capacity(conns.len());
         for (s, c) in conns.iter_mut() {
+            owned.push(s.started().unwrap_or_default());
+            s.set_started(None);
             if let Err(e) = c.send(proto::STOP, &Empty) {
                 return Ok(self.member_failed(group, s, "Stop", e));
             }
         }
-        for (s, c) in conns.iter_mut() {
+        for ((s, c), owned) in conns.iter_mut().zip(&owned) {
             let answer = c.answer(proto::STOP, deadline).and_then(|b| {
                 StopResponse::decode(&mut Reader::new(&b)).map_err(SessionError::Decode)
             });
             match answer {
                 Ok(r) => {
                     if let Some(o) = &r.offsets {
-                        self.commit_offsets(s, o);
+                        self.commit_offsets(s, owned, o);
                     }
-                    s.set_started(None);
                 }
                 Err(e) => return Ok(self.member_failed(group, s, "Stop", e)),
             }
@@ -284,8 +288,12 @@ impl Term {
 
     /// Commits offsets a member reported (PingResponse, StopResponse), only for partitions it
     /// owns: a consumer cannot move another's position.
-    pub(super) fn commit_offsets(&self, s: &ConsumerSession, offsets: &[PartitionOffset]) {
-        let Some(owned) = s.started() else { return };
+    pub(super) fn commit_offsets(
+        &self,
+        s: &ConsumerSession,
+        owned: &BTreeSet<(String, i32)>,
+        offsets: &[PartitionOffset],
+    ) {
         for o in offsets {
             if !owned.contains(&(o.topic.clone(), o.partition)) || o.offset < 0 {
                 continue;

@@ -117,7 +117,7 @@ impl Coordinator {
 }
 
 fn answer_error(mut stream: TcpStream, code: ErrorCode) {
-    let _ = write_register_response(&mut stream, code.code());
+    let _ = write_register_response(&mut stream, code.code(), Duration::ZERO);
 }
 
 impl Term {
@@ -144,10 +144,12 @@ impl Term {
                 self.broker_id
             );
             self.remove_session(&s);
-            let _ = s.answer_register(ErrorCode::UnknownServerError.code());
+            let _ = s.answer_register(ErrorCode::UnknownServerError.code(), Duration::ZERO);
             return;
         }
-        if s.answer_register(ErrorCode::None.code()).is_err() {
+        if s.answer_register(ErrorCode::None.code(), self.config.rebalance_timeout)
+            .is_err()
+        {
             self.end_session(&s, "gone before its RegisterResponse");
             return;
         }
@@ -158,7 +160,11 @@ impl Term {
             s.ping_interval,
             s.max_ping_retries
         );
-        let why = s.run_ping_loop(&|offsets| self.commit_offsets(&s, offsets));
+        let why = s.run_ping_loop(&|offsets| {
+            if let Some(owned) = s.started() {
+                self.commit_offsets(&s, &owned, offsets);
+            }
+        });
         self.end_session(&s, &why);
     }
 

@@ -18,7 +18,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::assignment::TopicFilter;
 use crate::protocol::coordinator::{self as proto, PartitionOffset, Subscription};
-use crate::protocol::{Decode, DecodeError, Encode, Reader};
+use crate::protocol::{Decode, DecodeError, Encode, Reader, Writer};
 
 /// Answers larger than this are not coordinator answers: the session ends.
 const MAX_ANSWER_BYTES: usize = 16 << 20;
@@ -206,8 +206,8 @@ impl ConsumerSession {
     }
 
     /// Writes the RegisterResponse (before the ping loop starts).
-    pub fn answer_register(&self, error_code: i16) -> io::Result<()> {
-        write_register_response(&mut self.conn.lock().stream, error_code)
+    pub fn answer_register(&self, error_code: i16, rebalance_timeout: Duration) -> io::Result<()> {
+        write_register_response(&mut self.conn.lock().stream, error_code, rebalance_timeout)
     }
 
     /// The ping loop, on the connection's thread. Returns when the consumer is dead: its
@@ -255,11 +255,21 @@ impl ConsumerSession {
     }
 }
 
-/// RegisterResponse: size, then the error code.
-pub fn write_register_response(stream: &mut impl Write, error_code: i16) -> io::Result<()> {
-    let mut out = Vec::with_capacity(6);
-    out.extend_from_slice(&2i32.to_be_bytes());
-    out.extend_from_slice(&error_code.to_be_bytes());
+/// RegisterResponse: the error code, and how long a rebalance may keep us silent.
+pub fn write_register_response(
+    stream: &mut impl Write,
+    error_code: i16,
+    rebalance_timeout: Duration,
+) -> io::Result<()> {
+    let ms = rebalance_timeout.as_millis().min(i32::MAX as u128) as i32;
+    let r = proto::RegisterResponse {
+        error_code,
+        rebalance_timeout_ms: ms,
+    };
+    let mut out = Vec::with_capacity(10);
+    let at = out.reserve_size();
+    r.encode(&mut out);
+    out.patch_size(at);
     stream.write_all(&out)
 }
 

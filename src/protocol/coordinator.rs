@@ -210,7 +210,33 @@ impl<'a> Decode<'a> for RegisterRequest {
     }
 }
 
-/// RegisterResponse, StopResponse without offsets, StartResponse: a global error code.
+/// RegisterResponse (a deviation: the spec shows none). `rebalance_timeout_ms` tells the
+/// consumer how long a rebalance may keep the coordinator silent, so it does not take that
+/// silence for the coordinator's death.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisterResponse {
+    pub error_code: i16,
+    pub rebalance_timeout_ms: i32,
+}
+
+impl Encode for RegisterResponse {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i16(self.error_code);
+        out.put_i32(self.rebalance_timeout_ms);
+    }
+}
+
+impl<'a> Decode<'a> for RegisterResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(RegisterResponse {
+            error_code: r.i16("error_code")?,
+            rebalance_timeout_ms: r.i32("rebalance_timeout_ms")?,
+        })
+    }
+}
+
+/// StopResponse without offsets, StartResponse, and the answer to a refused request: a global
+/// error code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorResponse {
     pub error_code: i16,
@@ -498,6 +524,10 @@ mod tests {
             streams: 1,
         });
         round_trip(PingRequest { num_retries: 2 });
+        round_trip(RegisterResponse {
+            error_code: 16,
+            rebalance_timeout_ms: 10_000,
+        });
         round_trip(PingResponse { offsets: None });
         round_trip(PingResponse {
             offsets: Some(offsets()),

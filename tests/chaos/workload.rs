@@ -33,7 +33,8 @@ pub fn value(producer: u32, seq: u64) -> String {
 }
 
 pub struct Workload {
-    stop: Arc<AtomicBool>,
+    stop_producing: Arc<AtomicBool>,
+    stop_consuming: Arc<AtomicBool>,
     pub acks: Arc<Mutex<Vec<Ack>>>,
     pub attempts: Arc<AtomicU64>,
     pub consumed: Arc<Mutex<Vec<String>>>,
@@ -45,7 +46,8 @@ pub struct Workload {
 impl Workload {
     pub fn start(bootstrap: &str, producers: u32, consumers: usize) -> Workload {
         let mut w = Workload {
-            stop: Arc::new(AtomicBool::new(false)),
+            stop_producing: Arc::new(AtomicBool::new(false)),
+            stop_consuming: Arc::new(AtomicBool::new(false)),
             acks: Arc::default(),
             attempts: Arc::default(),
             consumed: Arc::default(),
@@ -55,7 +57,7 @@ impl Workload {
         };
         for id in 0..producers {
             let (stop, acks, attempts, boot) = (
-                w.stop.clone(),
+                w.stop_producing.clone(),
                 w.acks.clone(),
                 w.attempts.clone(),
                 bootstrap.to_owned(),
@@ -65,7 +67,11 @@ impl Workload {
             }));
         }
         for _ in 0..consumers {
-            let (stop, consumed, boot) = (w.stop.clone(), w.consumed.clone(), bootstrap.to_owned());
+            let (stop, consumed, boot) = (
+                w.stop_consuming.clone(),
+                w.consumed.clone(),
+                bootstrap.to_owned(),
+            );
             w.consumers
                 .push(std::thread::spawn(move || consume(&boot, &stop, &consumed)));
         }
@@ -74,14 +80,14 @@ impl Workload {
 
     /// Stops the producers; the consumers keep reading until `stop_consumers`.
     pub fn stop_producers(&mut self) {
-        self.stop.store(true, Ordering::Release);
+        self.stop_producing.store(true, Ordering::Release);
         for h in self.producers.drain(..) {
             let _ = h.join();
         }
     }
 
     pub fn stop_consumers(&mut self) {
-        self.stop.store(true, Ordering::Release);
+        self.stop_consuming.store(true, Ordering::Release);
         for h in self.consumers.drain(..) {
             let _ = h.join();
         }
