@@ -21,4 +21,4 @@ ensure_packages zookeeper
 command -v cargo >/dev/null || { echo "cargo is needed (https://rustup.rs)" >&2; exit 1; }
 export CHAOS_MINUTES="$minutes"
 if [ -n "$seed" ]; then export CHAOS_SEED="$seed"; fi
-cargo test --release --test chaos -- --ignored --nocapture chaos_run
+cargo test --release --test chaos -- --nocapture

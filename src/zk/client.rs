@@ -422,11 +422,36 @@ fn ensure_path_on(zk: &ZooKeeper, path: &str) -> ZkResult<()> {
 
 fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
     let mut suspect = false;
+    let mut unreachable_since: Option<Instant> = None;
+    let mut last_probe = Instant::now();
     loop {
         let event = events.recv_timeout(Duration::from_secs(1));
         let Some(c) = client.upgrade() else { return };
         if c.closed.load(Ordering::Acquire) {
             return;
+        }
+        // After a ZooKeeper restart the library's handle can stay unusable without ever
+        // reporting Closed. Past twice the session timeout our session is gone on the server
+        // anyway: open a new one. Probed at most once a second, events or not.
+        if last_probe.elapsed() >= Duration::from_secs(1) {
+            last_probe = Instant::now();
+            match c.zk().exists("/", false) {
+                Ok(_) => unreachable_since = None,
+                Err(e) => {
+                    let since = *unreachable_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() > c.session_timeout * 2 {
+                        log::warn!(
+                            "zookeeper unusable for {:?} ({e:?}); opening a new session",
+                            since.elapsed()
+                        );
+                        unreachable_since = None;
+                        suspect = false;
+                        c.notify_session_lost();
+                        c.replace_session();
+                        continue;
+                    }
+                }
+            }
         }
         let (generation, state) = match event {
             Ok(e) => e,

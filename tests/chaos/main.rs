@@ -2,9 +2,9 @@
 //! with replication factor 3 and `min.insync.replicas=2`, producers with acks=all, a consumer
 //! group, and faults chosen by a seed; then the checker (`checker.rs`).
 //!
-//! `chaos_ci_seeds` runs the fixed seeds within `scripts/test.sh`; `chaos_run` (ignored) is the
-//! long run of `scripts/chaos.sh [--minutes N] [--seed S]`. A failing run keeps its logs under
-//! `target/chaos-runs/` and names its seed, so it can be replayed.
+//! The one test runs the fixed seeds within `scripts/test.sh`, or the long run of
+//! `scripts/chaos.sh [--minutes N] [--seed S]`. A failing run keeps its logs under
+//! `target/tmp/chaos-runs/` and names its seed, so it can be replayed.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -118,18 +118,20 @@ fn run(seed: u64, duration: Duration) {
     }
 }
 
-/// The variant `scripts/test.sh` runs: fixed seeds, bounded in time.
+/// Without settings, the variant `scripts/test.sh` runs: seeds 1 and 2, 60 s of faults each.
+/// `scripts/chaos.sh` sets CHAOS_MINUTES (and CHAOS_SEED, or a seed from the clock) for a long
+/// run of one seed.
 #[test]
-fn chaos_ci_seeds() {
-    for seed in [1, 2] {
-        run(seed, Duration::from_secs(60));
-    }
-}
-
-/// `scripts/chaos.sh`: CHAOS_SEED (default: the time) and CHAOS_MINUTES (default 30).
-#[test]
-#[ignore]
-fn chaos_run() {
+fn chaos() {
+    let minutes: Option<f64> = std::env::var("CHAOS_MINUTES")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let Some(minutes) = minutes else {
+        for seed in [1, 2] {
+            run(seed, Duration::from_secs(60));
+        }
+        return;
+    };
     let seed = std::env::var("CHAOS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -139,9 +141,5 @@ fn chaos_run() {
                 .unwrap()
                 .as_secs()
         });
-    let minutes: f64 = std::env::var("CHAOS_MINUTES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30.0);
     run(seed, Duration::from_secs_f64(minutes * 60.0));
 }
