@@ -566,6 +566,34 @@ fn expired_session_is_followed_by_re_registration() {
     assert_eq!(reg.port, i32::from(b.addr().port()));
 }
 
+/// A leader cut off from ZooKeeper past its session timeout stops acting as leader: the
+/// controller may have moved leadership meanwhile, and acknowledging writes the new leader
+/// never sees would lose them. It leads again once the controller says so.
+#[test]
+fn a_leader_that_loses_its_zookeeper_session_stops_leading_until_told_again() {
+    init_logging();
+    let root = chroot("fence");
+    let proxy = Proxy::start(zk_address());
+    let via_proxy = format!("127.0.0.1:{}{root}", proxy.port);
+    let _controller = FakeController::claim(&format!("{}{root}", zk_address()));
+    let b = TestBroker::start(4, &via_proxy, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "f", 1);
+    assert_eq!(c.produce(1, "f", 0, &[b"before"]).0, E_OK);
+    proxy.cut();
+    wait_until(Duration::from_secs(30), "the leader to step down", || {
+        c.produce(1, "f", 0, &[b"during"]).0 == ErrorCode::NotLeaderForPartition.code()
+    });
+    proxy.heal();
+    let watcher =
+        ZkClient::connect(&format!("{}{root}", zk_address()), Duration::from_secs(10)).unwrap();
+    wait_until(Duration::from_secs(30), "re-registration", || {
+        matches!(watcher.exists(&paths::broker_path(4)), Ok(Some(_)))
+    });
+    lead(&b, &mut c, 2, "f", 1);
+    assert_eq!(c.produce(1, "f", 0, &[b"after"]).0, E_OK);
+}
+
 /// Sends raw bytes on a new connection and reports whether the broker closed it (reading
 /// EOF or a reset) within the deadline.
 fn closed_after(addr: std::net::SocketAddr, bytes: &[u8]) -> bool {

@@ -92,6 +92,9 @@ impl Broker {
         replica_manager
             .delete_unassigned_partitions(&zk)
             .map_err(|e| err("cannot read topic assignments", &e))?;
+        zk.add_session_listener(
+            Arc::downgrade(&replica_manager) as std::sync::Weak<dyn crate::zk::SessionListener>
+        );
         let metadata_cache = Arc::new(MetadataCache::default());
         let controller =
             KafkaController::new(id, zk.clone(), config.unclean_leader_election_enable);

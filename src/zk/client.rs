@@ -431,15 +431,15 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
             return;
         }
         // After a ZooKeeper restart the library's handle can stay unusable without ever
-        // reporting Closed. Past twice the session timeout our session is gone on the server
-        // anyway: open a new one. Probed at most once a second, events or not.
+        // reporting Closed. Past the session timeout our session is gone on the server anyway:
+        // say so (leaders step down) and open a new one. Probed at most once a second.
         if last_probe.elapsed() >= Duration::from_secs(1) {
             last_probe = Instant::now();
             match c.zk().exists("/", false) {
                 Ok(_) => unreachable_since = None,
                 Err(e) => {
                     let since = *unreachable_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() > c.session_timeout * 2 {
+                    if since.elapsed() > c.session_timeout {
                         log::warn!(
                             "zookeeper unusable for {:?} ({e:?}); opening a new session",
                             since.elapsed()
