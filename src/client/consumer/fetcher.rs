@@ -23,6 +23,9 @@ use crate::protocol::message::decode_deep;
 
 type Tp = (Arc<str>, i32);
 
+/// How long a fetcher waits before handing back partitions it could not fetch.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
 /// The fetchers started by one StartRequest; stopping joins every thread.
 pub struct Fetchers {
     stop: Arc<AtomicBool>,
@@ -85,6 +88,9 @@ fn manage(
         select! {
             recv(back_rx) -> p => {
                 pending.extend(p);
+                // A leader that just failed is not asked again at once (stale metadata would
+                // send us straight back to it).
+                std::thread::sleep(RETRY_PAUSE);
                 pending.extend(back_rx.try_iter());
             }
             recv(woken) -> _ => break,
@@ -148,6 +154,9 @@ fn place(
 }
 
 /// One broker's partitions: fetch, hand the messages to the consumer's queue, repeat.
+/// One broker's partitions: fetch, hand the messages to the consumer's queue, repeat. On a
+/// failure it hands its partitions back (the manager looks for their leader again) and stays:
+/// a fetcher that exited could take with it a partition the manager had just sent it.
 fn fetch_loop(
     shared: Arc<Shared>,
     generation: u64,
@@ -158,7 +167,10 @@ fn fetch_loop(
 ) {
     let mut parts: Vec<(Tp, i64)> = Vec::new();
     let mut chan: Option<BlockingChannel> = None;
-    let hand_back = |parts: &mut Vec<(Tp, i64)>| {
+    let give_up = |parts: &mut Vec<(Tp, i64)>, why: String| {
+        log::info!("[consumer {}] {addr}: {why}", shared.consumer_id);
+        // A pause, so an unreachable leader is not asked again at once.
+        std::thread::sleep(RETRY_PAUSE);
         for p in parts.drain(..) {
             let _ = back.send(p);
         }
@@ -176,20 +188,15 @@ fn fetch_loop(
             match BlockingChannel::connect(&addr, &shared.consumer_id, Duration::from_secs(10)) {
                 Ok(c) => chan = Some(c),
                 Err(e) => {
-                    log::warn!("[consumer {}] {addr}: {e}", shared.consumer_id);
-                    hand_back(&mut parts);
-                    return;
+                    give_up(&mut parts, e.to_string());
+                    continue;
                 }
             }
         }
         let c = chan.as_mut().expect("connected above");
         if let Err(e) = fetch_once(&shared, generation, c, &mut parts, &back, &stop) {
-            log::info!(
-                "[consumer {}] fetching from {addr}: {e}",
-                shared.consumer_id
-            );
-            hand_back(&mut parts);
-            return;
+            chan = None;
+            give_up(&mut parts, format!("fetching: {e}"));
         }
     }
 }
