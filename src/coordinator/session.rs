@@ -48,14 +48,8 @@ impl OffsetReset {
 }
 
 pub struct ConsumerSession {
-    pub group: String,
-    pub consumer_id: String,
-    pub auto_commit: bool,
-    pub offset_reset: OffsetReset,
-    pub ping_interval: Duration,
-    pub max_ping_retries: u32,
-    pub subscription: Subscription,
-    pub filter: TopicFilter,
+    /// What the consumer registered with; its fields read as the session's own (`Deref`).
+    params: SessionParams,
     conn: Mutex<Conn>,
     /// Pings in a row without an answer (rebalance exchanges that timed out count too).
     missed: AtomicU32,
@@ -122,18 +116,19 @@ pub struct SessionParams {
     pub filter: TopicFilter,
 }
 
+impl std::ops::Deref for ConsumerSession {
+    type Target = SessionParams;
+
+    fn deref(&self) -> &SessionParams {
+        &self.params
+    }
+}
+
 impl ConsumerSession {
     pub fn new(p: SessionParams, stream: TcpStream) -> io::Result<ConsumerSession> {
         let watch = stream.try_clone()?;
         Ok(ConsumerSession {
-            group: p.group,
-            consumer_id: p.consumer_id,
-            auto_commit: p.auto_commit,
-            offset_reset: p.offset_reset,
-            ping_interval: p.ping_interval,
-            max_ping_retries: p.max_ping_retries,
-            subscription: p.subscription,
-            filter: p.filter,
+            params: p,
             conn: Mutex::new(Conn {
                 stream,
                 pending: Vec::new(),
