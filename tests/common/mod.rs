@@ -9,7 +9,7 @@
 
 pub mod cluster;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -527,7 +527,9 @@ pub struct Proxy {
     pub port: u16,
     cut: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
-    streams: Arc<Mutex<Vec<TcpStream>>>,
+    /// The live connections (both sides), so `cut` can shut them; each leaves the map when it
+    /// ends, so a long run does not pile up descriptors.
+    streams: Arc<Mutex<HashMap<u64, (TcpStream, TcpStream)>>>,
 }
 
 impl Proxy {
@@ -536,7 +538,7 @@ impl Proxy {
         let port = listener.local_addr().unwrap().port();
         let cut = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let streams = Arc::new(Mutex::new(Vec::new()));
+        let streams: Arc<Mutex<HashMap<u64, (TcpStream, TcpStream)>>> = Arc::default();
         let (c, s, st, target) = (
             cut.clone(),
             stop.clone(),
@@ -544,6 +546,7 @@ impl Proxy {
             target.to_owned(),
         );
         std::thread::spawn(move || {
+            let mut next_id = 0u64;
             for inbound in listener.incoming() {
                 if s.load(Ordering::Acquire) {
                     return;
@@ -555,10 +558,19 @@ impl Proxy {
                 let Ok(outbound) = TcpStream::connect(&target) else {
                     continue;
                 };
-                st.lock().push(inbound.try_clone().unwrap());
-                st.lock().push(outbound.try_clone().unwrap());
-                pipe(inbound.try_clone().unwrap(), outbound.try_clone().unwrap());
-                pipe(outbound, inbound);
+                let clones = (|| {
+                    Some((
+                        (inbound.try_clone().ok()?, outbound.try_clone().ok()?),
+                        (inbound.try_clone().ok()?, outbound.try_clone().ok()?),
+                    ))
+                })();
+                let Some((kept, (inb, outb))) = clones else {
+                    continue; // out of descriptors: drop this connection, keep serving
+                };
+                next_id += 1;
+                st.lock().insert(next_id, kept);
+                pipe(inb, outb, None);
+                pipe(outbound, inbound, Some((st.clone(), next_id)));
             }
         });
         Proxy {
@@ -571,8 +583,9 @@ impl Proxy {
 
     pub fn cut(&self) {
         self.cut.store(true, Ordering::Release);
-        for s in self.streams.lock().drain(..) {
-            let _ = s.shutdown(std::net::Shutdown::Both);
+        for (_, (a, b)) in self.streams.lock().drain() {
+            let _ = a.shutdown(std::net::Shutdown::Both);
+            let _ = b.shutdown(std::net::Shutdown::Both);
         }
     }
 
@@ -580,6 +593,8 @@ impl Proxy {
         self.cut.store(false, Ordering::Release);
     }
 }
+
+type ProxyStreams = Arc<Mutex<HashMap<u64, (TcpStream, TcpStream)>>>;
 
 impl Drop for Proxy {
     fn drop(&mut self) {
@@ -589,7 +604,8 @@ impl Drop for Proxy {
     }
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+/// Copies `from` to `to` until either ends; then shuts both, and forgets the connection.
+fn pipe(mut from: TcpStream, mut to: TcpStream, forget: Option<(ProxyStreams, u64)>) {
     std::thread::spawn(move || {
         let mut buf = [0u8; 16 * 1024];
         loop {
@@ -603,6 +619,10 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
             }
         }
         let _ = to.shutdown(std::net::Shutdown::Both);
+        let _ = from.shutdown(std::net::Shutdown::Both);
+        if let Some((streams, id)) = forget {
+            streams.lock().remove(&id);
+        }
     });
 }
 
