@@ -35,6 +35,9 @@ pub struct BrokerConfig {
     /// `host:port[,host:port...][/chroot]`.
     pub zookeeper_connect: String,
     pub zookeeper_session_timeout: Duration,
+    /// `zookeeper.connection.timeout.ms`: how long registering at start-up keeps trying while
+    /// ZooKeeper is unreachable (Kafka's default: the session timeout).
+    pub zookeeper_connection_timeout: Duration,
     pub num_partitions: i32,
     pub default_replication_factor: i32,
     pub auto_create_topics_enable: bool,
@@ -174,6 +177,7 @@ impl BrokerConfig {
             .map(|v| v.parse())
             .transpose()
             .map_err(|_| ConfigError("bad value for `log.flush.interval.ms`".into()))?;
+        let zookeeper_session_timeout = p.millis("zookeeper.session.timeout.ms", 6000)?;
         let cfg = BrokerConfig {
             broker_id,
             host,
@@ -181,7 +185,11 @@ impl BrokerConfig {
             advertised,
             log_dirs,
             zookeeper_connect,
-            zookeeper_session_timeout: p.millis("zookeeper.session.timeout.ms", 6000)?,
+            zookeeper_session_timeout,
+            zookeeper_connection_timeout: p.millis(
+                "zookeeper.connection.timeout.ms",
+                zookeeper_session_timeout.as_millis() as u64,
+            )?,
             num_partitions: p.positive("num.partitions", 1)?,
             default_replication_factor: p.positive("default.replication.factor", 1)?,
             auto_create_topics_enable: p.parse("auto.create.topics.enable", true)?,

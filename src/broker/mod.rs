@@ -152,8 +152,11 @@ impl Broker {
         );
         // Register last, so the controller only sees a broker that can serve. A node left by
         // our own previous session vanishes within a session timeout; one that stays belongs
-        // to another live broker with this id.
-        let wait = config.zookeeper_session_timeout + config.zookeeper_session_timeout / 2;
+        // to another live broker with this id. ZooKeeper out of reach for a moment (it is
+        // restarting) is waited out too, as Kafka's ZkClient retries until connected.
+        let wait = config.zookeeper_session_timeout
+            + config.zookeeper_session_timeout / 2
+            + config.zookeeper_connection_timeout;
         let advertised = config
             .advertised
             .as_ref()

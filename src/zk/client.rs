@@ -25,6 +25,9 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use parking_lot::{Mutex, RwLock};
 use zookeeper::{Acl, CreateMode, Stat, WatchedEvent, ZkError, ZkResult, ZkState, ZooKeeper};
 
+/// The throwaway ephemeral node that shows a new session its id.
+const SESSION_PROBE: &str = "/gregor-session-";
+
 /// Told about the session's fate.
 pub trait SessionListener: Send + Sync {
     /// The session is gone (the client gave up on it): whatever our ephemeral nodes stood for
@@ -46,7 +49,8 @@ pub struct ZkClient {
     handle: RwLock<Arc<ZooKeeper>>,
     /// Bumped per handle, so state events of a discarded handle are ignored.
     generation: AtomicU64,
-    /// Session id as seen in our ephemeral nodes' `ephemeral_owner`; 0 until we own one.
+    /// Session id as seen in our ephemeral nodes' `ephemeral_owner`; 0 until learned (before
+    /// the first ephemeral node of each session).
     session_id: AtomicI64,
     ephemerals: Mutex<Vec<Ephemeral>>,
     listeners: Mutex<Vec<Weak<dyn SessionListener>>>,
@@ -177,46 +181,74 @@ impl ZkClient {
     }
 
     /// Like `create_ephemeral` but not re-created on a new session (elections decide anew).
+    /// Losing ZooKeeper for a moment (ConnectionLoss, OperationTimeout) is retried within
+    /// `wait` too: a create that reached the server before the loss shows up as our own node.
     pub fn create_ephemeral_once(&self, path: &str, data: &[u8], wait: Duration) -> ZkResult<()> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let e = match self.try_create_ephemeral(path, data) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if !matches!(
+                e,
+                ZkError::NodeExists | ZkError::ConnectionLoss | ZkError::OperationTimeout
+            ) || Instant::now() >= deadline
+            {
+                return Err(e);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// One attempt; `NodeExists` when another session owns `path`.
+    fn try_create_ephemeral(&self, path: &str, data: &[u8]) -> ZkResult<()> {
         if let Some((parent, _)) = path.rsplit_once('/')
             && !parent.is_empty()
         {
             self.ensure_path(parent)?;
         }
-        let deadline = Instant::now() + wait;
-        loop {
-            let zk = self.zk();
-            match zk.create(
-                path,
-                data.to_vec(),
-                Acl::open_unsafe().clone(),
-                CreateMode::Ephemeral,
-            ) {
-                Ok(_) => {
-                    if let Ok(Some(stat)) = zk.exists(path, false) {
-                        self.session_id
-                            .store(stat.ephemeral_owner, Ordering::Release);
-                    }
-                    return Ok(());
-                }
-                Err(ZkError::NodeExists) => {
-                    let owner = zk.exists(path, false)?.map(|s| s.ephemeral_owner);
-                    let mine = self.session_id.load(Ordering::Acquire);
-                    if owner.is_some() && owner == Some(mine) && mine != 0 {
-                        return Ok(());
-                    }
-                    if Instant::now() >= deadline {
-                        return Err(ZkError::NodeExists);
-                    }
-                    log::info!(
-                        "{path} exists, owned by session {:#x}; waiting for it to expire",
-                        owner.unwrap_or(0)
-                    );
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-                Err(e) => return Err(e),
+        let zk = self.zk();
+        let mine = self.learn_session_id(&zk)?;
+        let owner = match zk.create(
+            path,
+            data.to_vec(),
+            Acl::open_unsafe().clone(),
+            CreateMode::Ephemeral,
+        ) {
+            Ok(_) | Err(ZkError::NodeExists) => zk.exists(path, false)?.map(|s| s.ephemeral_owner),
+            Err(e) => return Err(e),
+        };
+        match owner {
+            Some(o) if o == mine => Ok(()),
+            Some(o) => {
+                log::info!("{path} exists, owned by session {o:#x}; waiting for it to expire");
+                Err(ZkError::NodeExists)
             }
+            // Gone again already: the session that created it ended in between.
+            None => Err(ZkError::ConnectionLoss),
         }
+    }
+
+    /// Our session's id, learned before we create any node that stands for us: whoever sees
+    /// such a node (the controller sees a broker's registration, and sends its id back as the
+    /// broker epoch) can already be compared against it. ZooKeeper tells a session its id
+    /// only as the owner of an ephemeral node, so a throwaway one shows it.
+    fn learn_session_id(&self, zk: &ZooKeeper) -> ZkResult<i64> {
+        let known = self.session_id.load(Ordering::Acquire);
+        if known != 0 {
+            return Ok(known);
+        }
+        let probe = zk.create(
+            SESSION_PROBE,
+            Vec::new(),
+            Acl::open_unsafe().clone(),
+            CreateMode::EphemeralSequential,
+        )?;
+        let owner = zk.exists(&probe, false)?.map_or(0, |s| s.ephemeral_owner);
+        let _ = zk.delete(&probe, None);
+        self.session_id.store(owner, Ordering::Release);
+        Ok(owner)
     }
 
     /// Deletes an ephemeral node of ours and stops re-creating it. A node another session

@@ -6,13 +6,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gregor::protocol::ErrorCode;
 use gregor::zk::paths::{self, CONTROLLER, COORDINATOR, ElectedBroker};
 use gregor::zk::{ZkClient, groups};
 
-use crate::common::{Client, Proxy, free_port, serving, spawn_broker_process, start_zookeeper};
+use crate::common::{
+    Client, Proxy, free_port, poll_until, serving, spawn_broker_process, start_zookeeper,
+};
 
 pub const SESSION_TIMEOUT_MS: u64 = 3000;
 pub const TOPIC: &str = "chaos";
@@ -24,6 +26,9 @@ pub struct Broker {
     pub proxy: Proxy,
     dir: PathBuf,
     child: Option<Child>,
+    /// Wall-clock ms when `child` was spawned: a registration older than that is the
+    /// previous incarnation's, still waiting to expire.
+    spawned_ms: i64,
     pub paused: bool,
 }
 
@@ -33,6 +38,8 @@ pub struct Env {
     zk_child: Option<Child>,
     pub zk: Arc<ZkClient>,
     pub brokers: BTreeMap<i32, Broker>,
+    /// Brokers that exited without being told to: each is a finding.
+    pub exits: Vec<String>,
 }
 
 impl Env {
@@ -51,6 +58,7 @@ impl Env {
             zk_child: Some(zk_child),
             zk,
             brokers: BTreeMap::new(),
+            exits: Vec::new(),
         };
         for id in 1..=3 {
             let port = free_port();
@@ -63,6 +71,7 @@ impl Env {
                     proxy: Proxy::start(&format!("127.0.0.1:{port}")),
                     dir: bdir,
                     child: None,
+                    spawned_ms: 0,
                     paused: false,
                 },
             );
@@ -111,19 +120,40 @@ impl Env {
             b.proxy.port,
             b.dir.join("data").display(),
         );
+        b.spawned_ms = now_ms();
         b.child = Some(spawn_broker_process(&b.dir, &properties));
         b.paused = false;
     }
 
     pub fn wait_registered(&self, id: i32, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        while !matches!(self.zk.exists(&paths::broker_path(id)), Ok(Some(_))) {
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        poll_until(limit, Duration::from_millis(50), || {
+            self.registered(id).is_ok()
+        })
+    }
+
+    /// Registered by the process running now, not by its previous incarnation.
+    fn registered(&self, id: i32) -> Result<(), String> {
+        match self.zk.exists(&paths::broker_path(id)) {
+            Ok(Some(stat)) if stat.ctime >= self.brokers[&id].spawned_ms => Ok(()),
+            Ok(Some(_)) => Err(format!(
+                "broker {id}: only its previous incarnation's registration is there"
+            )),
+            Ok(None) => Err(format!("broker {id} is not registered")),
+            Err(e) => Err(format!("ZooKeeper: {e:?}")),
         }
-        true
+    }
+
+    /// Notes every broker process that has ended on its own, and forgets it, so the next
+    /// heal starts it again.
+    pub fn reap(&mut self) {
+        for (id, b) in &mut self.brokers {
+            if let Some(status) = b.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                let what = format!("broker {id} exited by itself ({status}); see its broker.log");
+                eprintln!("[chaos] {what}");
+                self.exits.push(what);
+                b.child = None;
+            }
+        }
     }
 
     pub fn is_running(&self, id: i32) -> bool {
@@ -152,16 +182,15 @@ impl Env {
     pub fn terminate(&mut self, id: i32) {
         self.signal(id, libc::SIGTERM);
         let b = self.brokers.get_mut(&id).unwrap();
-        if let Some(mut c) = b.child.take() {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while c.try_wait().ok().flatten().is_none() {
-                if Instant::now() >= deadline {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+        let Some(mut c) = b.child.take() else {
+            return;
+        };
+        let exited = poll_until(Duration::from_secs(60), Duration::from_millis(20), || {
+            c.try_wait().ok().flatten().is_some()
+        });
+        if !exited {
+            let _ = c.kill();
+            let _ = c.wait();
         }
     }
 
@@ -204,22 +233,36 @@ impl Env {
             .filter(|l| *l >= 0)
     }
 
-    /// Healed: every broker registered, every partition led with all three in its ISR, and
-    /// every leader answering a produce.
-    pub fn healthy(&self) -> bool {
-        if !(1..=3).all(|id| matches!(self.zk.exists(&paths::broker_path(id)), Ok(Some(_)))) {
-            return false;
+    /// Healed: every broker running and registered, every partition led with all three in
+    /// its ISR, and every leader answering a produce. Otherwise, the first thing that is not.
+    pub fn health(&mut self) -> Result<(), String> {
+        self.reap();
+        for id in 1..=3 {
+            if !self.is_running(id) {
+                return Err(format!("broker {id} is not running"));
+            }
+            self.registered(id)?;
         }
-        (0..PARTITIONS).all(|p| {
-            let Ok(Some((l, _))) = paths::leader_and_isr(&self.zk, TOPIC, p) else {
-                return false;
-            };
-            l.leader >= 0
-                && l.isr.len() == 3
-                && Client::try_connect(self.addr(l.leader))
-                    .and_then(|mut c| c.try_produce_empty(TOPIC, p))
-                    == Some(ErrorCode::None.code())
-        })
+        for p in 0..PARTITIONS {
+            let (l, _) = paths::leader_and_isr(&self.zk, TOPIC, p)
+                .map_err(|e| format!("ZooKeeper: {e:?}"))?
+                .ok_or(format!("partition {p} has no state"))?;
+            if l.leader < 0 || l.isr.len() != 3 {
+                return Err(format!(
+                    "partition {p}: leader {} isr {:?}",
+                    l.leader, l.isr
+                ));
+            }
+            let answer = Client::try_connect(self.addr(l.leader))
+                .and_then(|mut c| c.try_produce_empty(TOPIC, p));
+            if answer != Some(ErrorCode::None.code()) {
+                return Err(format!(
+                    "partition {p}: leader {} answered a produce with {answer:?}",
+                    l.leader
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The broker's own address (not the proxy): the checker reads replicas directly.
@@ -249,10 +292,18 @@ impl Drop for Env {
 fn launch_zookeeper(dir: &Path, port: u16) -> Child {
     let child = start_zookeeper(dir, port);
     let addr = format!("127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !serving(&addr) {
-        assert!(Instant::now() < deadline, "ZooKeeper did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        poll_until(Duration::from_secs(60), Duration::from_millis(50), || {
+            serving(&addr)
+        }),
+        "ZooKeeper did not start"
+    );
     child
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }

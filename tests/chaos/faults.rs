@@ -1,8 +1,9 @@
 //! Faults chosen by a seed. An episode is one fault, or two overlapping (the second starts while
 //! the first holds, and each is healed in turn); then the run waits for the cluster to heal.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::common::poll_until;
 use crate::env::{Env, PARTITIONS, SESSION_TIMEOUT_MS};
 
 /// splitmix64: a seeded generator small enough to keep here, so a seed replays a run's choices.
@@ -184,7 +185,7 @@ fn solo(env: &mut Env, rng: &mut Rng, f: Fault) -> String {
             for id in 1..=3 {
                 env.terminate(id);
                 env.restart(id);
-                wait_healthy(env, Duration::from_secs(60));
+                let _ = wait_healthy(env, Duration::from_secs(60));
             }
             "RollingRestart: SIGTERM and restart of brokers 1, 2, 3 in turn".into()
         }
@@ -192,14 +193,15 @@ fn solo(env: &mut Env, rng: &mut Rng, f: Fault) -> String {
     }
 }
 
-/// Waits until the cluster is healthy; false when `limit` passes first.
-pub fn wait_healthy(env: &Env, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while !env.healthy() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(200));
+/// Waits until the cluster is healthy; when `limit` passes first, what was still wrong.
+pub fn wait_healthy(env: &mut Env, limit: Duration) -> Result<(), String> {
+    let mut last = Ok(());
+    if poll_until(limit, Duration::from_millis(200), || {
+        last = env.health();
+        last.is_ok()
+    }) {
+        Ok(())
+    } else {
+        last
     }
-    true
 }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use gregor::client::admin;
 
+use common::poll_until;
 use env::{Env, PARTITIONS, TOPIC};
 use faults::{Rng, episode, wait_healthy};
 use workload::Workload;
@@ -32,66 +33,69 @@ fn run(seed: u64, duration: Duration) {
         .unwrap();
     let mut env = Env::start(tmp.path());
     admin::create_topic(&env.zk, TOPIC, PARTITIONS, 3, None).unwrap();
-    assert!(
-        wait_healthy(&env, Duration::from_secs(60)),
-        "the cluster never became healthy"
-    );
-    let mut work = Workload::start(&env.bootstrap(), 2, 2);
-    let settle = Instant::now() + Duration::from_secs(60);
-    while work.acks.lock().len() < 200 || env.group_members() < 2 {
-        assert!(Instant::now() < settle, "traffic did not start");
-        std::thread::sleep(Duration::from_millis(100));
+    if let Err(e) = wait_healthy(&mut env, Duration::from_secs(60)) {
+        panic!("the cluster never became healthy: {e}");
     }
+    let mut work = Workload::start(&env.bootstrap(), 2, 2);
+    assert!(
+        poll_until(Duration::from_secs(60), Duration::from_millis(100), || {
+            work.acks.lock().len() >= 200 && env.group_members() >= 2
+        }),
+        "traffic did not start"
+    );
     let mut rng = Rng::new(seed);
     let mut episodes = 0;
     let mut unhealed = Vec::new();
+    // One line per episode, with the wall-clock time the brokers' logs use.
+    let mut journal = Vec::new();
     let t0 = Instant::now();
     while t0.elapsed() < duration {
-        let what = episode(&mut env, &mut rng);
+        let started = utc_now();
+        let what = episode(&mut env, &mut rng).join("; ");
         episodes += 1;
-        eprintln!(
-            "[chaos seed {seed}] {:>5.1}s {}",
-            t0.elapsed().as_secs_f64(),
-            what.join("; ")
-        );
-        if !wait_healthy(&env, Duration::from_secs(60)) {
-            unhealed.push(what.join("; "));
-            eprintln!(
-                "[chaos seed {seed}] not healthy 60 s after: {}",
-                what.join("; ")
-            );
+        let mut line = format!("{started} {what}");
+        if let Err(why) = wait_healthy(&mut env, Duration::from_secs(60)) {
+            // Not healed in a minute: say what is wrong, and how long healing took after all.
+            let late = Instant::now();
+            let healed = wait_healthy(&mut env, Duration::from_secs(120));
+            let after = match healed {
+                Ok(()) => format!("healed {} s later", late.elapsed().as_secs()),
+                Err(e) => format!("still not healed 120 s later: {e}"),
+            };
+            line.push_str(&format!(" -- NOT HEALTHY 60 s after ({why}); {after}"));
+            unhealed.push(format!("{what} ({why})"));
         }
+        eprintln!("[chaos seed {seed}] {line}");
+        journal.push(line);
         std::thread::sleep(rng.millis(500, 2000));
     }
     work.stop_producers();
     let end = Instant::now();
-    let healed = wait_healthy(&env, Duration::from_secs(120));
+    let healed = wait_healthy(&mut env, Duration::from_secs(120));
     let acks = work.acks.lock().clone();
-    let drain = Instant::now() + Duration::from_secs(120);
-    while healed && Instant::now() < drain {
-        let consumed: std::collections::HashSet<String> =
-            work.consumed.lock().iter().cloned().collect();
-        if acks
-            .iter()
-            .all(|a| consumed.contains(&workload::value(a.producer, a.seq)))
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
+    if healed.is_ok() {
+        poll_until(Duration::from_secs(120), Duration::from_millis(200), || {
+            let consumed: std::collections::HashSet<String> =
+                work.consumed.lock().iter().cloned().collect();
+            acks.iter()
+                .all(|a| consumed.contains(&workload::value(a.producer, a.seq)))
+        });
     }
     work.stop_consumers();
     let consumed = work.consumed.lock().clone();
     let attempts = work.attempts.load(std::sync::atomic::Ordering::Relaxed);
     let report = checker::check(&env, attempts, &acks, &consumed, (work.started, end));
     let line = format!(
-        "chaos seed={seed} seconds={} episodes={episodes} unhealed={} {}",
+        "chaos seed={seed} seconds={} episodes={episodes} unhealed={} broker_exits={} {}",
         duration.as_secs(),
         unhealed.len(),
+        env.exits.len(),
         report.summary()
     );
     println!("{line}");
     eprintln!("{line}");
-    if !healed || !report.ok() || !unhealed.is_empty() {
+    let exits = env.exits.clone();
+    if healed.is_err() || !report.ok() || !unhealed.is_empty() || !exits.is_empty() {
         let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join("chaos-runs")
             .join(format!("seed-{seed}-{}", std::process::id()));
@@ -110,8 +114,10 @@ fn run(seed: u64, duration: Duration) {
             ));
         }
         let _ = std::fs::write(kept.join("report.txt"), detail);
+        let _ = std::fs::write(kept.join("episodes.txt"), journal.join("\n") + "\n");
         panic!(
-            "chaos seed {seed} failed (healed: {healed}; episodes that did not heal: {unhealed:?}):\n{}\nlogs kept in {}",
+            "chaos seed {seed} failed (healed at the end: {healed:?}; episodes that did not heal: {unhealed:?}; \
+             brokers that exited by themselves: {exits:?}):\n{}\nlogs and episodes.txt kept in {}",
             report.problems.join("\n"),
             kept.display()
         );
@@ -143,4 +149,14 @@ fn chaos() {
                 .as_secs()
         });
     run(seed, Duration::from_secs_f64(minutes * 60.0));
+}
+
+/// Now as `HH:MM:SS` UTC, the brokers' log timestamps' time of day.
+fn utc_now() -> String {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        % 86_400;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }

@@ -58,15 +58,23 @@ pub fn free_port() -> u16 {
 }
 
 /// Waits for `f` to hold, polling every 20 ms, failing the test with `what` after `limit`.
-pub fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+pub fn wait_until(limit: Duration, what: &str, f: impl FnMut() -> bool) {
+    assert!(
+        poll_until(limit, Duration::from_millis(20), f),
+        "timed out after {limit:?} waiting for {what}"
+    );
+}
+
+/// Polls `f` every `every` until it holds (true) or `limit` passes (false).
+pub fn poll_until(limit: Duration, every: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while !f() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(every);
     }
+    true
 }
 
 /// The address of this binary's ZooKeeper, starting it on first use.

@@ -1,0 +1,129 @@
+//! A broker's ZooKeeper session at the edges: registering while ZooKeeper restarts, and the
+//! broker epoch (the registration's session) known before anyone can see the registration.
+//! Both were found by the chaos run (doc/reliability.md, seed 7).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use gregor::broker::Broker;
+use gregor::zk::ZkClient;
+use gregor::zk::paths;
+
+use common::{
+    broker_config, chroot, free_port, spawn_broker_process, start_zookeeper, wait_until, zk_address,
+};
+
+/// A broker restarted right after a kill -9 waits for its previous incarnation's
+/// registration to expire; when ZooKeeper restarts meanwhile it keeps waiting, and registers
+/// once ZooKeeper is back. Before the fix the lost connection ended start-up ("cannot
+/// register in ZooKeeper: ConnectionLoss") and the broker stayed down.
+#[test]
+fn a_broker_registering_across_a_zookeeper_restart_registers_when_it_is_back() {
+    common::init_logging();
+    let zk_dir = tempfile::tempdir().unwrap();
+    let zk_port = free_port();
+    let mut zk_child = start_zookeeper(zk_dir.path(), zk_port);
+    let zk_addr = format!("127.0.0.1:{zk_port}");
+    wait_until(Duration::from_secs(60), "ZooKeeper to serve", || {
+        common::serving(&zk_addr)
+    });
+    let connect = format!("{zk_addr}/restart");
+    let zk = ZkClient::connect(&connect, Duration::from_secs(10)).unwrap();
+    // The previous incarnation: a process with a long session, killed.
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut old = spawn_broker_process(
+        data.path(),
+        &format!(
+            "broker.id=1\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={}\n\
+             zookeeper.connect={connect}\nzookeeper.session.timeout.ms=8000\n",
+            data.path().join("data").display()
+        ),
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the first broker to register",
+        || matches!(zk.exists(&paths::broker_path(1)), Ok(Some(_))),
+    );
+    let _ = old.kill();
+    let _ = old.wait();
+
+    let cfg = broker_config(
+        1,
+        &connect,
+        &data.path().join("data"),
+        &[
+            ("listeners", &format!("PLAINTEXT://127.0.0.1:{port}")),
+            ("zookeeper.connection.timeout.ms", "30000"),
+        ],
+    );
+    let starting = std::thread::spawn(move || Broker::start(cfg));
+    // The broker listens before it registers: once it does, it is waiting for the old node.
+    wait_until(Duration::from_secs(30), "the broker to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(
+        !starting.is_finished(),
+        "registered before the old session expired"
+    );
+    let _ = zk_child.kill();
+    let _ = zk_child.wait();
+    zk_child = start_zookeeper(zk_dir.path(), zk_port);
+    wait_until(Duration::from_secs(60), "ZooKeeper to serve again", || {
+        common::serving(&zk_addr)
+    });
+    wait_until(
+        Duration::from_secs(40),
+        "the broker's start-up to end",
+        || starting.is_finished(),
+    );
+    let broker = starting.join().unwrap().expect("the broker registers");
+    let owner = broker
+        .zk
+        .exists(&paths::broker_path(1))
+        .unwrap()
+        .expect("registered")
+        .ephemeral_owner;
+    assert_eq!(owner, broker.zk.session_id());
+    broker.shutdown();
+    zk.close();
+    let _ = zk_child.kill();
+    let _ = zk_child.wait();
+}
+
+/// Whoever sees a node we create (the controller watching /brokers/ids) may send its owner
+/// back at once as our broker epoch; by then we must know it is ours. Before the fix the id
+/// was learned by reading the node back after creating it, and a LeaderAndIsr in between was
+/// refused as meant for another incarnation ("ours is 0x0") and never sent again.
+#[test]
+fn the_session_id_is_known_before_our_ephemeral_node_can_be_seen() {
+    common::init_logging();
+    let connect = format!("{}{}", zk_address(), chroot("session-id"));
+    for round in 0..20 {
+        let path = format!("/node-{round}");
+        let watcher = ZkClient::connect(&connect, Duration::from_secs(10)).unwrap();
+        let creator = ZkClient::connect(&connect, Duration::from_secs(10)).unwrap();
+        let seen = Arc::new(AtomicI64::new(-1));
+        let (c, s) = (creator.clone(), seen.clone());
+        watcher
+            .exists_w(&path, move |_| s.store(c.session_id(), Ordering::SeqCst))
+            .unwrap();
+        creator
+            .create_ephemeral(&path, Vec::new(), Duration::ZERO)
+            .unwrap();
+        wait_until(Duration::from_secs(10), "the watch to fire", || {
+            seen.load(Ordering::SeqCst) != -1
+        });
+        let owner = watcher.exists(&path).unwrap().unwrap().ephemeral_owner;
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            owner,
+            "round {round}: when the node appeared its creator did not know its session"
+        );
+        creator.close();
+        watcher.close();
+    }
+}
