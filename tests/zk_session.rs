@@ -1,6 +1,7 @@
-//! A broker's ZooKeeper session at the edges: registering while ZooKeeper restarts, and the
-//! broker epoch (the registration's session) known before anyone can see the registration.
-//! Both were found by the chaos run (doc/reliability.md, seed 7).
+//! A broker's ZooKeeper session at the edges: registering while ZooKeeper restarts, the broker
+//! epoch (the registration's session) known before anyone can see the registration, and
+//! watches after a ZooKeeper restart that the session survives. All three were found by the
+//! chaos run (doc/reliability.md, seed 7).
 
 mod common;
 
@@ -9,11 +10,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use gregor::broker::Broker;
+use gregor::client::admin;
 use gregor::zk::ZkClient;
 use gregor::zk::paths;
 
 use common::{
-    broker_config, chroot, free_port, spawn_broker_process, start_zookeeper, wait_until, zk_address,
+    TestBroker, broker_config, chroot, free_port, spawn_broker_process, start_zookeeper,
+    wait_until, zk_address,
 };
 
 /// A broker restarted right after a kill -9 waits for its previous incarnation's
@@ -126,4 +129,66 @@ fn the_session_id_is_known_before_our_ephemeral_node_can_be_seen() {
         creator.close();
         watcher.close();
     }
+}
+
+/// ZooKeeper restarts and every session survives it (it is back within the session timeout).
+/// The server forgot every watch, and the `zookeeper` crate does not set them again: before
+/// the fix the controller never heard of a broker or topic added afterwards, so the new topic
+/// below never got a leader.
+#[test]
+fn the_controller_sees_changes_after_a_zookeeper_restart_its_session_survives() {
+    common::init_logging();
+    let zk_dir = tempfile::tempdir().unwrap();
+    let zk_port = free_port();
+    let mut zk_child = start_zookeeper(zk_dir.path(), zk_port);
+    let zk_addr = format!("127.0.0.1:{zk_port}");
+    wait_until(Duration::from_secs(60), "ZooKeeper to serve", || {
+        common::serving(&zk_addr)
+    });
+    let connect = format!("{zk_addr}/watches");
+    // Sessions long enough to outlive the restart.
+    let long = [("zookeeper.session.timeout.ms", "20000")];
+    let b1 = TestBroker::start(1, &connect, &long);
+    let zk = ZkClient::connect(&connect, Duration::from_secs(20)).unwrap();
+    wait_until(Duration::from_secs(30), "a controller", || {
+        matches!(zk.exists(paths::CONTROLLER), Ok(Some(_)))
+    });
+    let controller_session = zk
+        .exists(paths::CONTROLLER)
+        .unwrap()
+        .unwrap()
+        .ephemeral_owner;
+
+    let _ = zk_child.kill();
+    let _ = zk_child.wait();
+    zk_child = start_zookeeper(zk_dir.path(), zk_port);
+    wait_until(Duration::from_secs(60), "ZooKeeper to serve again", || {
+        common::serving(&zk_addr)
+    });
+    wait_until(
+        Duration::from_secs(30),
+        "our session to be usable again",
+        || zk.exists("/").is_ok(),
+    );
+    assert_eq!(
+        b1.broker.zk.session_id(),
+        controller_session,
+        "the broker's session did not survive the restart; the test needs it to"
+    );
+
+    // A broker joins and a topic is created on it alone: electing its leader needs both the
+    // controller's broker watch and its topic watch.
+    let b2 = TestBroker::start(2, &connect, &long);
+    admin::create_topic(&zk, "after-restart", 1, 1, Some("2")).unwrap();
+    wait_until(Duration::from_secs(30), "the new topic's leader", || {
+        matches!(
+            paths::leader_and_isr(&zk, "after-restart", 0),
+            Ok(Some((l, _))) if l.leader == 2
+        )
+    });
+    drop(b2);
+    drop(b1);
+    zk.close();
+    let _ = zk_child.kill();
+    let _ = zk_child.wait();
 }

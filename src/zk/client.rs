@@ -12,7 +12,9 @@
 //! Either way, on a new session it re-creates this process's ephemeral nodes — waiting out a
 //! stale node still owned by the old session, which the server deletes within a session
 //! timeout — and then calls every `SessionListener` (the spec's `handleNewSession`), which
-//! re-installs its watches.
+//! re-installs its watches. A connection lost and regained in the same session calls them
+//! too: the server forgot our watches with the connection, and the crate does not restore
+//! them.
 //!
 //! Thread model: one `zk-session` thread per client receives state changes from the crate and
 //! does all of the above; callers use the current handle from any thread.
@@ -33,7 +35,8 @@ pub trait SessionListener: Send + Sync {
     /// The session is gone (the client gave up on it): whatever our ephemeral nodes stood for
     /// — leading an election — must stop now, before a new session exists.
     fn handle_session_lost(&self) {}
-    /// A new session replaced the old one, and our ephemeral nodes are back.
+    /// A new session replaced the old one, and our ephemeral nodes are back; or the session
+    /// survived a lost connection. Either way no watch of ours is set any more.
     fn handle_new_session(&self);
 }
 
@@ -197,6 +200,9 @@ impl ZkClient {
             {
                 return Err(e);
             }
+            if e == ZkError::NodeExists {
+                log::info!("{path} exists, owned by another session; waiting for it to expire");
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
@@ -222,7 +228,7 @@ impl ZkClient {
         match owner {
             Some(o) if o == mine => Ok(()),
             Some(o) => {
-                log::info!("{path} exists, owned by session {o:#x}; waiting for it to expire");
+                log::debug!("{path} exists, owned by session {o:#x}, not ours ({mine:#x})");
                 Err(ZkError::NodeExists)
             }
             // Gone again already: the session that created it ended in between.
@@ -395,6 +401,17 @@ impl ZkClient {
         }
     }
 
+    /// Back on the same session after a lost connection. ZooKeeper drops a connection's
+    /// watches with it (a restarted server has none at all), and this library does not send
+    /// them again (Java's client sends SetWatches), so every owner of watches must set them
+    /// again and read what changed meanwhile, exactly as after a new session.
+    fn on_reconnect(&self) {
+        log::info!("zookeeper reconnected in the same session; watches must be set again");
+        for l in self.live_listeners() {
+            l.handle_new_session();
+        }
+    }
+
     /// Restores our ephemeral nodes in the new session, then tells the listeners. When
     /// ZooKeeper fails us midway it gives up for now (a few tries with backoff) and leaves
     /// `needs_restore` set: the session thread must stay free to see the next state change.
@@ -508,10 +525,14 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
                 c.notify_session_lost();
                 c.replace_session();
             }
-            ZkState::NotConnected => suspect = true,
+            // A read error goes straight from Connected to Connecting, a hang-up through
+            // NotConnected: either way the connection was lost.
+            ZkState::NotConnected | ZkState::Connecting => suspect = true,
             ZkState::Connected | ZkState::ConnectedReadOnly if suspect => {
                 suspect = false;
-                if !c.session_survived() {
+                if c.session_survived() {
+                    c.on_reconnect();
+                } else {
                     c.on_new_session();
                 }
             }

@@ -3,7 +3,9 @@
 //!
 //! Whoever creates the node leads. Everyone else watches it; when it is deleted they try again.
 //! When our session is replaced, we resign at once (the node died with the session) and try
-//! again in the new session. The tries run on the election's own thread, fed by a channel, so
+//! again in the new session. After a reconnection in the same session we do the same: our
+//! watches are gone, and a leader's owner re-reads everything and sets them again as it takes
+//! up the role (our node survived, so we win again). The tries run on the election's own thread, fed by a channel, so
 //! ZooKeeper's event thread never blocks on our callbacks.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -149,7 +151,7 @@ impl ZkElection {
     fn resign_for_new_session(&self) {
         if self.is_leader.swap(false, Ordering::AcqRel) {
             log::warn!(
-                "[broker {}] session replaced: no longer leader at {}",
+                "[broker {}] ZooKeeper session replaced or reconnected: no longer leader at {} until elected again",
                 self.my_id,
                 self.path
             );
