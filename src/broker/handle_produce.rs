@@ -100,10 +100,9 @@ impl KafkaApis {
         if valid.valid_len as u64 > self.config.log_segment_bytes {
             return Err(ErrorCode::RecordListTooLarge);
         }
-        let set = &mut set[..valid.valid_len];
         let payload = match valid.compressed {
-            None => Payload::Plain(set),
-            Some((codec, magic)) => Payload::Compressed { set, codec, magic },
+            None => Payload::Plain(&mut set[..valid.valid_len]),
+            Some(r) => Payload::Compressed(r),
         };
         let (first, last) =
             self.replica_manager

@@ -31,8 +31,8 @@ pub type TopicPartition = (String, i32);
 pub enum Payload<'a> {
     /// Uncompressed messages: offsets are written into the set in place.
     Plain(&'a mut [u8]),
-    /// Holds compressed wrappers: stored as one wrapper of `codec` rebuilt with our offsets.
-    Compressed { set: &'a [u8], codec: i8, magic: i8 },
+    /// Held compressed wrappers: stored as one wrapper rebuilt around our offsets.
+    Compressed(message::Recompressed),
 }
 
 pub struct ReplicaManager {
@@ -378,13 +378,11 @@ impl ReplicaManager {
         }
         let appended = match payload {
             Payload::Plain(set) => partition.log.append(set, count),
-            Payload::Compressed { set, codec, magic } => {
-                partition.log.append_rebuilt(count, |first| {
-                    message::rebuild_compressed(set, first, codec, magic).map_err(|e| {
-                        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e:?}"))
-                    })
+            Payload::Compressed(r) => partition.log.append_rebuilt(count, |first| {
+                r.into_wrapper(first).map_err(|e| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e:?}"))
                 })
-            }
+            }),
         };
         let first = appended.map_err(|e| {
             log::error!(

@@ -164,15 +164,72 @@ impl<'a> Iterator for MessageIter<'a> {
 }
 
 /// The result of checking a produced set before it is appended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValidSet {
     /// Number of messages, counting those inside compressed wrappers: the offsets it takes.
     pub count: u32,
     /// Bytes of complete messages; a trailing partial entry beyond it is dropped, as 0.8.2 did.
     pub valid_len: usize,
-    /// (codec, magic) of the last compressed wrapper, when there is one: the whole set is then
-    /// stored as one wrapper of that codec (0.8.2's rule).
-    pub compressed: Option<(i8, i8)>,
+    /// When the set holds a compressed wrapper, the whole set is stored as one wrapper of the
+    /// last wrapper's codec and magic (0.8.2's rule), rebuilt around the offsets it gets.
+    pub compressed: Option<Recompressed>,
+}
+
+/// A produced set with compressed wrappers on its way to becoming one stored wrapper. Its
+/// wrappers are decompressed once, while it is validated. Magic 1 inner offsets are relative
+/// (0..n-1), so the wrapper is compressed then too, before any lock is taken, and only its own
+/// offset waits for the append; magic 0 inner offsets are absolute, so compression must wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recompressed {
+    pub codec: i8,
+    pub magic: i8,
+    count: i64,
+    /// Magic 1: the finished wrapper entry. Magic 0: the inner messages, uncompressed.
+    bytes: Vec<u8>,
+}
+
+impl Recompressed {
+    /// The entry to store for offsets `first..first + count`.
+    pub fn into_wrapper(mut self, first: i64) -> Result<Vec<u8>, SetError> {
+        if self.magic == 0 {
+            assign_offsets(&mut self.bytes, first);
+            self.bytes = wrap(&self.bytes, self.codec, 0, -1)?;
+        }
+        // The wrapper carries its last inner offset; the CRC does not cover offsets.
+        BigEndian::write_i64(&mut self.bytes[0..8], first + self.count - 1);
+        Ok(self.bytes)
+    }
+}
+
+/// One wrapper entry of `codec` holding `inner` (offset field left 0).
+fn wrap(inner: &[u8], codec: i8, magic: i8, max_timestamp: i64) -> Result<Vec<u8>, SetError> {
+    let value =
+        compression::compress(codec, inner).map_err(|e| SetError::BadCompression(e.to_string()))?;
+    let mut out = Vec::with_capacity(value.len() + 40);
+    encode_entry_with_attributes(&mut out, 0, magic, codec, max_timestamp, None, Some(&value));
+    Ok(out)
+}
+
+/// (codec, magic) of the last complete entry that is a compressed wrapper, read from the entry
+/// headers alone (`for_each_deep` checks them).
+fn last_wrapper(set: &[u8]) -> Option<(i8, i8)> {
+    let mut pos = 0;
+    let mut last = None;
+    while let Some(header) = set.get(pos..pos + LOG_OVERHEAD + 6) {
+        let Ok(size) = usize::try_from(BigEndian::read_i32(&header[8..12])) else {
+            break;
+        };
+        let end = pos + LOG_OVERHEAD + size;
+        if end > set.len() {
+            break;
+        }
+        let (magic, attributes) = (header[16] as i8, header[17] as i8);
+        if attributes & COMPRESSION_CODEC_MASK != 0 {
+            last = Some((attributes & COMPRESSION_CODEC_MASK, magic));
+        }
+        pos = end;
+    }
+    last
 }
 
 /// Why a produced set is refused; maps to a protocol error code.
@@ -186,15 +243,13 @@ pub enum SetError {
 }
 
 /// Calls `f` for every message of a set, descending into compressed wrappers (whose inner
-/// messages must be complete, CRC-valid and uncompressed). Returns the valid length and the
-/// (codec, magic) of the last wrapper.
+/// messages must be complete, CRC-valid and uncompressed). Returns the valid length.
 fn for_each_deep(
     set: &[u8],
     max_message_bytes: usize,
     mut f: impl FnMut(&Message<'_>),
-) -> Result<(usize, Option<(i8, i8)>), SetError> {
+) -> Result<usize, SetError> {
     let mut pos = 0;
-    let mut compressed = None;
     while pos < set.len() {
         let m = match parse_entry(&set[pos..]) {
             Ok(m) => m,
@@ -219,59 +274,50 @@ fn for_each_deep(
                 f(&im);
                 ipos += im.entry_len;
             }
-            compressed = Some((m.codec(), m.magic));
         }
         pos += m.entry_len;
     }
-    Ok((pos, compressed))
+    Ok(pos)
 }
 
 /// Validates a produced set: size, magic and CRC of every message, compressed wrappers
 /// decompressed and their inner messages checked too, each message at most
-/// `max_message_bytes`.
+/// `max_message_bytes`. A set with wrappers comes back ready to be rebuilt as one.
 pub fn validate_for_append(set: &[u8], max_message_bytes: usize) -> Result<ValidSet, SetError> {
-    let mut count = 0u32;
-    let (valid_len, compressed) = for_each_deep(set, max_message_bytes, |_| count += 1)?;
-    Ok(ValidSet {
-        count,
-        valid_len,
-        compressed,
-    })
-}
-
-/// Rebuilds a validated set that holds compressed wrappers as one wrapper of `codec` whose
-/// inner messages take offsets `first..`, as Kafka 0.8 stored them: magic 0 inner messages carry
-/// absolute offsets, magic 1 inner messages relative ones (0..n-1); the wrapper carries the
-/// last absolute offset (and, for magic 1, the largest inner timestamp).
-pub fn rebuild_compressed(
-    set: &[u8],
-    first: i64,
-    codec: i8,
-    magic: i8,
-) -> Result<Vec<u8>, SetError> {
+    let Some((codec, magic)) = last_wrapper(set) else {
+        let mut count = 0u32;
+        let valid_len = for_each_deep(set, max_message_bytes, |_| count += 1)?;
+        return Ok(ValidSet {
+            count,
+            valid_len,
+            compressed: None,
+        });
+    };
+    // Every message, re-encoded back to back as it will sit inside the stored wrapper.
     let mut inner = Vec::with_capacity(set.len() * 2);
     let mut n: i64 = 0;
     let mut max_ts = -1;
-    for_each_deep(set, usize::MAX, |m| {
-        let offset = if magic == 0 { first + n } else { n };
+    let valid_len = for_each_deep(set, max_message_bytes, |m| {
         let ts = m.timestamp.unwrap_or(-1);
         max_ts = max_ts.max(ts);
-        encode_entry(&mut inner, offset, magic, ts, m.key, m.value);
+        encode_entry(&mut inner, n, magic, ts, m.key, m.value);
         n += 1;
     })?;
-    let value = compression::compress(codec, &inner)
-        .map_err(|e| SetError::BadCompression(e.to_string()))?;
-    let mut out = Vec::with_capacity(value.len() + 40);
-    encode_entry_with_attributes(
-        &mut out,
-        first + n - 1,
-        magic,
-        codec,
-        max_ts,
-        None,
-        Some(&value),
-    );
-    Ok(out)
+    let bytes = if magic == 0 {
+        inner
+    } else {
+        wrap(&inner, codec, magic, max_ts)?
+    };
+    Ok(ValidSet {
+        count: n as u32,
+        valid_len,
+        compressed: Some(Recompressed {
+            codec,
+            magic,
+            count: n,
+            bytes,
+        }),
+    })
 }
 
 /// A message as a client sees it, decompressed, with its absolute offset.
@@ -464,8 +510,9 @@ mod tests {
             let z = compression::compress(codec, &inner).unwrap();
             encode_entry_with_attributes(&mut sent, 0, magic, codec, 7, None, Some(&z));
             let v = validate_for_append(&sent, 1 << 20).unwrap();
-            assert_eq!((v.count, v.compressed), (3, Some((codec, magic))));
-            let stored = rebuild_compressed(&sent, 100, codec, magic).unwrap();
+            let r = v.compressed.unwrap();
+            assert_eq!((v.count, r.codec, r.magic), (3, codec, magic));
+            let stored = r.into_wrapper(100).unwrap();
             let wrapper = parse_entry(&stored).unwrap();
             assert_eq!(wrapper.offset, 102);
             let got: Vec<(i64, Vec<u8>)> = decode_deep(&stored)
