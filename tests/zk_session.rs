@@ -192,3 +192,32 @@ fn the_controller_sees_changes_after_a_zookeeper_restart_its_session_survives() 
     let _ = zk_child.kill();
     let _ = zk_child.wait();
 }
+
+/// A server that takes the connection and never answers (a ZooKeeper still starting, in the
+/// chaos run) must not hold a client for good: before the fix the first request waited
+/// without a deadline, and a client replacing its session that way stayed unusable for six
+/// minutes, until ZooKeeper restarted again.
+#[test]
+fn a_zookeeper_that_never_answers_fails_the_connection_in_time() {
+    common::init_logging();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let connecting = std::thread::spawn(move || {
+        ZkClient::connect(&addr.to_string(), Duration::from_secs(2)).is_ok()
+    });
+    wait_until(
+        Duration::from_secs(10),
+        "the connection attempt to end",
+        || connecting.is_finished(),
+    );
+    assert!(
+        !connecting.join().unwrap(),
+        "connected to a server that never answered"
+    );
+}

@@ -69,16 +69,33 @@ fn open_handle(
     timeout: Duration,
     generation: u64,
     events: &Sender<(u64, ZkState)>,
-) -> ZkResult<ZooKeeper> {
-    let zk = ZooKeeper::connect(connect, timeout, |_: WatchedEvent| {})?;
+) -> ZkResult<Arc<ZooKeeper>> {
+    let zk = Arc::new(ZooKeeper::connect(connect, timeout, |_: WatchedEvent| {})?);
     let tx = events.clone();
     zk.add_listener(move |s| {
         let _ = tx.send((generation, s));
     });
-    // Requests queue until the session is established, so this returns once connected, or
-    // fails with ConnectionLoss when the crate gives up after a session timeout.
-    zk.exists("/", false)?;
+    // Requests queue until the session is established, so this returns once connected.
+    answers_within(&zk, timeout)?;
     Ok(zk)
+}
+
+/// Whether `zk` answers a request within `limit`. The crate's requests wait without a
+/// deadline, and one sent to a server that took the connection but never answers (a
+/// ZooKeeper starting up) waits for good: the chaos run saw a client stuck so for six
+/// minutes, until the next restart. The request runs on a helper thread, left behind if it
+/// never returns.
+fn answers_within(zk: &Arc<ZooKeeper>, limit: Duration) -> ZkResult<()> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let zk = zk.clone();
+    std::thread::Builder::new()
+        .name("zk-probe".into())
+        .spawn(move || {
+            let _ = tx.send(zk.exists("/", false).map(|_| ()));
+        })
+        .map_err(|_| ZkError::SystemError)?;
+    rx.recv_timeout(limit)
+        .unwrap_or(Err(ZkError::OperationTimeout))
 }
 
 impl ZkClient {
@@ -99,7 +116,7 @@ impl ZkClient {
         let client = Arc::new(ZkClient {
             connect_string: connect_string.to_owned(),
             session_timeout,
-            handle: RwLock::new(Arc::new(zk)),
+            handle: RwLock::new(zk),
             generation: AtomicU64::new(1),
             session_id: AtomicI64::new(0),
             ephemerals: Mutex::new(Vec::new()),
@@ -357,7 +374,7 @@ impl ZkClient {
                 &self.events,
             ) {
                 Ok(zk) => {
-                    let old = std::mem::replace(&mut *self.handle.write(), Arc::new(zk));
+                    let old = std::mem::replace(&mut *self.handle.write(), zk);
                     let _ = old.close();
                     break;
                 }
@@ -484,8 +501,8 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
         // say so (leaders step down) and open a new one. Probed at most once a second.
         if last_probe.elapsed() >= Duration::from_secs(1) {
             last_probe = Instant::now();
-            match c.zk().exists("/", false) {
-                Ok(_) => unreachable_since = None,
+            match answers_within(&c.zk(), c.session_timeout) {
+                Ok(()) => unreachable_since = None,
                 Err(e) => {
                     let since = *unreachable_since.get_or_insert_with(Instant::now);
                     if since.elapsed() > c.session_timeout {
