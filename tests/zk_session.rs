@@ -211,8 +211,9 @@ fn a_zookeeper_that_never_answers_fails_the_connection_in_time() {
     let connecting = std::thread::spawn(move || {
         ZkClient::connect(&addr.to_string(), Duration::from_secs(2)).is_ok()
     });
+    // The client waits three session timeouts, and at least 10 s, for a first answer.
     wait_until(
-        Duration::from_secs(10),
+        Duration::from_secs(20),
         "the connection attempt to end",
         || connecting.is_finished(),
     );

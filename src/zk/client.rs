@@ -76,8 +76,14 @@ fn open_handle(
         let _ = tx.send((generation, s));
     });
     // Requests queue until the session is established, so this returns once connected.
-    answers_within(&zk, timeout)?;
+    answers_within(&zk, patience(timeout))?;
     Ok(zk)
+}
+
+/// How long to wait for ZooKeeper to answer one request before calling the handle dead:
+/// generous, since a loaded server is slow and a needless new session costs leaderships.
+fn patience(session_timeout: Duration) -> Duration {
+    (session_timeout * 3).max(Duration::from_secs(10))
 }
 
 /// Whether `zk` answers a request within `limit`. The crate's requests wait without a
@@ -501,7 +507,7 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
         // say so (leaders step down) and open a new one. Probed at most once a second.
         if last_probe.elapsed() >= Duration::from_secs(1) {
             last_probe = Instant::now();
-            match answers_within(&c.zk(), c.session_timeout) {
+            match answers_within(&c.zk(), patience(c.session_timeout)) {
                 Ok(()) => unreachable_since = None,
                 Err(e) => {
                     let since = *unreachable_since.get_or_insert_with(Instant::now);
