@@ -64,20 +64,42 @@ pub struct ZkClient {
     needs_restore: AtomicBool,
 }
 
+/// A handle of the crate, and whether the crate has given up on it (its I/O thread ended).
+struct Handle {
+    zk: Arc<ZooKeeper>,
+    given_up: Arc<AtomicBool>,
+}
+
+/// A handle whose state changes go to `events` tagged with `generation`. It connects on its
+/// own I/O thread, retrying until a session timeout passes without contact.
+fn new_handle(
+    connect: &str,
+    timeout: Duration,
+    generation: u64,
+    events: &Sender<(u64, ZkState)>,
+) -> ZkResult<Handle> {
+    let zk = Arc::new(ZooKeeper::connect(connect, timeout, |_: WatchedEvent| {})?);
+    let given_up = Arc::new(AtomicBool::new(false));
+    let (tx, flag) = (events.clone(), given_up.clone());
+    zk.add_listener(move |s| {
+        if matches!(s, ZkState::Closed) {
+            flag.store(true, Ordering::Release);
+        }
+        let _ = tx.send((generation, s));
+    });
+    Ok(Handle { zk, given_up })
+}
+
 fn open_handle(
     connect: &str,
     timeout: Duration,
     generation: u64,
     events: &Sender<(u64, ZkState)>,
 ) -> ZkResult<Arc<ZooKeeper>> {
-    let zk = Arc::new(ZooKeeper::connect(connect, timeout, |_: WatchedEvent| {})?);
-    let tx = events.clone();
-    zk.add_listener(move |s| {
-        let _ = tx.send((generation, s));
-    });
+    let h = new_handle(connect, timeout, generation, events)?;
     // Requests queue until the session is established, so this returns once connected.
-    answers_within(&zk, patience(timeout))?;
-    Ok(zk)
+    answers_within(&h.zk, patience(timeout))?;
+    Ok(h.zk)
 }
 
 /// How long to wait for ZooKeeper to answer one request before calling the handle dead:
@@ -365,31 +387,56 @@ impl ZkClient {
         let _ = self.zk().close();
     }
 
-    /// Opens a new handle (a new session) until one connects, then restores our state.
+    /// Opens a new handle (a new session) until one connects, then restores our state. A
+    /// handle not connected yet is asked again, not replaced, while the crate still tries to
+    /// connect it: a dropped handle's I/O thread goes on connecting by itself, and the session
+    /// it opens once ZooKeeper is back lives on, unused. (The chaos run's harness gathered 51
+    /// such sessions over ZooKeeper restarts; past ZooKeeper's 60 connections from one
+    /// address, a restarted broker could not connect at all.)
     fn replace_session(&self) {
         let mut backoff = Duration::from_millis(100);
+        let mut pending: Option<Handle> = None;
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-            match open_handle(
-                &self.connect_string,
-                self.session_timeout,
-                generation,
-                &self.events,
-            ) {
-                Ok(zk) => {
-                    let old = std::mem::replace(&mut *self.handle.write(), zk);
+            let h = match pending.take() {
+                Some(h) if !h.given_up.load(Ordering::Acquire) => h,
+                _ => {
+                    let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+                    match new_handle(
+                        &self.connect_string,
+                        self.session_timeout,
+                        generation,
+                        &self.events,
+                    ) {
+                        Ok(h) => h,
+                        Err(e) => {
+                            log::warn!("cannot open a zookeeper handle ({e:?})");
+                            std::thread::sleep(backoff);
+                            continue;
+                        }
+                    }
+                }
+            };
+            match answers_within(&h.zk, patience(self.session_timeout)) {
+                Ok(()) => {
+                    let old = std::mem::replace(&mut *self.handle.write(), h.zk);
                     let _ = old.close();
                     break;
                 }
+                // A connection that a server took and never answers stays stuck: the handle
+                // is left to its helper thread, and another one opened.
+                Err(ZkError::OperationTimeout) => {
+                    log::warn!("zookeeper did not answer; opening another connection");
+                }
                 Err(e) => {
                     log::warn!("zookeeper reconnect failed ({e:?}); retrying in {backoff:?}");
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    pending = Some(h);
                 }
             }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_secs(2));
         }
         self.on_new_session();
     }
