@@ -19,6 +19,9 @@ pub struct Report {
     pub lost: usize,
     pub reordered: usize,
     pub divergent_replicas: usize,
+    /// Partitions the checker could not read whole (no leader, or a replica not answering):
+    /// nothing could be checked there, which fails the run as surely as a divergence.
+    pub unreadable_partitions: usize,
     pub consumer_missing: usize,
     pub consumer_duplicates: usize,
     pub longest_unavailable_ms: Vec<u128>,
@@ -31,18 +34,21 @@ impl Report {
         self.lost == 0
             && self.reordered == 0
             && self.divergent_replicas == 0
+            && self.unreadable_partitions == 0
             && self.consumer_missing == 0
     }
 
     pub fn summary(&self) -> String {
         format!(
             "operations={} acknowledged={} lost={} reordered={} divergent_replicas={} \
-             consumer_missing={} consumer_duplicates={} longest_unavailability_ms={:?}",
+             unreadable_partitions={} consumer_missing={} consumer_duplicates={} \
+             longest_unavailability_ms={:?}",
             self.operations,
             self.acknowledged,
             self.lost,
             self.reordered,
             self.divergent_replicas,
+            self.unreadable_partitions,
             self.consumer_missing,
             self.consumer_duplicates,
             self.longest_unavailable_ms
@@ -158,7 +164,7 @@ pub fn check(
 
 fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) {
     let Some(leader) = env.leader(p) else {
-        r.divergent_replicas += 1;
+        r.unreadable_partitions += 1;
         r.problem(format!("partition {p} has no leader"));
         return;
     };
@@ -171,7 +177,7 @@ fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) {
     let logs = match logs {
         Ok(l) => l,
         Err(e) => {
-            r.divergent_replicas += 1;
+            r.unreadable_partitions += 1;
             r.problem(format!("partition {p}: cannot read every replica: {e}"));
             return;
         }
