@@ -19,6 +19,54 @@ use common::{
     wait_until, zk_address,
 };
 
+/// A ZooKeeper of the test's own, to stop and restart; killed on drop.
+struct PrivateZk {
+    dir: tempfile::TempDir,
+    port: u16,
+    addr: String,
+    child: Option<std::process::Child>,
+}
+
+impl PrivateZk {
+    fn start() -> PrivateZk {
+        let port = free_port();
+        let mut zk = PrivateZk {
+            dir: tempfile::tempdir().unwrap(),
+            port,
+            addr: format!("127.0.0.1:{port}"),
+            child: None,
+        };
+        zk.start_again();
+        zk
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it on the same data and port, and waits until it serves.
+    fn start_again(&mut self) {
+        self.child = Some(start_zookeeper(self.dir.path(), self.port));
+        wait_until(Duration::from_secs(60), "ZooKeeper to serve", || {
+            common::serving(&self.addr)
+        });
+    }
+
+    fn restart(&mut self) {
+        self.stop();
+        self.start_again();
+    }
+}
+
+impl Drop for PrivateZk {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// A broker restarted right after a kill -9 waits for its previous incarnation's
 /// registration to expire; when ZooKeeper restarts meanwhile it keeps waiting, and registers
 /// once ZooKeeper is back. Before the fix the lost connection ended start-up ("cannot
@@ -26,13 +74,8 @@ use common::{
 #[test]
 fn a_broker_registering_across_a_zookeeper_restart_registers_when_it_is_back() {
     common::init_logging();
-    let zk_dir = tempfile::tempdir().unwrap();
-    let zk_port = free_port();
-    let mut zk_child = start_zookeeper(zk_dir.path(), zk_port);
-    let zk_addr = format!("127.0.0.1:{zk_port}");
-    wait_until(Duration::from_secs(60), "ZooKeeper to serve", || {
-        common::serving(&zk_addr)
-    });
+    let mut zk_server = PrivateZk::start();
+    let zk_addr = zk_server.addr.clone();
     let connect = format!("{zk_addr}/restart");
     let zk = ZkClient::connect(&connect, Duration::from_secs(10)).unwrap();
     // The previous incarnation: a process with a long session, killed.
@@ -72,12 +115,7 @@ fn a_broker_registering_across_a_zookeeper_restart_registers_when_it_is_back() {
         !starting.is_finished(),
         "registered before the old session expired"
     );
-    let _ = zk_child.kill();
-    let _ = zk_child.wait();
-    zk_child = start_zookeeper(zk_dir.path(), zk_port);
-    wait_until(Duration::from_secs(60), "ZooKeeper to serve again", || {
-        common::serving(&zk_addr)
-    });
+    zk_server.restart();
     wait_until(
         Duration::from_secs(40),
         "the broker's start-up to end",
@@ -93,8 +131,6 @@ fn a_broker_registering_across_a_zookeeper_restart_registers_when_it_is_back() {
     assert_eq!(owner, broker.zk.session_id());
     broker.shutdown();
     zk.close();
-    let _ = zk_child.kill();
-    let _ = zk_child.wait();
 }
 
 /// Whoever sees a node we create (the controller watching /brokers/ids) may send its owner
@@ -138,13 +174,8 @@ fn the_session_id_is_known_before_our_ephemeral_node_can_be_seen() {
 #[test]
 fn the_controller_sees_changes_after_a_zookeeper_restart_its_session_survives() {
     common::init_logging();
-    let zk_dir = tempfile::tempdir().unwrap();
-    let zk_port = free_port();
-    let mut zk_child = start_zookeeper(zk_dir.path(), zk_port);
-    let zk_addr = format!("127.0.0.1:{zk_port}");
-    wait_until(Duration::from_secs(60), "ZooKeeper to serve", || {
-        common::serving(&zk_addr)
-    });
+    let mut zk_server = PrivateZk::start();
+    let zk_addr = zk_server.addr.clone();
     let connect = format!("{zk_addr}/watches");
     // Sessions long enough to outlive the restart.
     let long = [("zookeeper.session.timeout.ms", "20000")];
@@ -159,12 +190,7 @@ fn the_controller_sees_changes_after_a_zookeeper_restart_its_session_survives() 
         .unwrap()
         .ephemeral_owner;
 
-    let _ = zk_child.kill();
-    let _ = zk_child.wait();
-    zk_child = start_zookeeper(zk_dir.path(), zk_port);
-    wait_until(Duration::from_secs(60), "ZooKeeper to serve again", || {
-        common::serving(&zk_addr)
-    });
+    zk_server.restart();
     wait_until(
         Duration::from_secs(30),
         "our session to be usable again",
@@ -189,8 +215,6 @@ fn the_controller_sees_changes_after_a_zookeeper_restart_its_session_survives() 
     drop(b2);
     drop(b1);
     zk.close();
-    let _ = zk_child.kill();
-    let _ = zk_child.wait();
 }
 
 /// A server that takes the connection and never answers (a ZooKeeper still starting, in the
@@ -244,34 +268,23 @@ fn established_to(port: u16) -> usize {
 #[test]
 fn a_new_session_after_an_outage_leaves_no_other_connection_behind() {
     common::init_logging();
-    let zk_dir = tempfile::tempdir().unwrap();
-    let zk_port = free_port();
-    let mut zk_child = start_zookeeper(zk_dir.path(), zk_port);
-    let zk_addr = format!("127.0.0.1:{zk_port}");
-    wait_until(Duration::from_secs(60), "ZooKeeper to serve", || {
-        common::serving(&zk_addr)
-    });
+    let mut zk_server = PrivateZk::start();
+    let zk_addr = zk_server.addr.clone();
     let zk = ZkClient::connect(&format!("{zk_addr}/outage"), Duration::from_secs(4)).unwrap();
     wait_until(Duration::from_secs(10), "one connection", || {
-        established_to(zk_port) == 1
+        established_to(zk_server.port) == 1
     });
-    let _ = zk_child.kill();
-    let _ = zk_child.wait();
+    zk_server.stop();
     // The outage: past the session timeout, so the client gives the session up and tries a
     // new one again and again meanwhile.
     std::thread::sleep(Duration::from_secs(7));
-    zk_child = start_zookeeper(zk_dir.path(), zk_port);
-    wait_until(Duration::from_secs(60), "ZooKeeper to serve again", || {
-        common::serving(&zk_addr)
-    });
+    zk_server.start_again();
     wait_until(Duration::from_secs(30), "the client to work again", || {
         zk.exists("/").is_ok()
     });
     // Handles that tried during the outage had until a session timeout to connect.
     wait_until(Duration::from_secs(20), "a single connection again", || {
-        established_to(zk_port) == 1
+        established_to(zk_server.port) == 1
     });
     zk.close();
-    let _ = zk_child.kill();
-    let _ = zk_child.wait();
 }

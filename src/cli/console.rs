@@ -91,16 +91,7 @@ pub fn produce(a: ProduceArgs) -> Result<(), String> {
         "all" | "-1" => -1,
         other => return Err(format!("--acks must be 0, 1 or all, got `{other}`")),
     };
-    cfg.compression = match a.compression.as_str() {
-        "none" => None,
-        "gzip" => Some(compression::GZIP),
-        "snappy" => Some(compression::SNAPPY),
-        other => {
-            return Err(format!(
-                "--compression must be none, gzip or snappy, got `{other}`"
-            ));
-        }
-    };
+    cfg.compression = compression::codec_by_name(&a.compression)?;
     let producer = Producer::new(cfg).map_err(|e| e.to_string())?;
     let mut handles = Vec::new();
     for line in std::io::stdin().lock().lines() {

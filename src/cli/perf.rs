@@ -200,16 +200,7 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
     if !matches!(a.magic, 0 | 1) {
         return Err(format!("--magic must be 0 or 1, got {}", a.magic));
     }
-    let codec = match a.compression.as_str() {
-        "none" => None,
-        "gzip" => Some(compression::GZIP),
-        "snappy" => Some(compression::SNAPPY),
-        other => {
-            return Err(format!(
-                "--compression must be none, gzip or snappy, got `{other}`"
-            ));
-        }
-    };
+    let codec = compression::codec_by_name(&a.compression)?;
     let leaders = a.target.leaders()?;
     let batches = a.target.messages.div_ceil(a.batch_size as u64);
     let next_batch = Arc::new(AtomicU64::new(0));

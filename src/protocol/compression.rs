@@ -32,6 +32,18 @@ impl std::fmt::Display for CompressionError {
     }
 }
 
+/// The codec a user names on the command line: `none`, `gzip` or `snappy`.
+pub fn codec_by_name(name: &str) -> Result<Option<i8>, String> {
+    match name {
+        "none" => Ok(None),
+        "gzip" => Ok(Some(GZIP)),
+        "snappy" => Ok(Some(SNAPPY)),
+        other => Err(format!(
+            "--compression must be none, gzip or snappy, got `{other}`"
+        )),
+    }
+}
+
 pub fn decompress(codec: i8, data: &[u8]) -> Result<Vec<u8>, CompressionError> {
     let out = match codec {
         GZIP => {
