@@ -72,6 +72,13 @@ struct Handle {
 
 /// A handle whose state changes go to `events` tagged with `generation`. It connects on its
 /// own I/O thread, retrying until a session timeout passes without contact.
+///
+/// Returns once that thread has reported a state, or after `REGISTRATION_GRACE`: a request
+/// sent while the thread registers its request channel is never read (mio-extras 2.0.6
+/// `ReceiverCtl::register` looks for pending requests before it publishes its wake-up
+/// handle), nor is anything sent after it, pings included, so the handle is dead for good.
+/// A state report comes from the thread's event loop, so the channel is registered by then.
+/// The grace covers a report made before our listener was added.
 fn new_handle(
     connect: &str,
     timeout: Duration,
@@ -80,15 +87,22 @@ fn new_handle(
 ) -> ZkResult<Handle> {
     let zk = Arc::new(ZooKeeper::connect(connect, timeout, |_: WatchedEvent| {})?);
     let given_up = Arc::new(AtomicBool::new(false));
+    let (reported_tx, reported) = crossbeam_channel::bounded(1);
     let (tx, flag) = (events.clone(), given_up.clone());
     zk.add_listener(move |s| {
         if matches!(s, ZkState::Closed) {
             flag.store(true, Ordering::Release);
         }
+        let _ = reported_tx.try_send(());
         let _ = tx.send((generation, s));
     });
+    let _ = reported.recv_timeout(REGISTRATION_GRACE);
     Ok(Handle { zk, given_up })
 }
+
+/// Far longer than a new I/O thread takes to register, and than a healthy ZooKeeper takes to
+/// answer a connection on loopback.
+const REGISTRATION_GRACE: Duration = Duration::from_secs(1);
 
 fn open_handle(
     connect: &str,
