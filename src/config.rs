@@ -74,6 +74,13 @@ pub struct BrokerConfig {
     pub coordinator_rebalance_timeout: Duration,
     /// First wait before a failed rebalance is tried again (doubling per failure).
     pub coordinator_rebalance_backoff: Duration,
+    /// Kafka-protocol groups: bounds on a member's session timeout.
+    pub group_min_session_timeout: Duration,
+    pub group_max_session_timeout: Duration,
+    /// How long an empty group's first join waits for more members.
+    pub group_initial_rebalance_delay: Duration,
+    /// The most members one Kafka-protocol group may have.
+    pub group_max_size: usize,
 }
 
 /// Reads `key=value` lines; `#` and `!` start comments, as in Java properties.
@@ -218,6 +225,12 @@ impl BrokerConfig {
                 .millis("controlled.shutdown.retry.backoff.ms", 1000)?,
             coordinator_rebalance_timeout: p.millis("coordinator.rebalance.timeout.ms", 10_000)?,
             coordinator_rebalance_backoff: p.millis("coordinator.rebalance.backoff.ms", 500)?,
+            group_min_session_timeout: p.millis("group.min.session.timeout.ms", 6000)?,
+            group_max_session_timeout: p.millis("group.max.session.timeout.ms", 1_800_000)?,
+            group_initial_rebalance_delay: Duration::from_millis(
+                p.parse("group.initial.rebalance.delay.ms", 3000)?,
+            ),
+            group_max_size: p.positive("group.max.size", 1000)?,
         };
         if let Some(k) = p.0.keys().next() {
             return Err(ConfigError(format!("unknown configuration key `{k}`")));

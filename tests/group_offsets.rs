@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::cluster::Cluster;
 use common::{Client, run_with_deadline, wait_until};
 use gregor::protocol::group_offsets::*;
-use gregor::protocol::{Decode, ErrorCode, Reader, decode_all};
+use gregor::protocol::{ErrorCode, Reader};
 use gregor::zk::paths;
 
 fn commit(
@@ -25,12 +25,15 @@ fn commit(
         group_id: group.into(),
         generation_id: -1,
         member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: -1,
         topics: vec![(
             topic.into(),
             vec![CommitPartition {
                 partition: p,
                 offset,
                 timestamp: -1,
+                leader_epoch: -1,
                 metadata: Some(metadata.into()),
             }],
         )],
@@ -39,19 +42,23 @@ fn commit(
         .chan
         .round_trip_raw(8, version, &|b| req.encode(b, version))
         .unwrap();
-    decode_all::<OffsetCommitResponse>(&raw).unwrap().topics[0].1[0].1
+    OffsetCommitResponse::decode(&mut Reader::new(&raw), version)
+        .unwrap()
+        .topics[0]
+        .1[0]
+        .1
 }
 
 fn fetch(c: &mut Client, version: i16, group: &str, topic: &str, p: i32) -> (i64, i16) {
     let req = OffsetFetchRequest {
         group_id: group.into(),
-        topics: vec![(topic.into(), vec![p])],
+        topics: Some(vec![(topic.into(), vec![p])]),
     };
     let raw = c
         .chan
-        .round_trip_raw(9, version, &|b| gregor::protocol::Encode::encode(&req, b))
+        .round_trip_raw(9, version, &|b| req.encode(b))
         .unwrap();
-    let r = decode_all::<OffsetFetchResponse>(&raw).unwrap();
+    let r = OffsetFetchResponse::decode(&mut Reader::new(&raw), version).unwrap();
     let x = &r.topics[0].1[0];
     (x.offset, x.error_code)
 }
@@ -66,23 +73,34 @@ fn offsets_are_committed_and_fetched_in_zookeeper() {
         "broker 2 to know the topic",
         || client.metadata(&["t"]).topics[0].error_code == 0,
     );
-    // GroupCoordinator names the broker asked.
-    let raw = client
-        .chan
-        .round_trip_raw(10, 0, &|b| {
-            gregor::protocol::Encode::encode(
-                &GroupCoordinatorRequest {
-                    group_id: "g".into(),
-                },
-                b,
-            )
-        })
-        .unwrap();
-    let gc = GroupCoordinatorResponse::decode(&mut Reader::new(&raw)).unwrap();
-    assert_eq!(
-        (gc.error_code, gc.coordinator_id, gc.port),
-        (0, 2, i32::from(c.brokers[&2].port))
-    );
+    // GroupCoordinator (FindCoordinator v0) names the elected coordinator, from any broker.
+    let elected = || {
+        paths::read_json::<paths::ElectedBroker>(&c.zk, paths::COORDINATOR)
+            .unwrap()
+            .map(|e| e.brokerid)
+    };
+    wait_until(Duration::from_secs(30), "a coordinator", || {
+        elected().is_some()
+    });
+    for asked in [1, 2] {
+        let raw = c
+            .client(asked)
+            .chan
+            .round_trip_raw(10, 0, &|b| {
+                FindCoordinatorRequest {
+                    key: "g".into(),
+                    key_type: 0,
+                }
+                .encode(b, 0)
+            })
+            .unwrap();
+        let gc = FindCoordinatorResponse::decode(&mut Reader::new(&raw), 0).unwrap();
+        let id = elected().unwrap();
+        assert_eq!(
+            (gc.error_code, gc.node_id, gc.port),
+            (0, id, i32::from(c.brokers[&id].port))
+        );
+    }
     // Nothing committed yet: v0 says 3, v1 says no error; both offset -1.
     assert_eq!(
         fetch(&mut client, 0, "g", "t", 0),

@@ -111,12 +111,15 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
             group_id: "hg".into(),
             generation_id: -1,
             member_id: String::new(),
+            group_instance_id: None,
+            retention_time_ms: -1,
             topics: vec![(
                 TOPIC.into(),
                 vec![CommitPartition {
                     partition: 0,
                     offset: 3,
                     timestamp: -1,
+                    leader_epoch: -1,
                     metadata: Some("m".into()),
                 }],
             )],
@@ -124,10 +127,12 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
         .encode(&mut b, v);
         b
     };
-    let offset_fetch = body(&OffsetFetchRequest {
+    let mut offset_fetch = Vec::new();
+    OffsetFetchRequest {
         group_id: "hg".into(),
-        topics: vec![(TOPIC.into(), vec![0])],
-    });
+        topics: Some(vec![(TOPIC.into(), vec![0])]),
+    }
+    .encode(&mut offset_fetch);
     let register = RegisterRequest {
         group_id: "hg".into(),
         consumer_id: "hostile".into(),
@@ -207,26 +212,6 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
             false,
         ),
         (
-            "OffsetCommit v0".into(),
-            kafka_frame(8, 0, &commit(0)),
-            true,
-        ),
-        (
-            "OffsetCommit v1".into(),
-            kafka_frame(8, 1, &commit(1)),
-            true,
-        ),
-        (
-            "OffsetFetch v0".into(),
-            kafka_frame(9, 0, &offset_fetch),
-            true,
-        ),
-        (
-            "OffsetFetch v1".into(),
-            kafka_frame(9, 1, &offset_fetch),
-            true,
-        ),
-        (
             "GroupCoordinator v0".into(),
             kafka_frame(10, 0, &{
                 let mut b = Vec::new();
@@ -267,12 +252,106 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
             true,
         ),
     ];
+    v.extend(group_api_requests(&commit, &offset_fetch));
     for ver in 0..=2 {
         v.push((
             format!("ApiVersions v{ver}"),
             kafka_frame(18, ver, &[]),
             true,
         ));
+    }
+    v
+}
+
+/// Every group and offset API at every version served. JoinGroup at v0–v3 adds a member and
+/// waits for the join (so its mutations are only checked to leave the broker serving); v4+
+/// answers MEMBER_ID_REQUIRED at once.
+fn group_api_requests(
+    commit: &dyn Fn(i16) -> Vec<u8>,
+    offset_fetch: &[u8],
+) -> Vec<(String, Vec<u8>, bool)> {
+    use gregor::protocol::group_admin::DescribeGroupsRequest as KafkaDescribe;
+    use gregor::protocol::group_membership::*;
+    let mut v = Vec::new();
+    let mut add = |name: String, key: i16, ver: i16, body: Vec<u8>| {
+        v.push((name, kafka_frame(key, ver, &body), true));
+    };
+    let member = GenerationMember {
+        group_id: "hg".into(),
+        generation_id: 1,
+        member_id: "m".into(),
+        group_instance_id: None,
+    };
+    for ver in 0..=7 {
+        add(format!("OffsetCommit v{ver}"), 8, ver, commit(ver));
+    }
+    for ver in 0..=5 {
+        add(format!("OffsetFetch v{ver}"), 9, ver, offset_fetch.to_vec());
+    }
+    for ver in 0..=2 {
+        let mut b = Vec::new();
+        FindCoordinatorRequest {
+            key: "hg".into(),
+            key_type: 0,
+        }
+        .encode(&mut b, ver);
+        add(format!("FindCoordinator v{ver}"), 10, ver, b);
+        add(format!("ListGroups v{ver}"), 16, ver, Vec::new());
+    }
+    for ver in 4..=5 {
+        let mut b = Vec::new();
+        JoinGroupRequest {
+            group_id: "hg".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 10_000,
+            member_id: String::new(),
+            group_instance_id: None,
+            protocol_type: "consumer".into(),
+            protocols: vec![JoinProtocol {
+                name: "range".into(),
+                metadata: vec![0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff],
+            }],
+        }
+        .encode(&mut b, ver);
+        add(format!("JoinGroup v{ver}"), 11, ver, b);
+    }
+    for ver in 0..=3 {
+        let mut b = Vec::new();
+        member.encode(&mut b, ver);
+        add(format!("Heartbeat v{ver}"), 12, ver, b);
+        let mut b = Vec::new();
+        SyncGroupRequest {
+            member: member.clone(),
+            assignments: vec![("m".into(), vec![0, 0])],
+        }
+        .encode(&mut b, ver);
+        add(format!("SyncGroup v{ver}"), 14, ver, b);
+        let mut b = Vec::new();
+        LeaveGroupRequest {
+            group_id: "hg".into(),
+            members: vec![LeavingMember {
+                member_id: "m".into(),
+                group_instance_id: None,
+            }],
+        }
+        .encode(&mut b, ver);
+        add(format!("LeaveGroup v{ver}"), 13, ver, b);
+    }
+    for ver in 0..=4 {
+        let mut b = Vec::new();
+        KafkaDescribe {
+            groups: vec!["hg".into(), "none".into()],
+        }
+        .encode(&mut b, ver);
+        add(format!("DescribeGroups v{ver}"), 15, ver, b);
+    }
+    for ver in 0..=1 {
+        add(
+            format!("DeleteGroups v{ver}"),
+            42,
+            ver,
+            body(&GroupIds(vec!["nope".into()])),
+        );
     }
     v
 }
@@ -367,7 +446,7 @@ fn every_api_survives_truncation_mutation_versions_and_garbage() {
                 }
                 // A mutated Fetch may legitimately ask to wait (max_wait_ms): only check the
                 // broker keeps serving.
-                let waits = name.starts_with("Fetch");
+                let waits = name.starts_with("Fetch") || name.starts_with("JoinGroup");
                 assert!(
                     answered_or_closed(addr, &f, limit) || waits,
                     "{name}, mutation {round} (seed 0x5eed): neither answered nor closed: {f:?}"
@@ -379,7 +458,7 @@ fn every_api_survives_truncation_mutation_versions_and_garbage() {
     }
     // Unknown versions of every Kafka api, and unknown keys.
     for key in [
-        0i16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 18, 19, 42, 999, -1,
+        0i16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 42, 999, -1,
     ] {
         let f = kafka_frame(key, 77, &[0, 0, 0, 0]);
         assert!(answered_or_closed(addr, &f, limit), "api {key} v77");

@@ -28,17 +28,7 @@ fn decode_everything(bytes: &[u8]) {
     let _ = decode_all::<PartitionErrorsResponse>(bytes);
     let _ = decode_all::<ErrorOnlyResponse>(bytes);
     let _ = RequestHeader::decode(&mut Reader::new(bytes));
-    for v in 0..2 {
-        let _ = gregor::protocol::group_offsets::OffsetCommitRequest::decode(
-            &mut Reader::new(bytes),
-            v,
-        );
-    }
-    let _ = decode_all::<gregor::protocol::group_offsets::OffsetCommitResponse>(bytes);
-    let _ = decode_all::<gregor::protocol::group_offsets::OffsetFetchRequest>(bytes);
-    let _ = decode_all::<gregor::protocol::group_offsets::OffsetFetchResponse>(bytes);
-    let _ = decode_all::<gregor::protocol::group_offsets::GroupCoordinatorRequest>(bytes);
-    let _ = decode_all::<gregor::protocol::group_offsets::GroupCoordinatorResponse>(bytes);
+    decode_group_apis(bytes);
     for v in 0..3 {
         let _ = ApiVersionsResponse::decode(&mut Reader::new(bytes), v);
     }
@@ -46,6 +36,36 @@ fn decode_everything(bytes: &[u8]) {
         let _ = m;
     }
     let _ = message::validate_for_append(bytes, 1 << 20);
+}
+
+/// Every decoder of the group and offset APIs, at every version served.
+fn decode_group_apis(bytes: &[u8]) {
+    use gregor::protocol::group_admin::*;
+    use gregor::protocol::group_membership::*;
+    use gregor::protocol::group_offsets::*;
+    let r = || Reader::new(bytes);
+    for v in 0..=7 {
+        let _ = OffsetCommitRequest::decode(&mut r(), v);
+        let _ = OffsetCommitResponse::decode(&mut r(), v);
+        let _ = OffsetFetchRequest::decode(&mut r(), v);
+        let _ = OffsetFetchResponse::decode(&mut r(), v);
+        let _ = FindCoordinatorRequest::decode(&mut r(), v);
+        let _ = FindCoordinatorResponse::decode(&mut r(), v);
+        let _ = JoinGroupRequest::decode(&mut r(), v);
+        let _ = JoinGroupResponse::decode(&mut r(), v);
+        let _ = SyncGroupRequest::decode(&mut r(), v);
+        let _ = SyncGroupResponse::decode(&mut r(), v);
+        let _ = GenerationMember::decode(&mut r(), v);
+        let _ = LeaveGroupRequest::decode(&mut r(), v);
+        let _ = LeaveGroupResponse::decode(&mut r(), v);
+        let _ = DescribeGroupsRequest::decode(&mut r(), v);
+        let _ = decode_describe_groups(&mut r(), v);
+        let _ = decode_list_groups(&mut r(), v);
+    }
+    let _ = decode_all::<GroupIds>(bytes);
+    let _ = decode_delete_groups(&mut r());
+    let _ = subscription_topics(bytes);
+    let _ = decode_assignment(bytes);
 }
 
 /// Valid encodings of every request type, to be mutated.

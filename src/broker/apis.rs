@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::group_apis::RequestContext;
 use super::metadata_cache::MetadataCache;
 use super::partition::{Partition, Role};
 use super::replica_manager::ReplicaManager;
@@ -23,7 +24,7 @@ use crate::protocol::controller::{
 };
 use crate::protocol::coordinator::is_coordinator_request;
 use crate::protocol::fetch;
-use crate::protocol::group_offsets::OffsetCommitRequest;
+use crate::protocol::group_offsets::{OffsetCommitRequest, OffsetFetchRequest};
 use crate::protocol::header::{self, RequestHeader};
 use crate::protocol::metadata::MetadataRequest;
 use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartitionResponse};
@@ -98,13 +99,28 @@ impl RequestHandler for KafkaApis {
                 let mut r = Reader::new(&frame[body_at..]);
                 OffsetCommitRequest::decode(&mut r, version)
                     .and_then(|req| r.finish().map(|_| req))
-                    .map(|req| self.handle_offset_commit(&req, out))
+                    .map(|req| self.handle_offset_commit(&req, version, out))
             }
             header::OFFSET_FETCH => {
-                decode(frame, body_at).map(|req| self.handle_offset_fetch(&req, version, out))
+                let mut r = Reader::new(&frame[body_at..]);
+                OffsetFetchRequest::decode(&mut r, version)
+                    .and_then(|req| r.finish().map(|_| req))
+                    .map(|req| self.handle_offset_fetch(&req, version, out))
             }
-            header::GROUP_COORDINATOR => {
-                decode(frame, body_at).map(|req| self.handle_group_coordinator(&req, out))
+            header::FIND_COORDINATOR
+            | header::JOIN_GROUP
+            | header::SYNC_GROUP
+            | header::HEARTBEAT
+            | header::LEAVE_GROUP
+            | header::DESCRIBE_GROUPS
+            | header::LIST_GROUPS
+            | header::DELETE_GROUPS => {
+                let cx = RequestContext {
+                    version,
+                    client_id: h.client_id.unwrap_or(""),
+                    peer,
+                };
+                self.handle_group_api(key, &frame[body_at..], &cx, out)
             }
             _ => unreachable!("is_supported admitted only the keys above"),
         };

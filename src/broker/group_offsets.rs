@@ -1,17 +1,20 @@
-//! OffsetCommit (8), OffsetFetch (9) and GroupCoordinator (10): committed offsets kept in
-//! ZooKeeper at `/consumers/groups/[group]/offsets/[topic]/[partition]`, as Kafka 0.8's v0 did.
-//! Every broker can serve them, so GroupCoordinator names the broker that was asked. v1 is
-//! accepted too (what kcat and kafka-python send), stored the same way; its generation and
-//! member id are ignored, as 0.8.2 did without group management.
+//! OffsetCommit (8) and OffsetFetch (9): committed offsets kept in ZooKeeper at
+//! `/consumers/groups/[group]/offsets/[topic]/[partition]`, as Kafka 0.8 kept them, with the
+//! commit's metadata beside the offset.
+//!
+//! A commit from a group member (generation ≥ 0, or a member id) is checked by the
+//! coordinator against the group's current generation, so only the coordinator takes it
+//! (NOT_COORDINATOR elsewhere). A commit outside group management and every fetch can be
+//! served by any broker, as in 0.8: the offsets are in ZooKeeper, not in the coordinator.
 
 use super::apis::KafkaApis;
 use crate::network::Action;
 use crate::protocol::group_offsets::{
-    FetchedOffset, GroupCoordinatorRequest, GroupCoordinatorResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    FetchedOffset, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse,
 };
-use crate::protocol::{Encode, ErrorCode, map_topics};
-use crate::zk::paths;
+use crate::protocol::{ErrorCode, map_topics};
+use crate::zk::{ZkClient, paths};
 
 /// Kafka's `offset.metadata.max.bytes`.
 const OFFSET_METADATA_MAX_BYTES: usize = 4096;
@@ -28,14 +31,40 @@ impl KafkaApis {
         }
     }
 
+    /// The error every partition of a commit gets from the group check, if any.
+    fn commit_group_error(&self, req: &OffsetCommitRequest) -> Option<ErrorCode> {
+        if !crate::coordinator::valid_name(&req.group_id) {
+            return Some(ErrorCode::InvalidGroupId);
+        }
+        let managed = req.generation_id >= 0 || !req.member_id.is_empty();
+        if !managed && !self.coordinator.is_coordinator() {
+            return None;
+        }
+        match self.coordinator.check_offset_commit(
+            &req.group_id,
+            req.generation_id,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+        ) {
+            ErrorCode::None => None,
+            // Outside group management, a broker that is not (yet) the coordinator still
+            // stores the commit, as every broker did before groups.
+            ErrorCode::NotCoordinator | ErrorCode::CoordinatorLoadInProgress if !managed => None,
+            e => Some(e),
+        }
+    }
+
     pub(super) fn handle_offset_commit(
         &self,
         req: &OffsetCommitRequest,
+        version: i16,
         out: &mut Vec<u8>,
     ) -> Action {
+        let group_error = self.commit_group_error(req);
         let topics = map_topics(&req.topics, |topic, p| {
-            let code = if let Some(e) = self.offset_target_error(&req.group_id, topic, p.partition)
-            {
+            let code = if let Some(e) = group_error {
+                e
+            } else if let Some(e) = self.offset_target_error(&req.group_id, topic, p.partition) {
                 e
             } else if p
                 .metadata
@@ -44,7 +73,15 @@ impl KafkaApis {
             {
                 ErrorCode::OffsetMetadataTooLarge
             } else {
-                match paths::commit_offset(&self.zk, &req.group_id, topic, p.partition, p.offset) {
+                let meta = p.metadata.as_deref().unwrap_or("");
+                match paths::commit_offset(
+                    &self.zk,
+                    &req.group_id,
+                    topic,
+                    p.partition,
+                    p.offset,
+                    meta,
+                ) {
                     Ok(()) => ErrorCode::None,
                     Err(e) => {
                         log::error!(
@@ -59,81 +96,92 @@ impl KafkaApis {
             };
             (p.partition, code.code())
         });
-        OffsetCommitResponse { topics }.encode(out);
+        OffsetCommitResponse { topics }.encode(out, version);
         Action::Respond
     }
 
     /// Nothing committed: v0 answers offset -1 with UNKNOWN_TOPIC_OR_PARTITION (0.8's ZooKeeper
-    /// path), v1 offset -1 with no error; both clients then apply their reset policy.
+    /// path), v1+ offset -1 with no error; clients then apply their reset policy. v2+ with no
+    /// topics asks for every partition the group has committed.
     pub(super) fn handle_offset_fetch(
         &self,
         req: &OffsetFetchRequest,
         version: i16,
         out: &mut Vec<u8>,
     ) -> Action {
-        let topics = map_topics(&req.topics, |topic, &partition| {
-            let (offset, code) =
+        let mut error_code = ErrorCode::None;
+        let topics = match &req.topics {
+            Some(t) => t.clone(),
+            None if !crate::coordinator::valid_name(&req.group_id) => {
+                error_code = ErrorCode::InvalidGroupId;
+                Vec::new()
+            }
+            None => committed_partitions(&self.zk, &req.group_id).unwrap_or_else(|e| {
+                log::error!(
+                    "[Broker {}] listing {}'s offsets: {e:?}",
+                    self.broker_id,
+                    req.group_id
+                );
+                error_code = ErrorCode::UnknownServerError;
+                Vec::new()
+            }),
+        };
+        let topics = map_topics(&topics, |topic, &partition| {
+            let (offset, metadata, code) =
                 if let Some(e) = self.offset_target_error(&req.group_id, topic, partition) {
-                    (-1, e)
+                    (-1, String::new(), e)
                 } else {
-                    match paths::committed_offset(&self.zk, &req.group_id, topic, partition) {
-                        Ok(Some(o)) => (o, ErrorCode::None),
-                        Ok(None) if version == 0 => (-1, ErrorCode::UnknownTopicOrPartition),
-                        Ok(None) => (-1, ErrorCode::None),
+                    match paths::committed(&self.zk, &req.group_id, topic, partition) {
+                        Ok(Some((o, m))) => (o, m, ErrorCode::None),
+                        Ok(None) if version == 0 => {
+                            (-1, String::new(), ErrorCode::UnknownTopicOrPartition)
+                        }
+                        Ok(None) => (-1, String::new(), ErrorCode::None),
                         Err(e) => {
                             log::error!(
                                 "[Broker {}] reading {}/{topic}-{partition}: {e:?}",
                                 self.broker_id,
                                 req.group_id
                             );
-                            (-1, ErrorCode::UnknownServerError)
+                            (-1, String::new(), ErrorCode::UnknownServerError)
                         }
                     }
                 };
             FetchedOffset {
                 partition,
                 offset,
-                metadata: String::new(),
+                leader_epoch: -1,
+                metadata,
                 error_code: code.code(),
             }
         });
-        OffsetFetchResponse { topics }.encode(out);
+        OffsetFetchResponse {
+            topics,
+            error_code: error_code.code(),
+        }
+        .encode(out, version);
         Action::Respond
     }
+}
 
-    /// Any broker serves a group's offsets: the answer is this broker, once it knows its own
-    /// advertised address from the controller's metadata.
-    pub(super) fn handle_group_coordinator(
-        &self,
-        req: &GroupCoordinatorRequest,
-        out: &mut Vec<u8>,
-    ) -> Action {
-        let me = self
-            .metadata_cache
-            .live_brokers()
-            .into_iter()
-            .find(|b| b.id == self.broker_id);
-        let resp = match me {
-            _ if !crate::coordinator::valid_name(&req.group_id) => GroupCoordinatorResponse {
-                error_code: ErrorCode::InvalidGroupId.code(),
-                coordinator_id: -1,
-                host: String::new(),
-                port: -1,
-            },
-            Some(b) => GroupCoordinatorResponse {
-                error_code: 0,
-                coordinator_id: b.id,
-                host: b.host,
-                port: b.port,
-            },
-            None => GroupCoordinatorResponse {
-                error_code: ErrorCode::CoordinatorNotAvailable.code(),
-                coordinator_id: -1,
-                host: String::new(),
-                port: -1,
-            },
-        };
-        resp.encode(out);
-        Action::Respond
+/// Every `(topic, [partition])` the group has an offset for.
+pub fn committed_partitions(
+    zk: &ZkClient,
+    group: &str,
+) -> zookeeper::ZkResult<Vec<(String, Vec<i32>)>> {
+    let root = format!("{}/offsets", crate::zk::groups::group_path(group));
+    let mut out = Vec::new();
+    let mut topics = zk.get_children(&root).or_else(paths::no_node_empty)?;
+    topics.sort();
+    for t in topics {
+        let mut parts: Vec<i32> = zk
+            .get_children(&format!("{root}/{t}"))
+            .or_else(paths::no_node_empty)?
+            .iter()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        parts.sort_unstable();
+        out.push((t, parts));
     }
+    Ok(out)
 }

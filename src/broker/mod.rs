@@ -7,6 +7,7 @@
 
 pub mod apis;
 mod coordinator_apis;
+mod group_apis;
 pub mod group_offsets;
 mod handle_fetch;
 mod handle_produce;
@@ -104,6 +105,10 @@ impl Broker {
             CoordinatorConfig {
                 rebalance_timeout: config.coordinator_rebalance_timeout,
                 rebalance_backoff: config.coordinator_rebalance_backoff,
+                group_min_session_timeout: config.group_min_session_timeout,
+                group_max_session_timeout: config.group_max_session_timeout,
+                group_initial_rebalance_delay: config.group_initial_rebalance_delay,
+                group_max_size: config.group_max_size,
             },
         );
         let apis = Arc::new(KafkaApis {

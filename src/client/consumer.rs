@@ -592,6 +592,7 @@ impl Shared {
                 partition: p.partition,
                 offset: p.offset,
                 timestamp: -1,
+                leader_epoch: -1,
                 metadata: None,
             };
             match topics.last_mut() {
@@ -603,6 +604,8 @@ impl Shared {
             group_id: self.config.group.clone(),
             generation_id: -1,
             member_id: String::new(),
+            group_instance_id: None,
+            retention_time_ms: -1,
             topics,
         };
         let mut last = String::from("no broker");
@@ -622,7 +625,8 @@ impl Shared {
                     continue;
                 }
             };
-            let r: OffsetCommitResponse = decode_all(&body).map_err(|e| e.to_string())?;
+            let r = OffsetCommitResponse::decode(&mut Reader::new(&body), 0)
+                .map_err(|e| e.to_string())?;
             for (t, ps) in &r.topics {
                 for (p, code) in ps {
                     if *code != 0 {

@@ -44,8 +44,10 @@ impl Term {
         // step 4.1
         let groups = self.watch_groups()?;
         *self.known_groups.lock() = groups.iter().cloned().collect();
-        // step 2: read all the consumer groups
+        // step 2: read all the consumer groups (a Kafka-protocol group carries on its
+        // stored generation)
         for g in &groups {
+            self.load_kafka_group(g)?;
             // step 4.2
             self.watch_group_members(g)?;
             // steps 2.1 and 2.2
@@ -55,6 +57,8 @@ impl Term {
         }
         // step 6
         self.spawn("rebalance-request-handler", |t| t.run_request_handler());
+        self.loaded
+            .store(true, std::sync::atomic::Ordering::Release);
         log::info!(
             "[Coordinator {}] started: {} topics, {} groups",
             self.broker_id,
@@ -159,7 +163,7 @@ impl Term {
     /// lose the group.
     fn update_group_interest(&self, group: &str) -> ZkResult<GroupInterest> {
         let mut interest = GroupInterest {
-            topics: BTreeSet::new(),
+            topics: self.kafka_group_topics(group),
             patterns: Vec::new(),
             has_members: false,
         };
@@ -280,11 +284,13 @@ impl Term {
             self.watch_topic_partitions(t)?;
             // step 2.2
             for g in self.groups_interested_in(t) {
+                self.kafka_group_wants_rebalance(&g, &format!("topic {t} created"));
                 self.try_request_rebalance(&g);
             }
         }
         for t in &removed {
             for g in self.groups_interested_in(t) {
+                self.kafka_group_wants_rebalance(&g, &format!("topic {t} deleted"));
                 self.try_request_rebalance(&g);
             }
         }
@@ -295,6 +301,8 @@ impl Term {
     fn handle_topic_partition_change(&self, topic: &str) -> ZkResult<()> {
         if self.watch_topic_partitions(topic)? {
             for g in self.groups_interested_in(topic) {
+                let why = format!("partitions of {topic} changed");
+                self.kafka_group_wants_rebalance(&g, &why);
                 self.try_request_rebalance(&g);
             }
         }

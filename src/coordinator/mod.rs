@@ -13,6 +13,10 @@
 //! consumer's connection thread runs that consumer's ping loop (`session`).
 
 pub mod assignment;
+mod group_admin;
+pub mod group_protocol;
+mod kafka_group;
+mod kafka_rebalance;
 mod listeners;
 mod rebalance;
 mod register;
@@ -32,6 +36,7 @@ use crate::zk::paths::COORDINATOR;
 use crate::zk::{ElectionListener, ZkClient, ZkElection};
 use session::ConsumerSession;
 
+pub use group_admin::SPEC_PROTOCOL_TYPE;
 pub use register::valid_name;
 
 #[derive(Debug, Clone)]
@@ -40,6 +45,15 @@ pub struct CoordinatorConfig {
     pub rebalance_timeout: Duration,
     /// First wait before a failed rebalance is tried again; doubles per failure, up to 32×.
     pub rebalance_backoff: Duration,
+    /// Kafka-protocol groups: the session timeouts a JoinGroup may ask for
+    /// (`group.min.session.timeout.ms`, `group.max.session.timeout.ms`).
+    pub group_min_session_timeout: Duration,
+    pub group_max_session_timeout: Duration,
+    /// How long the first join of an empty group waits for more members
+    /// (`group.initial.rebalance.delay.ms`).
+    pub group_initial_rebalance_delay: Duration,
+    /// The most members (and handed-out member ids) one group may have (`group.max.size`).
+    pub group_max_size: usize,
 }
 
 pub struct Coordinator {
@@ -171,6 +185,9 @@ pub(crate) struct Term {
     /// left by an earlier coordinator.
     session_id: AtomicI64,
     ended: AtomicBool,
+    /// Set once startup has read every group: before that, Kafka-protocol requests get
+    /// COORDINATOR_LOAD_IN_PROGRESS.
+    loaded: AtomicBool,
     consumer_groups_per_topic: Mutex<BTreeMap<String, BTreeSet<String>>>,
     /// The spec's `groupsWithWildcardTopics`, with each group's compiled patterns.
     groups_with_wildcard_topics: Mutex<BTreeMap<String, Vec<Regex>>>,
@@ -181,6 +198,8 @@ pub(crate) struct Term {
     known_groups: Mutex<BTreeSet<String>>,
     /// group → consumer id → its live session.
     sessions: Mutex<BTreeMap<String, BTreeMap<String, Arc<ConsumerSession>>>>,
+    /// The Kafka-protocol groups: a group is in here or has spec-protocol sessions, not both.
+    kafka_groups: Mutex<HashMap<String, Arc<kafka_group::KafkaGroup>>>,
     events: Sender<ListenerEvent>,
     events_rx: Receiver<ListenerEvent>,
     /// Dropped when the term ends, which wakes and stops both threads.
@@ -200,6 +219,7 @@ impl Term {
             config: c.config.clone(),
             session_id: AtomicI64::new(c.zk.session_id()),
             ended: AtomicBool::new(false),
+            loaded: AtomicBool::new(false),
             consumer_groups_per_topic: Mutex::new(BTreeMap::new()),
             groups_with_wildcard_topics: Mutex::new(BTreeMap::new()),
             groups_being_rebalanced: Mutex::new(HashMap::new()),
@@ -208,6 +228,7 @@ impl Term {
             known_topics: Mutex::new(BTreeSet::new()),
             known_groups: Mutex::new(BTreeSet::new()),
             sessions: Mutex::new(BTreeMap::new()),
+            kafka_groups: Mutex::new(HashMap::new()),
             events: ev_tx,
             events_rx: ev_rx,
             stop: Mutex::new(Some(stop_tx)),
@@ -225,6 +246,7 @@ impl Term {
     fn end(&self) {
         self.ended.store(true, Ordering::Release);
         self.stop.lock().take();
+        self.end_kafka_groups();
         let sessions: Vec<_> = std::mem::take(&mut *self.sessions.lock())
             .into_values()
             .flat_map(|m| m.into_values())

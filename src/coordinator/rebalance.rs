@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crossbeam_channel::{after, never, select};
+use crossbeam_channel::{after, never, select, tick};
 use zookeeper::ZkResult;
 
 use super::Term;
@@ -40,6 +40,7 @@ impl Term {
     pub(super) fn run_request_handler(&self) {
         // group → (failures in a row, when to try again)
         let mut failures: HashMap<String, (u32, Instant)> = HashMap::new();
+        let group_timer = tick(super::kafka_rebalance::GROUP_TIMER_TICK);
         loop {
             let next = failures.values().map(|(_, at)| *at).min();
             let timer = next.map_or(never(), |at| {
@@ -54,6 +55,7 @@ impl Term {
                     }
                     self.handle_rebalance_request(&group, &mut failures);
                 }
+                recv(group_timer) -> _ => self.check_kafka_group_timers(),
                 recv(timer) -> _ => {
                     let now = Instant::now();
                     for (g, (_, at)) in failures.iter() {
@@ -99,6 +101,10 @@ impl Term {
 
     /// rebalance(group).
     fn rebalance(&self, group: &str) -> ZkResult<Outcome> {
+        if let Some(g) = self.kafka_group(group) {
+            self.rebalance_kafka_group(&g);
+            return Ok(Outcome::Done);
+        }
         // step 1: the members, and the topics they are interested in
         let members = self.live_members(group)?;
         if members.is_empty() {
@@ -299,7 +305,7 @@ impl Term {
                 continue;
             }
             if let Err(e) =
-                paths::commit_offset(&self.zk, &s.group, &o.topic, o.partition, o.offset)
+                paths::commit_offset(&self.zk, &s.group, &o.topic, o.partition, o.offset, "")
             {
                 log::warn!(
                     "[Coordinator {}] group {}: committing {}-{}: {e:?}",

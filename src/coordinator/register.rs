@@ -93,6 +93,18 @@ impl Coordinator {
         let Some(term) = self.current_term() else {
             return answer_error(stream, ErrorCode::NotCoordinator);
         };
+        // A group is of one kind: one with Kafka-protocol members takes no RegisterRequest.
+        if term
+            .kafka_group(&req.group_id)
+            .is_some_and(|g| !g.data.lock().members.is_empty())
+        {
+            log::warn!(
+                "[Coordinator {}] refusing RegisterRequest from {peer:?}: group {} has Kafka-protocol members",
+                self.broker_id,
+                req.group_id
+            );
+            return answer_error(stream, ErrorCode::InconsistentGroupProtocol);
+        }
         let session = ConsumerSession::new(
             SessionParams {
                 group: req.group_id,

@@ -141,6 +141,13 @@ impl ConsumerSession {
         })
     }
 
+    /// The consumer's address as Kafka's tools show a member's host ("/127.0.0.1").
+    pub fn client_host(&self) -> String {
+        self.watch
+            .peer_addr()
+            .map_or_else(|_| String::new(), |a| format!("/{}", a.ip()))
+    }
+
     pub fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Acquire)
     }

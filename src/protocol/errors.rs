@@ -20,6 +20,7 @@ pub enum ErrorCode {
     OffsetMetadataTooLarge = 12,
     // 13 was StaleLeaderEpochCode in 0.8.2 but clients now read it as NETWORK_EXCEPTION, so
     // gregor never sends it.
+    CoordinatorLoadInProgress = 14,
     CoordinatorNotAvailable = 15,
     NotCoordinator = 16,
     InvalidTopic = 17,
@@ -27,7 +28,12 @@ pub enum ErrorCode {
     NotEnoughReplicas = 19,
     NotEnoughReplicasAfterAppend = 20,
     InvalidRequiredAcks = 21,
+    IllegalGeneration = 22,
+    InconsistentGroupProtocol = 23,
     InvalidGroupId = 24,
+    UnknownMemberId = 25,
+    InvalidSessionTimeout = 26,
+    RebalanceInProgress = 27,
     UnsupportedVersion = 35,
     TopicAlreadyExists = 36,
     InvalidPartitions = 37,
@@ -35,6 +41,11 @@ pub enum ErrorCode {
     InvalidReplicaAssignment = 39,
     NotController = 41,
     InvalidRequest = 42,
+    NonEmptyGroup = 68,
+    GroupIdNotFound = 69,
+    MemberIdRequired = 79,
+    GroupMaxSizeReached = 81,
+    FencedInstanceId = 82,
 }
 
 impl ErrorCode {
@@ -60,6 +71,7 @@ impl ErrorCode {
             10 => MessageTooLarge,
             11 => StaleControllerEpoch,
             12 => OffsetMetadataTooLarge,
+            14 => CoordinatorLoadInProgress,
             15 => CoordinatorNotAvailable,
             16 => NotCoordinator,
             17 => InvalidTopic,
@@ -67,7 +79,12 @@ impl ErrorCode {
             19 => NotEnoughReplicas,
             20 => NotEnoughReplicasAfterAppend,
             21 => InvalidRequiredAcks,
+            22 => IllegalGeneration,
+            23 => InconsistentGroupProtocol,
             24 => InvalidGroupId,
+            25 => UnknownMemberId,
+            26 => InvalidSessionTimeout,
+            27 => RebalanceInProgress,
             35 => UnsupportedVersion,
             36 => TopicAlreadyExists,
             37 => InvalidPartitions,
@@ -75,6 +92,11 @@ impl ErrorCode {
             39 => InvalidReplicaAssignment,
             41 => NotController,
             42 => InvalidRequest,
+            68 => NonEmptyGroup,
+            69 => GroupIdNotFound,
+            79 => MemberIdRequired,
+            81 => GroupMaxSizeReached,
+            82 => FencedInstanceId,
             _ => UnknownServerError,
         }
     }
@@ -86,7 +108,7 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for c in -1..=42 {
+        for c in -1..=82 {
             let e = ErrorCode::from_code(c);
             if e != ErrorCode::UnknownServerError {
                 assert_eq!(e.code(), c);

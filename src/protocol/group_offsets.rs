@@ -1,7 +1,10 @@
-//! Committed consumer offsets: OffsetCommit (key 8) v0/v1, OffsetFetch (key 9) v0/v1, and
-//! GroupCoordinator (key 10) v0, which clients ask first to learn where to send them.
+//! Committed consumer offsets and where to find them: OffsetCommit (key 8) v0–v7, OffsetFetch
+//! (key 9) v0–v5 and FindCoordinator (key 10) v0–v2 (0.8's GroupCoordinator is its v0).
+//!
+//! Every layout here is Kafka's non-flexible one; a field's versions are written beside it, as
+//! the published JSON schemas give them.
 
-use super::{Decode, DecodeResult, Encode, Reader, Writer, read_topics, write_topics};
+use super::{Decode, DecodeResult, Encode, Reader, Writer, read_array, read_topics, write_topics};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitPartition {
@@ -9,15 +12,22 @@ pub struct CommitPartition {
     pub offset: i64,
     /// v1 only; -1 means "now".
     pub timestamp: i64,
+    /// v6+; -1 when unknown.
+    pub leader_epoch: i32,
     pub metadata: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetCommitRequest {
     pub group_id: String,
-    /// v1: -1 without group management.
+    /// v1+: -1 for a commit without group management.
     pub generation_id: i32,
+    /// v1+.
     pub member_id: String,
+    /// v7+.
+    pub group_instance_id: Option<String>,
+    /// v2–v4 (Kafka ignores it since 2.1; so does gregor).
+    pub retention_time_ms: i64,
     pub topics: Vec<(String, Vec<CommitPartition>)>,
 }
 
@@ -29,12 +39,27 @@ impl OffsetCommitRequest {
         } else {
             (-1, String::new())
         };
-        let min = if version >= 1 { 22 } else { 14 };
+        let group_instance_id = if version >= 7 {
+            r.nullable_string("group_instance_id")?.map(str::to_owned)
+        } else {
+            None
+        };
+        let retention_time_ms = if (2..=4).contains(&version) {
+            r.i64("retention_time_ms")?
+        } else {
+            -1
+        };
+        let min = 14 + if version == 1 { 8 } else { 0 } + if version >= 6 { 4 } else { 0 };
         let topics = read_topics(r, min, |r| {
             let partition = r.i32("partition")?;
             let offset = r.i64("offset")?;
-            let timestamp = if version >= 1 {
-                r.i64("timestamp")?
+            let leader_epoch = if version >= 6 {
+                r.i32("committed_leader_epoch")?
+            } else {
+                -1
+            };
+            let timestamp = if version == 1 {
+                r.i64("commit_timestamp")?
             } else {
                 -1
             };
@@ -43,6 +68,7 @@ impl OffsetCommitRequest {
                 partition,
                 offset,
                 timestamp,
+                leader_epoch,
                 metadata,
             })
         })?;
@@ -50,6 +76,8 @@ impl OffsetCommitRequest {
             group_id,
             generation_id,
             member_id,
+            group_instance_id,
+            retention_time_ms,
             topics,
         })
     }
@@ -60,10 +88,19 @@ impl OffsetCommitRequest {
             out.put_i32(self.generation_id);
             out.put_string(&self.member_id);
         }
+        if version >= 7 {
+            out.put_nullable_string(self.group_instance_id.as_deref());
+        }
+        if (2..=4).contains(&version) {
+            out.put_i64(self.retention_time_ms);
+        }
         write_topics(out, &self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i64(p.offset);
-            if version >= 1 {
+            if version >= 6 {
+                o.put_i32(p.leader_epoch);
+            }
+            if version == 1 {
                 o.put_i64(p.timestamp);
             }
             o.put_nullable_string(p.metadata.as_deref());
@@ -71,49 +108,59 @@ impl OffsetCommitRequest {
     }
 }
 
-/// OffsetCommit's response, v0 and v1: an error code per partition.
+/// OffsetCommit's response: v3+ start with `throttle_time_ms`, then an error code per partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetCommitResponse {
     pub topics: Vec<(String, Vec<(i32, i16)>)>,
 }
 
-impl Encode for OffsetCommitResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+impl OffsetCommitResponse {
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        if version >= 3 {
+            out.put_i32(0);
+        }
         write_topics(out, &self.topics, |o, (p, e)| {
             o.put_i32(*p);
             o.put_i16(*e);
         });
     }
-}
 
-impl<'a> Decode<'a> for OffsetCommitResponse {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        if version >= 3 {
+            r.i32("throttle_time_ms")?;
+        }
         Ok(OffsetCommitResponse {
             topics: read_topics(r, 6, |r| Ok((r.i32("partition")?, r.i16("error_code")?)))?,
         })
     }
 }
 
-/// OffsetFetch v0 and v1 share a layout.
+/// OffsetFetch v0–v5. `topics: None` (v2+) asks for every partition the group has committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetFetchRequest {
     pub group_id: String,
-    pub topics: Vec<(String, Vec<i32>)>,
+    pub topics: Option<Vec<(String, Vec<i32>)>>,
 }
 
-impl Encode for OffsetFetchRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.put_string(&self.group_id);
-        write_topics(out, &self.topics, |o, p| o.put_i32(*p));
+impl OffsetFetchRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let group_id = r.string("group_id")?.to_owned();
+        let all = version >= 2 && r.peek_i32() == Some(-1);
+        let topics = if all {
+            r.i32("topics")?;
+            None
+        } else {
+            Some(read_topics(r, 4, |r| r.i32("partition"))?)
+        };
+        Ok(OffsetFetchRequest { group_id, topics })
     }
-}
 
-impl<'a> Decode<'a> for OffsetFetchRequest {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(OffsetFetchRequest {
-            group_id: r.string("group_id")?.to_owned(),
-            topics: read_topics(r, 4, |r| r.i32("partition"))?,
-        })
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_string(&self.group_id);
+        match &self.topics {
+            Some(t) => write_topics(out, t, |o, p| o.put_i32(*p)),
+            None => out.put_i32(-1),
+        }
     }
 }
 
@@ -122,155 +169,311 @@ pub struct FetchedOffset {
     pub partition: i32,
     /// -1: nothing committed.
     pub offset: i64,
+    /// v5+; -1 when unknown.
+    pub leader_epoch: i32,
     pub metadata: String,
     pub error_code: i16,
 }
 
+/// v3+ start with `throttle_time_ms`; v2+ end with a group-level error code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetFetchResponse {
     pub topics: Vec<(String, Vec<FetchedOffset>)>,
+    pub error_code: i16,
 }
 
-impl Encode for OffsetFetchResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+impl OffsetFetchResponse {
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        if version >= 3 {
+            out.put_i32(0);
+        }
         write_topics(out, &self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i64(p.offset);
+            if version >= 5 {
+                o.put_i32(p.leader_epoch);
+            }
             o.put_string(&p.metadata);
             o.put_i16(p.error_code);
         });
+        if version >= 2 {
+            out.put_i16(self.error_code);
+        }
+    }
+
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        if version >= 3 {
+            r.i32("throttle_time_ms")?;
+        }
+        let topics = read_topics(r, 16, |r| {
+            Ok(FetchedOffset {
+                partition: r.i32("partition")?,
+                offset: r.i64("offset")?,
+                leader_epoch: if version >= 5 {
+                    r.i32("committed_leader_epoch")?
+                } else {
+                    -1
+                },
+                metadata: r.string("metadata")?.to_owned(),
+                error_code: r.i16("error_code")?,
+            })
+        })?;
+        let error_code = if version >= 2 {
+            r.i16("error_code")?
+        } else {
+            0
+        };
+        Ok(OffsetFetchResponse { topics, error_code })
     }
 }
 
-impl<'a> Decode<'a> for OffsetFetchResponse {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(OffsetFetchResponse {
-            topics: read_topics(r, 16, |r| {
-                Ok(FetchedOffset {
-                    partition: r.i32("partition")?,
-                    offset: r.i64("offset")?,
-                    metadata: r.string("metadata")?.to_owned(),
-                    error_code: r.i16("error_code")?,
-                })
-            })?,
+/// FindCoordinator v0–v2 (v0 is 0.8's GroupCoordinator). `key_type` (v1+): 0 a group, 1 a
+/// transactional id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindCoordinatorRequest {
+    pub key: String,
+    pub key_type: i8,
+}
+
+impl FindCoordinatorRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        Ok(FindCoordinatorRequest {
+            key: r.string("key")?.to_owned(),
+            key_type: if version >= 1 { r.i8("key_type")? } else { 0 },
         })
     }
-}
 
-/// GroupCoordinator (ConsumerMetadata) v0.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupCoordinatorRequest {
-    pub group_id: String,
-}
-
-impl Encode for GroupCoordinatorRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.put_string(&self.group_id);
-    }
-}
-
-impl<'a> Decode<'a> for GroupCoordinatorRequest {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(GroupCoordinatorRequest {
-            group_id: r.string("group_id")?.to_owned(),
-        })
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        out.put_string(&self.key);
+        if version >= 1 {
+            out.put_i8(self.key_type);
+        }
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupCoordinatorResponse {
+pub struct FindCoordinatorResponse {
     pub error_code: i16,
-    pub coordinator_id: i32,
+    /// v1+.
+    pub error_message: Option<String>,
+    pub node_id: i32,
     pub host: String,
     pub port: i32,
 }
 
-impl Encode for GroupCoordinatorResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+impl FindCoordinatorResponse {
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        if version >= 1 {
+            out.put_i32(0);
+        }
         out.put_i16(self.error_code);
-        out.put_i32(self.coordinator_id);
+        if version >= 1 {
+            out.put_nullable_string(self.error_message.as_deref());
+        }
+        out.put_i32(self.node_id);
         out.put_string(&self.host);
         out.put_i32(self.port);
     }
-}
 
-impl<'a> Decode<'a> for GroupCoordinatorResponse {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(GroupCoordinatorResponse {
-            error_code: r.i16("error_code")?,
-            coordinator_id: r.i32("coordinator_id")?,
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        if version >= 1 {
+            r.i32("throttle_time_ms")?;
+        }
+        let error_code = r.i16("error_code")?;
+        let error_message = if version >= 1 {
+            r.nullable_string("error_message")?.map(str::to_owned)
+        } else {
+            None
+        };
+        Ok(FindCoordinatorResponse {
+            error_code,
+            error_message,
+            node_id: r.i32("node_id")?,
             host: r.string("host")?.to_owned(),
             port: r.i32("port")?,
         })
     }
 }
 
+/// A list of group ids (DeleteGroups v0–v1, DescribeGroups v0–v2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupIds(pub Vec<String>);
+
+impl Encode for GroupIds {
+    fn encode(&self, out: &mut Vec<u8>) {
+        super::write_array(out, &self.0, |o, g| o.put_string(g));
+    }
+}
+
+impl<'a> Decode<'a> for GroupIds {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        Ok(GroupIds(read_array(r, "groups", 2, |r| {
+            Ok(r.string("group_id")?.to_owned())
+        })?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::round_trip;
+
+    /// Encodes with `enc`, decodes with `dec`, compares, and checks every strict prefix fails.
+    fn versioned<T: PartialEq + std::fmt::Debug>(
+        v: &T,
+        enc: impl Fn(&T, &mut Vec<u8>),
+        dec: impl Fn(&mut Reader<'_>) -> DecodeResult<T>,
+    ) {
+        let mut buf = Vec::new();
+        enc(v, &mut buf);
+        let mut r = Reader::new(&buf);
+        assert_eq!(&dec(&mut r).unwrap(), v);
+        r.finish().unwrap();
+        for cut in 0..buf.len() {
+            let mut r = Reader::new(&buf[..cut]);
+            assert!(
+                dec(&mut r).and_then(|_| r.finish()).is_err(),
+                "prefix {cut}"
+            );
+        }
+    }
 
     #[test]
-    fn commit_request_v0_and_v1_round_trip() {
-        for v in [0, 1] {
+    fn commit_requests_round_trip_at_every_version() {
+        for v in 0..=7 {
             let req = OffsetCommitRequest {
                 group_id: "g".into(),
-                generation_id: -1,
-                member_id: String::new(),
+                generation_id: if v >= 1 { 3 } else { -1 },
+                member_id: if v >= 1 { "m-1".into() } else { String::new() },
+                group_instance_id: (v >= 7).then(|| "i".into()),
+                retention_time_ms: if (2..=4).contains(&v) { 1000 } else { -1 },
                 topics: vec![(
                     "t".into(),
                     vec![CommitPartition {
                         partition: 1,
                         offset: 42,
                         timestamp: -1,
+                        leader_epoch: if v >= 6 { 5 } else { -1 },
                         metadata: Some("m".into()),
                     }],
                 )],
             };
-            let mut buf = Vec::new();
-            req.encode(&mut buf, v);
-            let mut r = Reader::new(&buf);
-            assert_eq!(OffsetCommitRequest::decode(&mut r, v).unwrap(), req);
-            r.finish().unwrap();
-            for cut in 0..buf.len() {
-                let mut r = Reader::new(&buf[..cut]);
-                assert!(
-                    OffsetCommitRequest::decode(&mut r, v)
-                        .and_then(|_| r.finish())
-                        .is_err()
-                );
-            }
+            versioned(
+                &req,
+                |x, b| x.encode(b, v),
+                |r| OffsetCommitRequest::decode(r, v),
+            );
+            let resp = OffsetCommitResponse {
+                topics: vec![("t".into(), vec![(0, 22)])],
+            };
+            versioned(
+                &resp,
+                |x, b| x.encode(b, v),
+                |r| OffsetCommitResponse::decode(r, v),
+            );
         }
     }
 
     #[test]
-    fn the_rest_round_trips() {
-        round_trip(&OffsetCommitResponse {
-            topics: vec![("t".into(), vec![(0, 3)])],
-        });
-        round_trip(&OffsetFetchRequest {
+    fn a_v3_commit_is_kafkas_layout() {
+        let req = OffsetCommitRequest {
             group_id: "g".into(),
-            topics: vec![("t".into(), vec![0, 1])],
-        });
-        round_trip(&OffsetFetchResponse {
+            generation_id: 2,
+            member_id: "m".into(),
+            group_instance_id: None,
+            retention_time_ms: -1,
             topics: vec![(
                 "t".into(),
-                vec![FetchedOffset {
+                vec![CommitPartition {
                     partition: 0,
-                    offset: -1,
-                    metadata: String::new(),
-                    error_code: 0,
+                    offset: 7,
+                    timestamp: -1,
+                    leader_epoch: -1,
+                    metadata: None,
                 }],
             )],
-        });
-        round_trip(&GroupCoordinatorRequest {
+        };
+        let mut b = Vec::new();
+        req.encode(&mut b, 3);
+        #[rustfmt::skip]
+        let want = [
+            0, 1, b'g', 0, 0, 0, 2, 0, 1, b'm',
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // retention_time_ms -1
+            0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 1,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xff, 0xff, // offset 7, null metadata
+        ];
+        assert_eq!(b, want);
+    }
+
+    #[test]
+    fn fetch_round_trips_and_null_topics_mean_all() {
+        for v in 0..=5 {
+            let req = OffsetFetchRequest {
+                group_id: "g".into(),
+                topics: Some(vec![("t".into(), vec![0, 1])]),
+            };
+            versioned(
+                &req,
+                |x, b| x.encode(b),
+                |r| OffsetFetchRequest::decode(r, v),
+            );
+            let resp = OffsetFetchResponse {
+                topics: vec![(
+                    "t".into(),
+                    vec![FetchedOffset {
+                        partition: 0,
+                        offset: 9,
+                        leader_epoch: if v >= 5 { 2 } else { -1 },
+                        metadata: "x".into(),
+                        error_code: 0,
+                    }],
+                )],
+                error_code: if v >= 2 { 16 } else { 0 },
+            };
+            versioned(
+                &resp,
+                |x, b| x.encode(b, v),
+                |r| OffsetFetchResponse::decode(r, v),
+            );
+        }
+        let all = OffsetFetchRequest {
             group_id: "g".into(),
-        });
-        round_trip(&GroupCoordinatorResponse {
-            error_code: 0,
-            coordinator_id: 1,
-            host: "127.0.0.1".into(),
-            port: 9092,
-        });
+            topics: None,
+        };
+        versioned(
+            &all,
+            |x, b| x.encode(b),
+            |r| OffsetFetchRequest::decode(r, 2),
+        );
+        // v1 has no null array.
+        let mut b = Vec::new();
+        all.encode(&mut b);
+        assert!(OffsetFetchRequest::decode(&mut Reader::new(&b), 1).is_err());
+    }
+
+    #[test]
+    fn find_coordinator_round_trips() {
+        for v in 0..=2 {
+            let req = FindCoordinatorRequest {
+                key: "g".into(),
+                key_type: 0,
+            };
+            versioned(
+                &req,
+                |x, b| x.encode(b, v),
+                |r| FindCoordinatorRequest::decode(r, v),
+            );
+            let resp = FindCoordinatorResponse {
+                error_code: 0,
+                error_message: (v >= 1).then(|| "ok".into()),
+                node_id: 2,
+                host: "127.0.0.1".into(),
+                port: 9092,
+            };
+            versioned(
+                &resp,
+                |x, b| x.encode(b, v),
+                |r| FindCoordinatorResponse::decode(r, v),
+            );
+        }
     }
 }

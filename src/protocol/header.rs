@@ -12,8 +12,16 @@ pub const UPDATE_METADATA: i16 = 6;
 pub const CONTROLLED_SHUTDOWN: i16 = 7;
 pub const OFFSET_COMMIT: i16 = 8;
 pub const OFFSET_FETCH: i16 = 9;
-pub const GROUP_COORDINATOR: i16 = 10;
+/// FindCoordinator; its v0 is 0.8's GroupCoordinator.
+pub const FIND_COORDINATOR: i16 = 10;
+pub const JOIN_GROUP: i16 = 11;
+pub const HEARTBEAT: i16 = 12;
+pub const LEAVE_GROUP: i16 = 13;
+pub const SYNC_GROUP: i16 = 14;
+pub const DESCRIBE_GROUPS: i16 = 15;
+pub const LIST_GROUPS: i16 = 16;
 pub const API_VERSIONS: i16 = 18;
+pub const DELETE_GROUPS: i16 = 42;
 
 /// (api key, min version, max version) for every API this broker serves. ApiVersions answers
 /// with exactly this list (decision B of the protocol sheet: advertise what we implement).
@@ -26,10 +34,17 @@ pub const SUPPORTED_APIS: &[(i16, i16, i16)] = &[
     (STOP_REPLICA, 0, 0),
     (UPDATE_METADATA, 0, 0),
     (CONTROLLED_SHUTDOWN, 0, 1),
-    (OFFSET_COMMIT, 0, 1),
-    (OFFSET_FETCH, 0, 1),
-    (GROUP_COORDINATOR, 0, 0),
+    (OFFSET_COMMIT, 0, 7),
+    (OFFSET_FETCH, 0, 5),
+    (FIND_COORDINATOR, 0, 2),
+    (JOIN_GROUP, 0, 5),
+    (HEARTBEAT, 0, 3),
+    (LEAVE_GROUP, 0, 3),
+    (SYNC_GROUP, 0, 3),
+    (DESCRIBE_GROUPS, 0, 4),
+    (LIST_GROUPS, 0, 2),
     (API_VERSIONS, 0, 2),
+    (DELETE_GROUPS, 0, 1),
 ];
 
 /// Whether (key, version) is in `SUPPORTED_APIS`.

@@ -11,6 +11,8 @@ pub mod controller;
 pub mod coordinator;
 pub mod errors;
 pub mod fetch;
+pub mod group_admin;
+pub mod group_membership;
 pub mod group_offsets;
 pub mod header;
 pub mod message;

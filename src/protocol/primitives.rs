@@ -62,6 +62,12 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// The next int32 without consuming it (a nullable array's count), if four bytes remain.
+    pub fn peek_i32(&self) -> Option<i32> {
+        let b = self.buf.get(self.pos..self.pos + 4)?;
+        Some(BigEndian::read_i32(b))
+    }
+
     pub fn i8(&mut self, field: &'static str) -> DecodeResult<i8> {
         Ok(self.take(1, field)?[0] as i8)
     }

@@ -4,6 +4,7 @@
 pub mod client;
 pub mod election;
 pub mod groups;
+pub mod kafka_groups;
 pub mod paths;
 
 pub use client::{SessionListener, ZkClient};

@@ -260,19 +260,36 @@ pub fn consumer_offset_path(group: &str, topic: &str, partition: i32) -> String 
 }
 
 /// The committed offset (stored as a decimal string, as Kafka 0.8 did), `None` if none.
+/// A group's committed offset for a partition, without its metadata.
 pub fn committed_offset(
     zk: &ZkClient,
     group: &str,
     topic: &str,
     partition: i32,
 ) -> ZkResult<Option<i64>> {
+    Ok(committed(zk, group, topic, partition)?.map(|(o, _)| o))
+}
+
+/// A group's committed offset and the commit's metadata. The node holds the offset in
+/// Kafka 0.8's form (its decimal digits), followed by a newline and the metadata when a
+/// commit carried any, so 0.8-era readers of the first line still see the offset.
+pub fn committed(
+    zk: &ZkClient,
+    group: &str,
+    topic: &str,
+    partition: i32,
+) -> ZkResult<Option<(i64, String)>> {
     let path = consumer_offset_path(group, topic, partition);
     match zk.get_data(&path) {
-        Ok((data, _)) => std::str::from_utf8(&data)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .map(Some)
-            .ok_or(ZkError::MarshallingError),
+        Ok((data, _)) => {
+            let text = std::str::from_utf8(&data).map_err(|_| ZkError::MarshallingError)?;
+            let (offset, metadata) = text.split_once('\n').unwrap_or((text, ""));
+            let offset = offset
+                .trim()
+                .parse()
+                .map_err(|_| ZkError::MarshallingError)?;
+            Ok(Some((offset, metadata.to_owned())))
+        }
         Err(ZkError::NoNode) => Ok(None),
         Err(e) => Err(e),
     }
@@ -284,9 +301,14 @@ pub fn commit_offset(
     topic: &str,
     partition: i32,
     offset: i64,
+    metadata: &str,
 ) -> ZkResult<()> {
     let path = consumer_offset_path(group, topic, partition);
-    let data = offset.to_string().into_bytes();
+    let mut data = offset.to_string().into_bytes();
+    if !metadata.is_empty() {
+        data.push(b'\n');
+        data.extend_from_slice(metadata.as_bytes());
+    }
     match zk.set_data(&path, data.clone(), None) {
         Ok(_) => Ok(()),
         Err(ZkError::NoNode) => match zk.create_persistent(&path, data.clone()) {

@@ -112,6 +112,11 @@ impl Cluster {
         }
     }
 
+    /// Whether broker `id`'s process was started and not killed or stopped by the test.
+    pub fn is_running(&self, id: i32) -> bool {
+        self.brokers.get(&id).is_some_and(|b| b.child.is_some())
+    }
+
     /// SIGTERM (controlled shutdown) and wait for the process to exit.
     pub fn terminate(&mut self, id: i32) -> std::process::ExitStatus {
         self.signal(id, libc::SIGTERM);

@@ -1,0 +1,496 @@
+//! Kafka's group membership APIs at their non-flexible versions: JoinGroup (11) v0–v5,
+//! Heartbeat (12) v0–v3, LeaveGroup (13) v0–v3, SyncGroup (14) v0–v3.
+//!
+//! Member metadata and assignments are opaque bytes here: the coordinator relays them, the
+//! clients' own assignors read them (`consumer_protocol` decodes the "consumer" kind).
+
+use super::{DecodeResult, Reader, Writer, read_array, write_array};
+
+/// One protocol a joining member supports, with its metadata (for "consumer": a subscription).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinProtocol {
+    pub name: String,
+    pub metadata: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinGroupRequest {
+    pub group_id: String,
+    pub session_timeout_ms: i32,
+    /// v1+; v0 clients rebalance within their session timeout.
+    pub rebalance_timeout_ms: i32,
+    pub member_id: String,
+    /// v5+ (KIP-345 static membership).
+    pub group_instance_id: Option<String>,
+    pub protocol_type: String,
+    pub protocols: Vec<JoinProtocol>,
+}
+
+impl JoinGroupRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let group_id = r.string("group_id")?.to_owned();
+        let session_timeout_ms = r.i32("session_timeout_ms")?;
+        let rebalance_timeout_ms = if version >= 1 {
+            r.i32("rebalance_timeout_ms")?
+        } else {
+            session_timeout_ms
+        };
+        let member_id = r.string("member_id")?.to_owned();
+        let group_instance_id = if version >= 5 {
+            r.nullable_string("group_instance_id")?.map(str::to_owned)
+        } else {
+            None
+        };
+        let protocol_type = r.string("protocol_type")?.to_owned();
+        let protocols = read_array(r, "protocols", 6, |r| {
+            Ok(JoinProtocol {
+                name: r.string("protocol_name")?.to_owned(),
+                metadata: bytes(r, "protocol_metadata")?,
+            })
+        })?;
+        Ok(JoinGroupRequest {
+            group_id,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            member_id,
+            group_instance_id,
+            protocol_type,
+            protocols,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        out.put_string(&self.group_id);
+        out.put_i32(self.session_timeout_ms);
+        if version >= 1 {
+            out.put_i32(self.rebalance_timeout_ms);
+        }
+        out.put_string(&self.member_id);
+        if version >= 5 {
+            out.put_nullable_string(self.group_instance_id.as_deref());
+        }
+        out.put_string(&self.protocol_type);
+        write_array(out, &self.protocols, |o, p| {
+            o.put_string(&p.name);
+            o.put_nullable_bytes(Some(&p.metadata));
+        });
+    }
+}
+
+/// A member as the leader sees it in its JoinGroup response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinedMember {
+    pub member_id: String,
+    /// v5+.
+    pub group_instance_id: Option<String>,
+    pub metadata: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinGroupResponse {
+    pub error_code: i16,
+    pub generation_id: i32,
+    pub protocol_name: String,
+    pub leader: String,
+    pub member_id: String,
+    /// Every member, for the leader only; empty for the others.
+    pub members: Vec<JoinedMember>,
+}
+
+impl JoinGroupResponse {
+    /// An error answer: no generation, and the member id to use next (MEMBER_ID_REQUIRED
+    /// carries the one the coordinator chose).
+    pub fn error(code: super::ErrorCode, member_id: &str) -> Self {
+        JoinGroupResponse {
+            error_code: code.code(),
+            generation_id: -1,
+            protocol_name: String::new(),
+            leader: String::new(),
+            member_id: member_id.to_owned(),
+            members: Vec::new(),
+        }
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        if version >= 2 {
+            out.put_i32(0);
+        }
+        out.put_i16(self.error_code);
+        out.put_i32(self.generation_id);
+        out.put_string(&self.protocol_name);
+        out.put_string(&self.leader);
+        out.put_string(&self.member_id);
+        write_array(out, &self.members, |o, m| {
+            o.put_string(&m.member_id);
+            if version >= 5 {
+                o.put_nullable_string(m.group_instance_id.as_deref());
+            }
+            o.put_nullable_bytes(Some(&m.metadata));
+        });
+    }
+
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        if version >= 2 {
+            r.i32("throttle_time_ms")?;
+        }
+        Ok(JoinGroupResponse {
+            error_code: r.i16("error_code")?,
+            generation_id: r.i32("generation_id")?,
+            protocol_name: r.string("protocol_name")?.to_owned(),
+            leader: r.string("leader")?.to_owned(),
+            member_id: r.string("member_id")?.to_owned(),
+            members: read_array(r, "members", 6, |r| {
+                Ok(JoinedMember {
+                    member_id: r.string("member_id")?.to_owned(),
+                    group_instance_id: if version >= 5 {
+                        r.nullable_string("group_instance_id")?.map(str::to_owned)
+                    } else {
+                        None
+                    },
+                    metadata: bytes(r, "metadata")?,
+                })
+            })?,
+        })
+    }
+}
+
+/// The fields that name a member of a generation: Heartbeat, and the head of SyncGroup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenerationMember {
+    pub group_id: String,
+    pub generation_id: i32,
+    pub member_id: String,
+    /// v3+ of Heartbeat and SyncGroup.
+    pub group_instance_id: Option<String>,
+}
+
+impl GenerationMember {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        Ok(GenerationMember {
+            group_id: r.string("group_id")?.to_owned(),
+            generation_id: r.i32("generation_id")?,
+            member_id: r.string("member_id")?.to_owned(),
+            group_instance_id: if version >= 3 {
+                r.nullable_string("group_instance_id")?.map(str::to_owned)
+            } else {
+                None
+            },
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        out.put_string(&self.group_id);
+        out.put_i32(self.generation_id);
+        out.put_string(&self.member_id);
+        if version >= 3 {
+            out.put_nullable_string(self.group_instance_id.as_deref());
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncGroupRequest {
+    pub member: GenerationMember,
+    /// member id → assignment; only the leader sends any.
+    pub assignments: Vec<(String, Vec<u8>)>,
+}
+
+impl SyncGroupRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        Ok(SyncGroupRequest {
+            member: GenerationMember::decode(r, version)?,
+            assignments: read_array(r, "assignments", 6, |r| {
+                Ok((r.string("member_id")?.to_owned(), bytes(r, "assignment")?))
+            })?,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        self.member.encode(out, version);
+        write_array(out, &self.assignments, |o, (m, a)| {
+            o.put_string(m);
+            o.put_nullable_bytes(Some(a));
+        });
+    }
+}
+
+/// SyncGroup's answer; v1+ start with `throttle_time_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncGroupResponse {
+    pub error_code: i16,
+    pub assignment: Vec<u8>,
+}
+
+impl SyncGroupResponse {
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        if version >= 1 {
+            out.put_i32(0);
+        }
+        out.put_i16(self.error_code);
+        out.put_nullable_bytes(Some(&self.assignment));
+    }
+
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        if version >= 1 {
+            r.i32("throttle_time_ms")?;
+        }
+        Ok(SyncGroupResponse {
+            error_code: r.i16("error_code")?,
+            assignment: bytes(r, "assignment")?,
+        })
+    }
+}
+
+/// Heartbeat's and LeaveGroup v0–v2's answer: `throttle_time_ms` from v1, then the error.
+pub fn encode_error_response(out: &mut Vec<u8>, error_code: i16, version: i16) {
+    if version >= 1 {
+        out.put_i32(0);
+    }
+    out.put_i16(error_code);
+}
+
+pub fn decode_error_response(r: &mut Reader<'_>, version: i16) -> DecodeResult<i16> {
+    if version >= 1 {
+        r.i32("throttle_time_ms")?;
+    }
+    r.i16("error_code")
+}
+
+/// A member leaving: v0–v2 name one by member id, v3+ a batch with instance ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeavingMember {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaveGroupRequest {
+    pub group_id: String,
+    pub members: Vec<LeavingMember>,
+}
+
+impl LeaveGroupRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let group_id = r.string("group_id")?.to_owned();
+        let members = if version >= 3 {
+            read_array(r, "members", 4, |r| {
+                Ok(LeavingMember {
+                    member_id: r.string("member_id")?.to_owned(),
+                    group_instance_id: r.nullable_string("group_instance_id")?.map(str::to_owned),
+                })
+            })?
+        } else {
+            vec![LeavingMember {
+                member_id: r.string("member_id")?.to_owned(),
+                group_instance_id: None,
+            }]
+        };
+        Ok(LeaveGroupRequest { group_id, members })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        out.put_string(&self.group_id);
+        if version >= 3 {
+            write_array(out, &self.members, |o, m| {
+                o.put_string(&m.member_id);
+                o.put_nullable_string(m.group_instance_id.as_deref());
+            });
+        } else {
+            let first = self.members.first().map_or("", |m| m.member_id.as_str());
+            out.put_string(first);
+        }
+    }
+}
+
+/// LeaveGroup's answer; v3+ adds one error per member after the group's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaveGroupResponse {
+    pub error_code: i16,
+    pub members: Vec<(LeavingMember, i16)>,
+}
+
+impl LeaveGroupResponse {
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        encode_error_response(out, self.error_code, version);
+        if version >= 3 {
+            write_array(out, &self.members, |o, (m, e)| {
+                o.put_string(&m.member_id);
+                o.put_nullable_string(m.group_instance_id.as_deref());
+                o.put_i16(*e);
+            });
+        }
+    }
+
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let error_code = decode_error_response(r, version)?;
+        let members = if version >= 3 {
+            read_array(r, "members", 6, |r| {
+                let m = LeavingMember {
+                    member_id: r.string("member_id")?.to_owned(),
+                    group_instance_id: r.nullable_string("group_instance_id")?.map(str::to_owned),
+                };
+                Ok((m, r.i16("error_code")?))
+            })?
+        } else {
+            Vec::new()
+        };
+        Ok(LeaveGroupResponse {
+            error_code,
+            members,
+        })
+    }
+}
+
+/// BYTES that the protocol does not allow to be null; a null from a lenient client reads as
+/// empty, which is what every coordinator treats it as.
+pub(crate) fn bytes(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<Vec<u8>> {
+    Ok(r.nullable_bytes(field)?.unwrap_or_default().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check<T: PartialEq + std::fmt::Debug>(
+        v: &T,
+        enc: impl Fn(&T, &mut Vec<u8>),
+        dec: impl Fn(&mut Reader<'_>) -> DecodeResult<T>,
+    ) {
+        let mut buf = Vec::new();
+        enc(v, &mut buf);
+        let mut r = Reader::new(&buf);
+        assert_eq!(&dec(&mut r).unwrap(), v);
+        r.finish().unwrap();
+        for cut in 0..buf.len() {
+            let mut r = Reader::new(&buf[..cut]);
+            assert!(
+                dec(&mut r).and_then(|_| r.finish()).is_err(),
+                "prefix {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn join_round_trips_at_every_version() {
+        for v in 0..=5 {
+            let req = JoinGroupRequest {
+                group_id: "g".into(),
+                session_timeout_ms: 10_000,
+                rebalance_timeout_ms: if v >= 1 { 30_000 } else { 10_000 },
+                member_id: "".into(),
+                group_instance_id: (v >= 5).then(|| "i-1".into()),
+                protocol_type: "consumer".into(),
+                protocols: vec![JoinProtocol {
+                    name: "range".into(),
+                    metadata: vec![0, 1, 2],
+                }],
+            };
+            check(
+                &req,
+                |x, b| x.encode(b, v),
+                |r| JoinGroupRequest::decode(r, v),
+            );
+            let resp = JoinGroupResponse {
+                error_code: 0,
+                generation_id: 4,
+                protocol_name: "range".into(),
+                leader: "m-1".into(),
+                member_id: "m-1".into(),
+                members: vec![JoinedMember {
+                    member_id: "m-1".into(),
+                    group_instance_id: (v >= 5).then(|| "i-1".into()),
+                    metadata: vec![9],
+                }],
+            };
+            check(
+                &resp,
+                |x, b| x.encode(b, v),
+                |r| JoinGroupResponse::decode(r, v),
+            );
+        }
+    }
+
+    #[test]
+    fn a_v0_join_is_kafkas_layout() {
+        let req = JoinGroupRequest {
+            group_id: "g".into(),
+            session_timeout_ms: 6000,
+            rebalance_timeout_ms: 6000,
+            member_id: "".into(),
+            group_instance_id: None,
+            protocol_type: "c".into(),
+            protocols: vec![JoinProtocol {
+                name: "r".into(),
+                metadata: vec![7],
+            }],
+        };
+        let mut b = Vec::new();
+        req.encode(&mut b, 0);
+        #[rustfmt::skip]
+        let want = [
+            0, 1, b'g', 0, 0, 0x17, 0x70, 0, 0, 0, 1, b'c',
+            0, 0, 0, 1, 0, 1, b'r', 0, 0, 0, 1, 7,
+        ];
+        assert_eq!(b, want);
+    }
+
+    #[test]
+    fn sync_heartbeat_and_leave_round_trip() {
+        for v in 0..=3 {
+            let member = GenerationMember {
+                group_id: "g".into(),
+                generation_id: 2,
+                member_id: "m".into(),
+                group_instance_id: (v >= 3).then(|| "i".into()),
+            };
+            check(
+                &member,
+                |x, b| x.encode(b, v),
+                |r| GenerationMember::decode(r, v),
+            );
+            let sync = SyncGroupRequest {
+                member,
+                assignments: vec![("m".into(), vec![1, 2])],
+            };
+            check(
+                &sync,
+                |x, b| x.encode(b, v),
+                |r| SyncGroupRequest::decode(r, v),
+            );
+            let resp = SyncGroupResponse {
+                error_code: 27,
+                assignment: vec![3],
+            };
+            check(
+                &resp,
+                |x, b| x.encode(b, v),
+                |r| SyncGroupResponse::decode(r, v),
+            );
+            let leave = LeaveGroupRequest {
+                group_id: "g".into(),
+                members: vec![LeavingMember {
+                    member_id: "m".into(),
+                    group_instance_id: (v >= 3).then(|| "i".into()),
+                }],
+            };
+            check(
+                &leave,
+                |x, b| x.encode(b, v),
+                |r| LeaveGroupRequest::decode(r, v),
+            );
+            let lr = LeaveGroupResponse {
+                error_code: 0,
+                members: if v >= 3 {
+                    vec![(leave.members[0].clone(), 25)]
+                } else {
+                    Vec::new()
+                },
+            };
+            check(
+                &lr,
+                |x, b| x.encode(b, v),
+                |r| LeaveGroupResponse::decode(r, v),
+            );
+        }
+    }
+}

@@ -1,0 +1,102 @@
+"""One member of a Kafka consumer group, through a real client, driven by a Rust test.
+
+usage: group_member.py CLIENT BOOTSTRAP GROUP TOPIC [key=value ...]
+CLIENT is `confluent` (librdkafka, confluent-kafka) or `kafka-python`.
+Options: session_ms, heartbeat_ms, instance_id, commit (1: commit synchronously after every
+message), refresh_ms (librdkafka's topic.metadata.refresh.interval.ms).
+
+Prints one line per event, flushed: `assigned T:P,T:P` after every rebalance (the whole
+assignment), `msg P OFFSET VALUE` per message, `committed P OFFSET`, `closed`. A line `leave`
+on stdin closes the consumer cleanly (it sends LeaveGroup) and exits; EOF on stdin does too.
+"""
+import sys
+import threading
+
+client, bootstrap, group, topic = sys.argv[1:5]
+opts = dict(a.split("=", 1) for a in sys.argv[5:])
+session_ms = int(opts.get("session_ms", "6000"))
+heartbeat_ms = int(opts.get("heartbeat_ms", "500"))
+instance_id = opts.get("instance_id")
+commit = opts.get("commit") == "1"
+stop = threading.Event()
+
+
+def say(*parts):
+    sys.stdout.write(" ".join(str(p) for p in parts) + "\n")
+    sys.stdout.flush()
+
+
+def watch_stdin():
+    for line in sys.stdin:
+        if line.strip() == "leave":
+            break
+    stop.set()
+
+
+threading.Thread(target=watch_stdin, daemon=True).start()
+
+
+def run_confluent():
+    from confluent_kafka import Consumer, TopicPartition
+
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "session.timeout.ms": session_ms,
+        "heartbeat.interval.ms": heartbeat_ms,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "topic.metadata.refresh.interval.ms": int(opts.get("refresh_ms", "300000")),
+    }
+    if instance_id:
+        conf["group.instance.id"] = instance_id
+    c = Consumer(conf)
+
+    def on_assign(consumer, parts):
+        say("assigned", ",".join("%s:%d" % (p.topic, p.partition) for p in parts))
+
+    c.subscribe([topic], on_assign=on_assign)
+    while not stop.is_set():
+        m = c.poll(0.1)
+        if m is None or m.error():
+            continue
+        say("msg", m.partition(), m.offset(), m.value().decode())
+        if commit:
+            c.commit(offsets=[TopicPartition(m.topic(), m.partition(), m.offset() + 1)], asynchronous=False)
+            say("committed", m.partition(), m.offset() + 1)
+    c.close()
+
+
+def run_kafka_python():
+    from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        session_timeout_ms=session_ms,
+        heartbeat_interval_ms=heartbeat_ms,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            pass
+
+        def on_partitions_assigned(self, assigned):
+            say("assigned", ",".join("%s:%d" % (p.topic, p.partition) for p in sorted(assigned)))
+
+    c.subscribe([topic], listener=Listener())
+    while not stop.is_set():
+        for tp, msgs in c.poll(timeout_ms=100).items():
+            for m in msgs:
+                say("msg", m.partition, m.offset, m.value.decode())
+                if commit:
+                    c.commit({tp: OffsetAndMetadata(m.offset + 1, "", -1)})
+                    say("committed", m.partition, m.offset + 1)
+    c.close()
+
+
+{"confluent": run_confluent, "kafka-python": run_kafka_python}[client]()
+say("closed")
