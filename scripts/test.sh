@@ -7,9 +7,11 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_packages zookeeper kcat
-# kafka-python (and snappy for it) for the client-compatibility test.
-if ! python3 -c 'import kafka, snappy' 2>/dev/null; then
-  python3 -m pip install -q --disable-pip-version-check kafka-python==3.0.12 python-snappy 2>&1 | grep -vi 'running pip as the' >&2 || true
+# kafka-python (and snappy for it) and confluent-kafka (librdkafka in its wheel) for the
+# client-compatibility tests.
+if ! python3 -c 'import kafka, snappy, confluent_kafka' 2>/dev/null; then
+  python3 -m pip install -q --disable-pip-version-check kafka-python==3.0.12 python-snappy \
+    confluent-kafka==2.16.1 2>&1 | grep -vi 'running pip as the' >&2 || true
 fi
 command -v cargo >/dev/null || { echo "cargo is needed (https://rustup.rs)" >&2; exit 1; }
 
