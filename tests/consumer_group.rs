@@ -486,11 +486,6 @@ fn malformed_coordinator_requests_get_an_error_and_others_keep_being_served() {
             with_type(proto::START, &[0x7f, 0xff]),
             invalid,
         ),
-        (
-            "describe with a bad string",
-            with_type(proto::DESCRIBE_GROUPS, &[0x7f, 0xff, 1]),
-            invalid,
-        ),
     ];
     for (what, frame, want) in cases {
         assert_eq!(raw_request(&addr, &frame), want, "{what}");
@@ -760,7 +755,8 @@ fn groups_tool_lists_and_describes_with_lag() {
     );
     let (ok, out, err) = common::gregor_cli(&["groups", "--bootstrap", &addr, "--list"], "");
     assert!(ok, "{err}");
-    assert_eq!(out.trim(), "g");
+    let fields: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(fields, ["g", "gregor", "Stable"], "{out}");
     let (ok, out, err) =
         common::gregor_cli(&["groups", "--bootstrap", &addr, "--describe", "g"], "");
     assert!(ok, "{err}");

@@ -64,13 +64,13 @@ impl Member {
         }
     }
 
-    /// Its partitions as of its last rebalance (empty before the first).
+    /// Its partitions now (empty before the first rebalance).
     fn assignment(&self) -> BTreeSet<String> {
         self.lines
             .lock()
             .iter()
             .rev()
-            .find_map(|l| l.strip_prefix("assigned"))
+            .find_map(|l| l.strip_prefix("owns"))
             .map(|a| {
                 a.trim()
                     .split(',')
@@ -81,6 +81,7 @@ impl Member {
             .unwrap_or_default()
     }
 
+    /// Rebalance callbacks that handed it partitions.
     fn rebalances_seen(&self) -> usize {
         self.lines
             .lock()
@@ -196,6 +197,29 @@ fn cover_leave_and_kill(client: &str) {
     wait_until(LIMIT, "every message to be consumed", || {
         all_consumed(&[&ms[0], &ms[1], &ms[2]], &every)
     });
+    // `gregor groups` shows the Kafka-protocol group: its kind, state and one member owning
+    // all six partitions.
+    let addr = format!("127.0.0.1:{}", c.brokers[&1].port);
+    let (ok, out, err) = common::gregor_cli(&["groups", "--bootstrap", &addr, "--list"], "");
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["g3", "consumer", "Stable"]),
+        "{out}"
+    );
+    let (ok, out, err) =
+        common::gregor_cli(&["groups", "--bootstrap", &addr, "--describe", "g3"], "");
+    assert!(ok, "{err}");
+    assert!(out.contains("consumer range Stable, 1 member(s)"), "{out}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("six ")).collect();
+    assert_eq!(rows.len(), 6, "{out}");
+    let owner = rows[0].split_whitespace().last().unwrap();
+    assert!(
+        rows.iter()
+            .all(|r| r.split_whitespace().last() == Some(owner)),
+        "{out}"
+    );
+    assert!(out.contains(&format!("  {owner}  client ")), "{out}");
 }
 
 #[test]
@@ -385,4 +409,31 @@ fn librdkafka_reads_added_partitions_without_a_metadata_refresh() {
         "the message in a new partition to be consumed",
         || m.consumed().iter().any(|(p, _, v)| *p == 3 && v == "late"),
     );
+}
+
+/// Cooperative members (KIP-429) rebalance twice in a row when one joins: the first round
+/// revokes what moves, the second hands it over. Both go through the coordinator quickly and
+/// the partitions end up covered once each.
+#[test]
+fn librdkafka_cooperative_sticky_members_share_partitions() {
+    let c = Cluster::start("grp-coop", 1, BROKER);
+    c.create_topic("co", 6, 1);
+    c.wait_all_led("co");
+    let all = partitions("co", 6);
+    let opts = ["assignor=cooperative-sticky", "heartbeat_ms=300"];
+    let a = Member::start("confluent", &c, "gco", "co", &opts);
+    wait_until(LIMIT, "the first member to own every partition", || {
+        a.assignment() == all
+    });
+    let b = Member::start("confluent", &c, "gco", "co", &opts);
+    wait_until(
+        LIMIT,
+        "two cooperative members to share six partitions",
+        || covers(&[&a, &b], &all) && a.assignment().len() == 3,
+    );
+    let values: Vec<String> = (0..30).map(|i| format!("c{i}")).collect();
+    produce(&c, "co", &values);
+    wait_until(LIMIT, "every message consumed", || {
+        all_consumed(&[&a, &b], &values)
+    });
 }

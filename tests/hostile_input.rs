@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use gregor::protocol::controller::*;
 use gregor::protocol::coordinator::{
-    self as coord, DescribeGroupsRequest, Empty, PingRequest, RegisterRequest, StartRequest,
-    Subscription,
+    self as coord, Empty, PingRequest, RegisterRequest, StartRequest, Subscription,
 };
 use gregor::protocol::fetch::{FetchPartition, FetchRequest};
 use gregor::protocol::group_offsets::*;
@@ -239,16 +238,6 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
         (
             "Start (to a broker)".into(),
             coord::frame(coord::START, &StartRequest { assigned: vec![] }),
-            true,
-        ),
-        (
-            "DescribeGroups".into(),
-            coord::frame(
-                coord::DESCRIBE_GROUPS,
-                &DescribeGroupsRequest {
-                    group: Some("hg".into()),
-                },
-            ),
             true,
         ),
     ];

@@ -1,5 +1,6 @@
 //! `gregor consume --group` (a member of a consumer group, through the coordinator) and
-//! `gregor groups` (Kafka 0.8's ConsumerOffsetChecker: members, owners, offsets, lag).
+//! `gregor groups` (Kafka 0.8's ConsumerOffsetChecker, over Kafka's ListGroups,
+//! DescribeGroups and OffsetFetch: both kinds of group, members, owners, offsets, lag).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,12 +12,19 @@ use crossbeam_channel::bounded;
 use gregor::client::consumer::{ConsumerConfig, GroupConsumer};
 use gregor::client::metadata::{fetch_metadata, list_offset};
 use gregor::network::BlockingChannel;
-use gregor::network::channel::read_frame;
-use gregor::protocol::coordinator::{
-    self as proto, DescribeGroupsRequest, DescribeGroupsResponse, Subscription,
+use gregor::protocol::coordinator::Subscription;
+use gregor::protocol::group_admin::{
+    DescribeGroupsRequest, DescribedGroup, decode_assignment, decode_describe_groups,
+    decode_list_groups,
+};
+use gregor::protocol::group_offsets::{
+    FindCoordinatorRequest, FindCoordinatorResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
 use gregor::protocol::offsets::LATEST_TIME;
-use gregor::protocol::{ErrorCode, decode_all};
+use gregor::protocol::{ErrorCode, Reader, header};
+
+const CLIENT_ID: &str = "gregor-groups";
+const TIMEOUT: Duration = Duration::from_secs(10);
 
 use super::console::{ConsumeArgs, print_record};
 
@@ -78,112 +86,205 @@ pub fn consume_in_group(a: ConsumeArgs) -> Result<(), String> {
 }
 
 pub fn run(a: GroupsArgs) -> Result<(), String> {
-    let group = a.describe.clone();
-    if !a.list && group.is_none() {
+    if !a.list && a.describe.is_none() {
         return Err("one of --list, --describe GROUP is required".into());
     }
-    let resp = describe(&a.bootstrap, group.clone())?;
-    if resp.error_code != 0 {
-        return Err(match (ErrorCode::from_code(resp.error_code), &group) {
-            (ErrorCode::InvalidGroupId, Some(g)) => format!("no group `{g}`"),
-            (e, _) => format!("the broker answered {e:?}"),
-        });
-    }
-    let Some(group) = group else {
-        for g in resp.groups {
-            println!("{g}");
+    let mut c = coordinator(&a.bootstrap, a.describe.as_deref().unwrap_or("-"))?;
+    let Some(group) = a.describe else {
+        let raw = c
+            .round_trip_raw(header::LIST_GROUPS, 2, &|_| {})
+            .map_err(|e| e.to_string())?;
+        let (code, groups) = decode_list_groups(&mut Reader::new(&raw), 2)
+            .map_err(|e| format!("bad answer: {e}"))?;
+        check(code)?;
+        let names: Vec<String> = groups.into_iter().map(|(g, _)| g).collect();
+        for g in describe(&mut c, &names)? {
+            let kind = if g.protocol_type.is_empty() {
+                "-"
+            } else {
+                &g.protocol_type
+            };
+            println!("{:<32} {:<10} {}", g.group_id, kind, g.state);
         }
         return Ok(());
     };
-    println!("GROUP {group}: {} member(s)", resp.members.len());
-    for m in &resp.members {
-        println!("  {}  {}", m.consumer_id, m.subscription);
+    let g = describe(&mut c, std::slice::from_ref(&group))?.remove(0);
+    check(g.error_code)?;
+    if g.state == "Dead" {
+        return Err(format!("no group `{group}`"));
     }
-    let ends = log_end_offsets(&a.bootstrap, &resp)?;
+    println!(
+        "GROUP {group}: {} {} {}, {} member(s)",
+        if g.protocol_type.is_empty() {
+            "-"
+        } else {
+            &g.protocol_type
+        },
+        if g.protocol.is_empty() {
+            "-"
+        } else {
+            &g.protocol
+        },
+        g.state,
+        g.members.len()
+    );
+    let mut owners: BTreeMap<(String, i32), String> = BTreeMap::new();
+    for m in &g.members {
+        let instance = m
+            .group_instance_id
+            .as_deref()
+            .map(|i| format!(" instance {i}"));
+        println!(
+            "  {}  client {} from {}{}",
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            instance.unwrap_or_default()
+        );
+        for (t, ps) in decode_assignment(&m.assignment).unwrap_or_default() {
+            for p in ps {
+                owners.insert((t.clone(), p), m.member_id.clone());
+            }
+        }
+    }
+    let committed = committed_offsets(&mut c, &group)?;
+    let mut parts: Vec<(String, i32)> = owners.keys().cloned().collect();
+    parts.extend(committed.keys().cloned());
+    parts.sort();
+    parts.dedup();
+    let ends = log_end_offsets(&a.bootstrap, &parts)?;
     println!(
         "{:<24} {:>9} {:>12} {:>12} {:>10}  OWNER",
         "TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG"
     );
-    for p in &resp.partitions {
-        let end = ends.get(&(p.topic.clone(), p.partition)).copied();
-        let lag = match (end, p.committed) {
-            (Some(e), c) if c >= 0 => (e - c).max(0).to_string(),
-            (Some(e), _) => e.to_string(),
+    for (topic, partition) in &parts {
+        let key = (topic.clone(), *partition);
+        let end = ends.get(&key).copied();
+        let done = committed.get(&key).copied();
+        let lag = match (end, done) {
+            (Some(e), Some(c)) => (e - c).max(0).to_string(),
+            (Some(e), None) => e.to_string(),
             _ => "-".into(),
         };
         println!(
             "{:<24} {:>9} {:>12} {:>12} {:>10}  {}",
-            p.topic,
-            p.partition,
-            if p.committed >= 0 {
-                p.committed.to_string()
-            } else {
-                "-".into()
-            },
+            topic,
+            partition,
+            done.map_or("-".into(), |c| c.to_string()),
             end.map_or("-".into(), |e| e.to_string()),
             lag,
-            p.owner.as_deref().unwrap_or("none")
+            owners.get(&key).map_or("none", String::as_str)
         );
     }
     Ok(())
 }
 
-fn describe(bootstrap: &str, group: Option<String>) -> Result<DescribeGroupsResponse, String> {
+fn check(code: i16) -> Result<(), String> {
+    match code {
+        0 => Ok(()),
+        c => Err(format!(
+            "the coordinator answered {:?}",
+            ErrorCode::from_code(c)
+        )),
+    }
+}
+
+/// A connection to the group coordinator, found through FindCoordinator from a bootstrap
+/// broker.
+fn coordinator(bootstrap: &str, group: &str) -> Result<BlockingChannel, String> {
     let mut last = String::from("no bootstrap address given");
     for addr in bootstrap
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
-        let attempt = (|| -> Result<DescribeGroupsResponse, String> {
-            let c = BlockingChannel::connect(addr, "gregor-groups", Duration::from_secs(10))
-                .map_err(|e| e.to_string())?;
-            let mut s = c.into_stream();
-            let req = DescribeGroupsRequest {
-                group: group.clone(),
+        let attempt = (|| -> Result<BlockingChannel, String> {
+            let mut c =
+                BlockingChannel::connect(addr, CLIENT_ID, TIMEOUT).map_err(|e| e.to_string())?;
+            let req = FindCoordinatorRequest {
+                key: group.to_owned(),
+                key_type: 0,
             };
-            s.write_all(&proto::frame(proto::DESCRIBE_GROUPS, &req))
+            let raw = c
+                .round_trip_raw(header::FIND_COORDINATOR, 1, &|b| req.encode(b, 1))
                 .map_err(|e| e.to_string())?;
-            let body = read_frame(&mut s).map_err(|e| e.to_string())?;
-            decode_all(&body).map_err(|e| format!("bad answer: {e}"))
+            let r = FindCoordinatorResponse::decode(&mut Reader::new(&raw), 1)
+                .map_err(|e| format!("bad answer: {e}"))?;
+            check(r.error_code)?;
+            BlockingChannel::connect(format!("{}:{}", r.host, r.port), CLIENT_ID, TIMEOUT)
+                .map_err(|e| e.to_string())
         })();
         match attempt {
-            Ok(r) => return Ok(r),
+            Ok(c) => return Ok(c),
             Err(e) => last = format!("{addr}: {e}"),
         }
     }
-    Err(format!("no broker answered ({last})"))
+    Err(format!("no coordinator found ({last})"))
+}
+
+fn describe(c: &mut BlockingChannel, groups: &[String]) -> Result<Vec<DescribedGroup>, String> {
+    let req = DescribeGroupsRequest {
+        groups: groups.to_vec(),
+    };
+    let raw = c
+        .round_trip_raw(header::DESCRIBE_GROUPS, 4, &|b| req.encode(b, 4))
+        .map_err(|e| e.to_string())?;
+    decode_describe_groups(&mut Reader::new(&raw), 4).map_err(|e| format!("bad answer: {e}"))
+}
+
+/// Every offset the group has committed (OffsetFetch v2+ with no topics).
+fn committed_offsets(
+    c: &mut BlockingChannel,
+    group: &str,
+) -> Result<BTreeMap<(String, i32), i64>, String> {
+    let req = OffsetFetchRequest {
+        group_id: group.to_owned(),
+        topics: None,
+    };
+    let raw = c
+        .round_trip_raw(header::OFFSET_FETCH, 5, &|b| req.encode(b))
+        .map_err(|e| e.to_string())?;
+    let r = OffsetFetchResponse::decode(&mut Reader::new(&raw), 5)
+        .map_err(|e| format!("bad answer: {e}"))?;
+    check(r.error_code)?;
+    Ok(r.topics
+        .into_iter()
+        .flat_map(|(t, ps)| {
+            ps.into_iter()
+                .filter(|p| p.offset >= 0)
+                .map(move |p| ((t.clone(), p.partition), p.offset))
+        })
+        .collect())
 }
 
 /// The latest offset of every partition the group shows, asked of each leader.
 fn log_end_offsets(
     bootstrap: &str,
-    resp: &DescribeGroupsResponse,
+    parts: &[(String, i32)],
 ) -> Result<BTreeMap<(String, i32), i64>, String> {
-    let mut topics: Vec<String> = resp.partitions.iter().map(|p| p.topic.clone()).collect();
+    let mut topics: Vec<String> = parts.iter().map(|(t, _)| t.clone()).collect();
     topics.dedup();
     let mut out = BTreeMap::new();
     if topics.is_empty() {
         return Ok(out);
     }
-    let meta = fetch_metadata(bootstrap, &topics, "gregor-groups")?;
-    for p in &resp.partitions {
+    let meta = fetch_metadata(bootstrap, &topics, CLIENT_ID)?;
+    for (topic, partition) in parts {
         let Some(leader) = meta
             .topics
             .iter()
-            .find(|t| t.topic == p.topic)
-            .and_then(|t| t.partitions.iter().find(|x| x.partition == p.partition))
+            .find(|t| t.topic == *topic)
+            .and_then(|t| t.partitions.iter().find(|x| x.partition == *partition))
             .and_then(|x| meta.brokers.iter().find(|b| b.id == x.leader))
         else {
             continue;
         };
         let addr = format!("{}:{}", leader.host, leader.port);
-        let Ok(mut c) = BlockingChannel::connect(&addr, "gregor-groups", Duration::from_secs(5))
-        else {
+        let Ok(mut c) = BlockingChannel::connect(&addr, CLIENT_ID, TIMEOUT) else {
             continue;
         };
-        if let Ok(end) = list_offset(&mut c, &p.topic, p.partition, LATEST_TIME) {
-            out.insert((p.topic.clone(), p.partition), end);
+        if let Ok(end) = list_offset(&mut c, topic, *partition, LATEST_TIME) {
+            out.insert((topic.clone(), *partition), end);
         }
     }
     Ok(out)

@@ -21,11 +21,10 @@ pub const REGISTER: i16 = 1001;
 pub const PING: i16 = 1002;
 pub const STOP: i16 = 1003;
 pub const START: i16 = 1004;
-pub const DESCRIBE_GROUPS: i16 = 1005;
 
 /// Whether an int16 that opens a frame names a coordinator request.
 pub fn is_coordinator_request(type_id: i16) -> bool {
-    (CONSULT..=DESCRIBE_GROUPS).contains(&type_id)
+    (CONSULT..=START).contains(&type_id)
 }
 
 /// Frames a body: size, type id, then what `body` writes.
@@ -380,92 +379,6 @@ impl<'a> Decode<'a> for StartRequest {
     }
 }
 
-/// gregor's DescribeGroups: with no group, the names of all groups; with one, its members,
-/// owners and committed offsets. Any broker answers it from ZooKeeper.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DescribeGroupsRequest {
-    pub group: Option<String>,
-}
-
-impl Encode for DescribeGroupsRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.put_nullable_string(self.group.as_deref());
-    }
-}
-
-impl<'a> Decode<'a> for DescribeGroupsRequest {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(DescribeGroupsRequest {
-            group: r.nullable_string("group")?.map(str::to_owned),
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupMember {
-    pub consumer_id: String,
-    /// The member's registration as stored in ZooKeeper (JSON).
-    pub subscription: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupPartition {
-    pub topic: String,
-    pub partition: i32,
-    /// The owning consumer stream, if any.
-    pub owner: Option<String>,
-    /// -1 when nothing is committed.
-    pub committed: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DescribeGroupsResponse {
-    pub error_code: i16,
-    pub groups: Vec<String>,
-    pub members: Vec<GroupMember>,
-    pub partitions: Vec<GroupPartition>,
-}
-
-impl Encode for DescribeGroupsResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.put_i16(self.error_code);
-        super::write_array(out, &self.groups, |o, g| o.put_string(g));
-        super::write_array(out, &self.members, |o, m| {
-            o.put_string(&m.consumer_id);
-            o.put_string(&m.subscription);
-        });
-        super::write_array(out, &self.partitions, |o, p| {
-            o.put_string(&p.topic);
-            o.put_i32(p.partition);
-            o.put_nullable_string(p.owner.as_deref());
-            o.put_i64(p.committed);
-        });
-    }
-}
-
-impl<'a> Decode<'a> for DescribeGroupsResponse {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(DescribeGroupsResponse {
-            error_code: r.i16("error_code")?,
-            groups: r.string_array("groups")?,
-            members: super::read_array(r, "members", 4, |r| {
-                Ok(GroupMember {
-                    consumer_id: r.string("consumer_id")?.to_owned(),
-                    subscription: r.string("subscription")?.to_owned(),
-                })
-            })?,
-            partitions: super::read_array(r, "partitions", 16, |r| {
-                Ok(GroupPartition {
-                    topic: r.string("topic")?.to_owned(),
-                    partition: r.i32("partition")?,
-                    owner: r.nullable_string("owner")?.map(str::to_owned),
-                    committed: r.i64("committed")?,
-                })
-            })?,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,20 +451,6 @@ mod tests {
         });
         round_trip(StartRequest {
             assigned: offsets(),
-        });
-        round_trip(DescribeGroupsResponse {
-            error_code: 0,
-            groups: vec!["g".into()],
-            members: vec![GroupMember {
-                consumer_id: "c".into(),
-                subscription: "{}".into(),
-            }],
-            partitions: vec![GroupPartition {
-                topic: "t".into(),
-                partition: 1,
-                owner: None,
-                committed: -1,
-            }],
         });
     }
 

@@ -3,10 +3,13 @@
 usage: group_member.py CLIENT BOOTSTRAP GROUP TOPIC [key=value ...]
 CLIENT is `confluent` (librdkafka, confluent-kafka) or `kafka-python`.
 Options: session_ms, heartbeat_ms, instance_id, commit (1: commit synchronously after every
-message), refresh_ms (librdkafka's topic.metadata.refresh.interval.ms).
+message), refresh_ms (librdkafka's topic.metadata.refresh.interval.ms), assignor (librdkafka's
+partition.assignment.strategy, e.g. cooperative-sticky).
 
-Prints one line per event, flushed: `assigned T:P,T:P` after every rebalance (the whole
-assignment), `msg P OFFSET VALUE` per message, `committed P OFFSET`, `closed`. A line `leave`
+Prints one line per event, flushed: `assigned T:P,...` from every rebalance callback (the
+partitions it hands over: all of them for eager assignors, the added ones for cooperative),
+`owns T:P,...` whenever the whole assignment changes, `msg P OFFSET VALUE` per message,
+`committed P OFFSET`, `closed`. A line `leave`
 on stdin closes the consumer cleanly (it sends LeaveGroup) and exits; EOF on stdin does too.
 """
 import sys
@@ -24,6 +27,16 @@ stop = threading.Event()
 def say(*parts):
     sys.stdout.write(" ".join(str(p) for p in parts) + "\n")
     sys.stdout.flush()
+
+
+owned = [None]
+
+
+def report_owned(parts):
+    now = ",".join(sorted("%s:%d" % (p.topic, p.partition) for p in parts))
+    if now != owned[0]:
+        owned[0] = now
+        say("owns", now)
 
 
 def watch_stdin():
@@ -50,6 +63,8 @@ def run_confluent():
     }
     if instance_id:
         conf["group.instance.id"] = instance_id
+    if "assignor" in opts:
+        conf["partition.assignment.strategy"] = opts["assignor"]
     c = Consumer(conf)
 
     def on_assign(consumer, parts):
@@ -58,6 +73,7 @@ def run_confluent():
     c.subscribe([topic], on_assign=on_assign)
     while not stop.is_set():
         m = c.poll(0.1)
+        report_owned(c.assignment())
         if m is None or m.error():
             continue
         say("msg", m.partition(), m.offset(), m.value().decode())
@@ -89,7 +105,9 @@ def run_kafka_python():
 
     c.subscribe([topic], listener=Listener())
     while not stop.is_set():
-        for tp, msgs in c.poll(timeout_ms=100).items():
+        batch = c.poll(timeout_ms=100)
+        report_owned(c.assignment())
+        for tp, msgs in batch.items():
             for m in msgs:
                 say("msg", m.partition, m.offset, m.value.decode())
                 if commit:
