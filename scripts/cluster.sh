@@ -2,7 +2,8 @@
 # Runs ZooKeeper and N gregor brokers on 127.0.0.1, with data and logs under one folder.
 #   scripts/cluster.sh start N | stop | status | kill ID | restart ID
 # GREGOR_HOME (default .gregor/cluster) holds everything; ZK_PORT (2181) and BASE_PORT (9092:
-# broker i listens on BASE_PORT+i-1) choose the ports; GREGOR_BIN the binary (built if absent).
+# broker i listens on BASE_PORT+i-1) choose the ports; GREGOR_BIN the binary (built if absent);
+# BROKER_PROPERTIES (lines of key=value) is added to every broker's server.properties.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -41,6 +42,7 @@ zookeeper.connect=127.0.0.1:$zk_port/gregor
 zookeeper.session.timeout.ms=6000
 default.replication.factor=1
 num.partitions=1
+${BROKER_PROPERTIES:-}
 P
   nohup "$bin" broker --config "$dir/server.properties" >>"$dir/broker.log" 2>&1 &
   echo $! >"$dir/pid"
