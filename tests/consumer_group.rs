@@ -731,7 +731,7 @@ fn a_paused_consumer_is_declared_dead_after_its_pings_and_a_killed_one_at_once()
 
 #[test]
 fn groups_tool_lists_and_describes_with_lag() {
-    let (_b, zk, addr) = single_broker("groupstool");
+    let (b, zk, addr) = single_broker("groupstool");
     create(&zk, &addr, "t", 2);
     produce(&addr, "t", (0..10).map(|i| format!("x{i}")));
     let m = Running::start(config(&addr, "g", topic_sub("t")));
@@ -757,6 +757,29 @@ fn groups_tool_lists_and_describes_with_lag() {
     assert!(ok, "{err}");
     let fields: Vec<&str> = out.split_whitespace().collect();
     assert_eq!(fields, ["g", "gregor", "Stable"], "{out}");
+    // A group is of one kind: a Kafka client's JoinGroup into it is refused.
+    let join = gregor::protocol::group_membership::JoinGroupRequest {
+        group_id: "g".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        member_id: String::new(),
+        group_instance_id: None,
+        protocol_type: "consumer".into(),
+        protocols: vec![gregor::protocol::group_membership::JoinProtocol {
+            name: "range".into(),
+            metadata: Vec::new(),
+        }],
+    };
+    let raw = common::Client::connect(b.addr())
+        .chan
+        .round_trip_raw(11, 5, &|b| join.encode(b, 5))
+        .unwrap();
+    let resp = gregor::protocol::group_membership::JoinGroupResponse::decode(
+        &mut gregor::protocol::Reader::new(&raw),
+        5,
+    )
+    .unwrap();
+    assert_eq!(resp.error_code, ErrorCode::InconsistentGroupProtocol.code());
     let (ok, out, err) =
         common::gregor_cli(&["groups", "--bootstrap", &addr, "--describe", "g"], "");
     assert!(ok, "{err}");

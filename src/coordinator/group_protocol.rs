@@ -253,7 +253,7 @@ impl Term {
             client_id: j.client_id.to_owned(),
             client_host: j.client_host.to_owned(),
             session_timeout: session_of(req),
-            rebalance_timeout: Duration::from_millis(req.rebalance_timeout_ms.max(0) as u64),
+            rebalance_timeout: self.rebalance_timeout_of(req),
             protocols: req.protocols.clone(),
             assignment: known.map(|m| m.assignment.clone()).unwrap_or_default(),
             last_heard: Instant::now(),
@@ -296,7 +296,7 @@ impl Term {
         m.client_id = j.client_id.to_owned();
         m.client_host = j.client_host.to_owned();
         m.session_timeout = session_of(j.req);
-        m.rebalance_timeout = Duration::from_millis(j.req.rebalance_timeout_ms.max(0) as u64);
+        m.rebalance_timeout = self.rebalance_timeout_of(j.req);
         m.protocols = j.req.protocols.clone();
         m.last_heard = Instant::now();
         m.awaiting_join = false;
@@ -327,6 +327,14 @@ impl Term {
         drop(d);
         self.try_request_rebalance(&g.name);
         self.await_join(g, &new_id)
+    }
+
+    /// The member's rebalance timeout, at most `group.max.session.timeout.ms`: a JoinGroup
+    /// holds its connection's thread while it waits, and a hostile client must not park one
+    /// for weeks.
+    fn rebalance_timeout_of(&self, req: &JoinGroupRequest) -> Duration {
+        Duration::from_millis(req.rebalance_timeout_ms.max(0) as u64)
+            .min(self.config.group_max_session_timeout)
     }
 
     /// A member joining during the initial delay pushes the delay on, up to the join's end.
