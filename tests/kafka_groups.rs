@@ -549,3 +549,49 @@ fn hostile_groups_get_error_codes_and_others_keep_being_served() {
     );
     assert_eq!((ok.error_code, ok.generation_id), (0, 1));
 }
+
+/// A follower waiting in SyncGroup cannot heartbeat: a leader slower than the follower's
+/// session timeout must not get it expired (Kafka keeps members awaiting sync alive).
+#[test]
+fn a_follower_waiting_for_a_slow_leader_keeps_its_place() {
+    let c = Cluster::start("kgroups-slow", 1, FAST_GROUPS);
+    let id = coordinator_of(&c);
+    let mut req = join_req("slow", "", None, &[("range", subscription(&["t"]))]);
+    req.session_timeout_ms = 1000;
+    let j1 = join_new(&mut c.client(id), &req);
+    let leader = member("slow", j1.generation_id, &j1.member_id, None);
+    let (follower_sync, follower) = std::thread::scope(|scope| {
+        let second = scope.spawn(|| {
+            let mut c2 = c.client(id);
+            let j2 = join_new(&mut c2, &req);
+            let m2 = member("slow", j2.generation_id, &j2.member_id, None);
+            (sync(&mut c2, &m2, &[]), j2.member_id)
+        });
+        let mut cl = c.client(id);
+        wait_until(Duration::from_secs(20), "the rebalance", || {
+            heartbeat(&mut cl, &leader) == code(ErrorCode::RebalanceInProgress)
+        });
+        let mut again = req.clone();
+        again.member_id = j1.member_id.clone();
+        let j = join(&mut cl, 5, &again);
+        let follower = j
+            .members
+            .iter()
+            .find(|m| m.member_id != j1.member_id)
+            .unwrap()
+            .member_id
+            .clone();
+        // The leader takes three of the follower's session timeouts to assign.
+        std::thread::sleep(Duration::from_millis(3000));
+        let l = member("slow", j.generation_id, &j1.member_id, None);
+        assert_eq!(sync(&mut cl, &l, &[(&follower, &[4, 2])]).error_code, 0);
+        let (s, id2) = second.join().unwrap();
+        assert_eq!(id2, follower);
+        (s, follower)
+    });
+    assert_eq!(
+        (follower_sync.error_code, follower_sync.assignment),
+        (0, vec![4, 2]),
+        "{follower}"
+    );
+}

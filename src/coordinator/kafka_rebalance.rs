@@ -140,10 +140,13 @@ impl Term {
         let groups: Vec<Arc<KafkaGroup>> = self.kafka_groups.lock().values().cloned().collect();
         for g in groups {
             let mut d = g.data.lock();
+            // While the leader's assignment is awaited, followers sit in SyncGroup and cannot
+            // heartbeat: they stay alive (as in Kafka), and the sync deadline bounds the wait.
+            let awaiting_sync = d.state == GroupState::CompletingRebalance;
             let expired: Vec<String> = d
                 .members
                 .values()
-                .filter(|m| m.expired(now))
+                .filter(|m| !awaiting_sync && m.expired(now))
                 .map(|m| m.member_id.clone())
                 .collect();
             for id in &expired {
