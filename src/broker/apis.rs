@@ -45,6 +45,12 @@ pub struct KafkaApis {
 }
 
 impl RequestHandler for KafkaApis {
+    /// Produce requests may be carried out behind a parked acks=all Produce: they never wait
+    /// before appending, and appending them early changes nothing an earlier answer says.
+    fn can_pipeline(&self, frame: &[u8]) -> bool {
+        header::peek_key_version(frame).is_some_and(|(key, _)| key == header::PRODUCE)
+    }
+
     fn handle(&self, frame: &mut [u8], out: &mut Vec<u8>, peer: &SocketAddr) -> Action {
         if frame.len() >= 2 && is_coordinator_request(i16::from_be_bytes([frame[0], frame[1]])) {
             return self.handle_coordinator_request(frame, out, peer);

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::apis::KafkaApis;
 use super::partition::{Partition, Role};
-use super::replica_manager::Payload;
+use super::replica_manager::{Payload, ReplicaManager};
 use crate::network::Action;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::message::{self, SetError};
@@ -30,10 +30,22 @@ impl KafkaApis {
             r.finish()?;
             req
         };
+        let shape: Vec<(String, Vec<i32>)> = req
+            .topics
+            .iter()
+            .map(|(t, ps)| (t.clone(), ps.iter().map(|p| p.partition).collect()))
+            .collect();
+        let mut results: Vec<Appended> = Vec::new();
         if !matches!(req.acks, -1..=1) {
-            return Ok(self.answer_produce(&req, out, |_| (ErrorCode::InvalidRequiredAcks, -1)));
+            for (_, ps) in &shape {
+                results.extend(
+                    ps.iter()
+                        .map(|_| (None, ErrorCode::InvalidRequiredAcks, -1, -1)),
+                );
+            }
+            answer_produce(&shape, &results, out);
+            return Ok(Action::Respond);
         }
-        let mut results: Vec<(Option<Arc<Partition>>, ErrorCode, i64, i64)> = Vec::new();
         for t in &req.topics {
             for p in &t.1 {
                 let r = self.append_one(&t.0, p.partition, &mut frame[p.set.clone()], req.acks);
@@ -54,17 +66,17 @@ impl KafkaApis {
             return Ok(Action::NoResponse);
         }
         if req.acks == -1 {
-            self.wait_for_acks_all(
-                &mut results,
-                Duration::from_millis(req.timeout_ms.max(0) as u64),
-            );
+            // Parked: the connection may append the produces queued behind this one while
+            // this waits for the followers (see `network::server`).
+            let rm = self.replica_manager.clone();
+            let deadline = Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
+            return Ok(Action::Park(Box::new(move |out| {
+                wait_for_acks_all(&rm, &mut results, deadline);
+                answer_produce(&shape, &results, out);
+            })));
         }
-        let mut i = 0;
-        Ok(self.answer_produce(&req, out, |_| {
-            let r = &results[i];
-            i += 1;
-            (r.1, r.2)
-        }))
+        answer_produce(&shape, &results, out);
+        Ok(Action::Respond)
     }
 
     fn append_one(
@@ -109,67 +121,63 @@ impl KafkaApis {
                 .append_as_leader(&part, payload, valid.count, acks)?;
         Ok((part, first, last))
     }
+}
 
-    /// Parks until every appended partition's high watermark passes its last offset, the
-    /// partition stops being led here, or the timeout passes.
-    fn wait_for_acks_all(
-        &self,
-        results: &mut [(Option<Arc<Partition>>, ErrorCode, i64, i64)],
-        timeout: Duration,
-    ) {
-        let deadline = Instant::now() + timeout;
-        let rm = &self.replica_manager;
-        loop {
-            let seen = rm.notifier.seq();
-            let mut pending = false;
-            for r in results.iter_mut() {
-                if let (Some(p), ErrorCode::None) = (&r.0, r.1)
-                    && r.3 >= r.2
-                {
-                    match rm.acks_all_status(p, r.3 + 1) {
-                        Some(ErrorCode::None) => r.0 = None,
-                        Some(e) => {
-                            r.0 = None;
-                            r.1 = e;
-                            r.2 = -1;
-                        }
-                        None => pending = true,
-                    }
-                }
-            }
-            if !pending {
-                return;
-            }
-            if Instant::now() >= deadline {
-                for r in results.iter_mut() {
-                    if r.0.take().is_some() && r.1 == ErrorCode::None && r.3 >= r.2 {
-                        r.1 = ErrorCode::RequestTimedOut;
+/// One appended partition: where it lives, its error, its first and last offsets.
+type Appended = (Option<Arc<Partition>>, ErrorCode, i64, i64);
+
+/// Parks until every appended partition's high watermark passes its last offset, the
+/// partition stops being led here, or the deadline passes.
+fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: Instant) {
+    loop {
+        let seen = rm.notifier.seq();
+        let mut pending = false;
+        for r in results.iter_mut() {
+            if let (Some(p), ErrorCode::None) = (&r.0, r.1)
+                && r.3 >= r.2
+            {
+                match rm.acks_all_status(p, r.3 + 1) {
+                    Some(ErrorCode::None) => r.0 = None,
+                    Some(e) => {
+                        r.0 = None;
+                        r.1 = e;
                         r.2 = -1;
                     }
+                    None => pending = true,
                 }
-                return;
             }
-            rm.notifier.wait_after(seen, deadline);
         }
-    }
-
-    fn answer_produce(
-        &self,
-        req: &ProduceRequest,
-        out: &mut Vec<u8>,
-        mut f: impl FnMut(i32) -> (ErrorCode, i64),
-    ) -> Action {
-        ProduceResponse {
-            topics: map_topics(&req.topics, |_, p| {
-                let (e, off) = f(p.partition);
-                ProducePartitionResponse {
-                    partition: p.partition,
-                    error_code: e.code(),
-                    base_offset: off,
+        if !pending {
+            return;
+        }
+        if Instant::now() >= deadline {
+            for r in results.iter_mut() {
+                if r.0.take().is_some() && r.1 == ErrorCode::None && r.3 >= r.2 {
+                    r.1 = ErrorCode::RequestTimedOut;
+                    r.2 = -1;
                 }
-            }),
+            }
+            return;
         }
-        .encode(out);
-        Action::Respond
+        rm.notifier.wait_after(seen, deadline);
     }
+}
+
+/// The response, partition by partition in the request's order (`shape`).
+fn answer_produce(shape: &[(String, Vec<i32>)], results: &[Appended], out: &mut Vec<u8>) {
+    let mut i = 0;
+    ProduceResponse {
+        topics: map_topics(shape, |_, &partition| {
+            let (e, off) = results
+                .get(i)
+                .map_or((ErrorCode::UnknownServerError, -1), |r| (r.1, r.2));
+            i += 1;
+            ProducePartitionResponse {
+                partition,
+                error_code: e.code(),
+                base_offset: off,
+            }
+        }),
+    }
+    .encode(out);
 }

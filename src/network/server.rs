@@ -2,7 +2,10 @@
 //!
 //! Each connection thread reads one frame at a time (int32 size, then the payload), hands it to
 //! the `RequestHandler`, and writes the response before reading the next frame — so responses
-//! leave in request order, as Kafka clients that pipeline require. The frame and response
+//! leave in request order, as Kafka clients that pipeline require. One exception: a request
+//! the handler parks (an acks=all Produce) lets the thread carry out the pipelinable requests
+//! already queued behind it before it waits, so their waits overlap; the answers still leave
+//! in order. The frame and response
 //! buffers live as long as the connection, so a steady stream of requests allocates nothing.
 //!
 //! Limits: a size ≤ 0 or above `socket.request.max.bytes` closes the connection (the protocol
@@ -13,6 +16,7 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
@@ -32,13 +36,33 @@ pub enum Action {
     /// then on (a consumer's RegisterRequest turns the connection around). Runs on this
     /// connection's thread.
     Adopt(Box<dyn FnOnce(TcpStream) + Send>),
+    /// The request is carried out; its answer is written (after what is in `out`) by this
+    /// function, which may wait (an acks=all Produce waiting for its followers). Meanwhile
+    /// the connection may read and carry out the requests behind it that
+    /// `RequestHandler::can_pipeline` admits; answers still leave in request order.
+    Park(Parked),
 }
+
+/// Writes a parked request's answer into the buffer it is given, waiting as long as it must.
+pub type Parked = Box<dyn FnOnce(&mut Vec<u8>) + Send>;
+
+/// The most parked requests one connection holds before it waits for their answers: enough to
+/// overlap every request a pipelining producer has in flight at a high rate, few enough that
+/// a connection's memory stays small.
+const MAX_PARKED: usize = 1024;
 
 pub trait RequestHandler: Send + Sync + 'static {
     /// Handles one request. `frame` is the payload without its size; the handler may rewrite
     /// it (the broker writes offsets into produced message sets in place). A response is the
     /// bytes appended to `out`, starting with the correlation id.
     fn handle(&self, frame: &mut [u8], out: &mut Vec<u8>, peer: &SocketAddr) -> Action;
+
+    /// Whether `frame` may be carried out while earlier requests of the connection are still
+    /// parked: true only for requests that never wait themselves and whose effects may precede
+    /// the earlier answers.
+    fn can_pipeline(&self, _frame: &[u8]) -> bool {
+        false
+    }
 }
 
 pub struct SocketServer {
@@ -181,7 +205,13 @@ fn serve_connection(
     stream.set_read_timeout(Some(limits.idle))?;
     let mut frame = Vec::new();
     let mut out = Vec::with_capacity(1024);
+    let mut parked = ParkedAnswers::default();
     loop {
+        // Parked answers go out once the client has nothing more queued for us: while it has,
+        // the requests behind them are read and carried out first, so their waits overlap.
+        if !parked.is_empty() && (parked.len() >= MAX_PARKED || bytes_queued(&stream) == 0) {
+            parked.answer_all(&mut stream)?;
+        }
         let mut size = [0u8; 4];
         let first = match stream.read(&mut size) {
             Ok(0) => return Ok(()),
@@ -197,25 +227,33 @@ fn serve_connection(
                 "closing connection from {peer}: request size {size} outside 1..={} (socket.request.max.bytes)",
                 limits.max_request_bytes
             );
+            parked.answer_all(&mut stream)?;
             return Ok(());
         }
         frame.clear();
         frame.resize(size as usize, 0);
         read_rest(&mut stream, &mut frame, started, limits.idle, peer)?;
+        if !parked.is_empty() && !handler.can_pipeline(&frame) {
+            parked.answer_all(&mut stream)?;
+        }
         out.clear();
         out.extend_from_slice(&[0; 4]);
         match handler.handle(&mut frame, &mut out, peer) {
             Action::Respond => {
-                let n = (out.len() - 4) as i32;
-                out[..4].copy_from_slice(&n.to_be_bytes());
-                stream.write_all(&out)?;
+                parked.answer_all(&mut stream)?;
+                write_answer(&mut stream, &mut out)?;
             }
             Action::NoResponse => {}
-            Action::Close => return Ok(()),
+            Action::Close => {
+                parked.answer_all(&mut stream)?;
+                return Ok(());
+            }
             Action::Adopt(take) => {
+                parked.answer_all(&mut stream)?;
                 take(stream);
                 return Ok(());
             }
+            Action::Park(finish) => parked.push(&out, finish),
         }
         // A huge response should not pin its memory for the connection's whole life.
         if out.capacity() > 4 << 20 {
@@ -224,6 +262,58 @@ fn serve_connection(
         if frame.capacity() > 4 << 20 {
             frame = Vec::new();
         }
+    }
+}
+
+/// Puts the size in front of an answer and sends it.
+fn write_answer(stream: &mut TcpStream, out: &mut [u8]) -> io::Result<()> {
+    let n = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&n.to_be_bytes());
+    stream.write_all(out)
+}
+
+/// Bytes the client has sent that we have not read yet (FIONREAD).
+fn bytes_queued(stream: &TcpStream) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which points at `n`.
+    let r = unsafe { libc::ioctl(stream.as_raw_fd(), libc::FIONREAD, &mut n) };
+    if r == 0 { n.max(0) as usize } else { 0 }
+}
+
+/// A connection's parked requests, in request order, each with the start of its answer. The
+/// answer buffers are reused, so a steady pipeline allocates nothing.
+#[derive(Default)]
+struct ParkedAnswers {
+    waiting: std::collections::VecDeque<(Vec<u8>, Parked)>,
+    spare: Vec<Vec<u8>>,
+}
+
+impl ParkedAnswers {
+    fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    fn push(&mut self, head: &[u8], finish: Parked) {
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(head);
+        self.waiting.push_back((buf, finish));
+    }
+
+    /// Waits for each parked answer in turn and sends it.
+    fn answer_all(&mut self, stream: &mut TcpStream) -> io::Result<()> {
+        while let Some((mut buf, finish)) = self.waiting.pop_front() {
+            finish(&mut buf);
+            write_answer(stream, &mut buf)?;
+            if buf.capacity() <= 64 << 10 {
+                self.spare.push(buf);
+            }
+        }
+        Ok(())
     }
 }
 

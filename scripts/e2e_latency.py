@@ -1,0 +1,37 @@
+"""End-to-end latency through librdkafka (confluent-kafka), the shape of the acks=all latency
+report: one process produces 100-byte messages at a fixed rate to partition 0 (linger.ms=0,
+librdkafka's default in-flight window), another reads the partition by assign(); latency is
+receive time minus the send time carried in the value.
+
+  python3 scripts/e2e_latency.py c BOOTSTRAP TOPIC RATE SECONDS ACKS &    # the consumer, first
+  python3 scripts/e2e_latency.py p BOOTSTRAP TOPIC RATE SECONDS ACKS [MAX_IN_FLIGHT]
+
+The consumer prints `rate R acks A n N p50 .. p99 .. p99.9 .. max .. ms`. The producer
+busy-waits to hold its rate, so on a 2-core machine the figures include that contention.
+"""
+import sys, time, struct
+from confluent_kafka import Producer, Consumer, TopicPartition
+mode, bootstrap, topic, rate, secs, acks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
+n = int(rate * secs)
+if mode == "c":
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "lat", "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition(topic, 0, -1)])
+    lat = []
+    end = time.time() + secs + 10
+    while len(lat) < n and time.time() < end:
+        for m in c.consume(10000, 0.001):
+            if m.error(): continue
+            t = struct.unpack(">d", m.value()[:8])[0]
+            lat.append(time.time() - t)
+    lat.sort()
+    q = lambda x: lat[min(len(lat)-1, int(x*len(lat)))]*1000
+    print("rate %d acks %s n %d p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms" % (rate, acks, len(lat), q(.5), q(.99), q(.999), lat[-1]*1000))
+else:
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, "max.in.flight": int(sys.argv[7]) if len(sys.argv) > 7 else 1000000})
+    start = time.time(); pad = b"x" * 92
+    for i in range(n):
+        target = start + i / rate
+        while time.time() < target: pass
+        p.produce(topic, struct.pack(">d", time.time()) + pad, partition=0)
+        p.poll(0)
+    p.flush()
