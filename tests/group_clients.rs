@@ -279,15 +279,14 @@ fn kafka_python_commits_and_restarts_without_rereading() {
 
 /// The coordinator's broker is killed -9 while a group consumes: the group goes on at the new
 /// coordinator, everything produced is consumed, and committed offsets are kept.
-#[test]
-fn librdkafka_group_survives_the_coordinator_dying() {
-    let mut c = Cluster::start("grp-failover", 3, BROKER);
+fn survives_the_coordinator_dying(client: &str) {
+    let mut c = Cluster::start(&format!("grp-failover-{client}"), 3, BROKER);
     c.create_topic("ft", 4, 3);
     c.wait_all_led("ft");
     let all = partitions("ft", 4);
     let opts = ["commit=1", "session_ms=10000", "heartbeat_ms=300"];
-    let a = Member::start("confluent", &c, "gf", "ft", &opts);
-    let b = Member::start("confluent", &c, "gf", "ft", &opts);
+    let a = Member::start(client, &c, "gf", "ft", &opts);
+    let b = Member::start(client, &c, "gf", "ft", &opts);
     wait_until(LIMIT, "two members to cover four partitions", || {
         covers(&[&a, &b], &all)
     });
@@ -328,6 +327,16 @@ fn librdkafka_group_survives_the_coordinator_dying() {
         covers(&[&a, &b], &all),
         "the group still covers every partition"
     );
+}
+
+#[test]
+fn librdkafka_group_survives_the_coordinator_dying() {
+    survives_the_coordinator_dying("confluent");
+}
+
+#[test]
+fn kafka_python_group_survives_the_coordinator_dying() {
+    survives_the_coordinator_dying("kafka-python");
 }
 
 /// A static member restarted within its session timeout gets its partitions back in the same
@@ -378,15 +387,14 @@ fn librdkafka_static_member_bounces_without_a_rebalance() {
 }
 
 /// Partitions added to a subscribed topic are consumed at once: the coordinator's
-/// TopicPartitionChangeListener rebalances the group, long before librdkafka's own metadata
-/// refresh (set to 5 minutes here) would have noticed.
-#[test]
-fn librdkafka_reads_added_partitions_without_a_metadata_refresh() {
-    let c = Cluster::start("grp-grow", 1, BROKER);
+/// TopicPartitionChangeListener rebalances the group, long before the client's own metadata
+/// refresh (5 minutes: librdkafka's setting here, kafka-python's default) would have noticed.
+fn reads_added_partitions_without_a_metadata_refresh(client: &str) {
+    let c = Cluster::start(&format!("grp-grow-{client}"), 1, BROKER);
     c.create_topic("gt", 2, 1);
     c.wait_all_led("gt");
     let m = Member::start(
-        "confluent",
+        client,
         &c,
         "gg",
         "gt",
@@ -409,6 +417,16 @@ fn librdkafka_reads_added_partitions_without_a_metadata_refresh() {
         "the message in a new partition to be consumed",
         || m.consumed().iter().any(|(p, _, v)| *p == 3 && v == "late"),
     );
+}
+
+#[test]
+fn librdkafka_reads_added_partitions_without_a_metadata_refresh() {
+    reads_added_partitions_without_a_metadata_refresh("confluent");
+}
+
+#[test]
+fn kafka_python_reads_added_partitions_without_a_metadata_refresh() {
+    reads_added_partitions_without_a_metadata_refresh("kafka-python");
 }
 
 /// Cooperative members (KIP-429) rebalance twice in a row when one joins: the first round

@@ -6,13 +6,14 @@
 //! SyncGroup waiting on the group sleeps on: the rebalance thread and the leader's SyncGroup
 //! wake them when the join completes or the assignment arrives.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::protocol::group_admin::subscription_topics;
 use crate::protocol::group_membership::{JoinGroupResponse, JoinProtocol, JoinedMember};
 
 /// Kafka's group states (`GroupState` of the classic coordinator).
@@ -229,6 +230,17 @@ impl GroupData {
             member_id: member_id.to_owned(),
             members,
         }
+    }
+
+    /// The topics the members subscribe to, read from their "consumer" protocol metadata for
+    /// the chosen protocol (other protocol types name none).
+    pub fn subscribed_topics(&self) -> BTreeSet<String> {
+        let protocol = self.protocol.as_deref().unwrap_or("");
+        self.members
+            .values()
+            .filter_map(|m| subscription_topics(m.metadata_for(protocol)))
+            .flatten()
+            .collect()
     }
 
     pub fn remove_member(&mut self, member_id: &str) -> Option<KafkaMember> {

@@ -18,7 +18,6 @@ use zookeeper::ZkResult;
 
 use super::Term;
 use super::kafka_group::{GroupData, GroupState, KafkaGroup, KafkaMember};
-use crate::protocol::group_admin::subscription_topics;
 use crate::protocol::group_membership::JoinProtocol;
 use crate::zk::kafka_groups::{self, StoredGroup, StoredMember, StoredProtocol, from_hex, to_hex};
 
@@ -115,13 +114,7 @@ impl Term {
             }
         }
         let protocol = d.protocol.clone().unwrap_or_default();
-        let topics = d
-            .members
-            .values()
-            .filter_map(|m| subscription_topics(m.metadata_for(&protocol)))
-            .flatten()
-            .collect();
-        self.set_kafka_group_topics(&g.name, topics);
+        self.set_kafka_group_topics(&g.name, d.subscribed_topics());
         log::info!(
             "[Coordinator {}] group {}: generation {} with {} members, protocol {protocol}, leader {}",
             self.broker_id,
@@ -239,14 +232,7 @@ impl Term {
                     GroupState::Stable
                 }
             };
-            let protocol = d.protocol.clone().unwrap_or_default();
-            let topics = d
-                .members
-                .values()
-                .filter_map(|m| subscription_topics(m.metadata_for(&protocol)))
-                .flatten()
-                .collect();
-            self.set_kafka_group_topics(group, topics);
+            self.set_kafka_group_topics(group, d.subscribed_topics());
             log::info!(
                 "[Coordinator {}] group {group}: loaded generation {} ({}, {} members)",
                 self.broker_id,
@@ -278,13 +264,7 @@ impl Term {
         let Some(g) = self.kafka_group(group) else {
             return BTreeSet::new();
         };
-        let d = g.data.lock();
-        let protocol = d.protocol.clone().unwrap_or_default();
-        d.members
-            .values()
-            .filter_map(|m| subscription_topics(m.metadata_for(&protocol)))
-            .flatten()
-            .collect()
+        g.data.lock().subscribed_topics()
     }
 
     /// The term ends: every waiting JoinGroup and SyncGroup answers NOT_COORDINATOR.

@@ -350,25 +350,7 @@ pub(crate) fn bytes(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn check<T: PartialEq + std::fmt::Debug>(
-        v: &T,
-        enc: impl Fn(&T, &mut Vec<u8>),
-        dec: impl Fn(&mut Reader<'_>) -> DecodeResult<T>,
-    ) {
-        let mut buf = Vec::new();
-        enc(v, &mut buf);
-        let mut r = Reader::new(&buf);
-        assert_eq!(&dec(&mut r).unwrap(), v);
-        r.finish().unwrap();
-        for cut in 0..buf.len() {
-            let mut r = Reader::new(&buf[..cut]);
-            assert!(
-                dec(&mut r).and_then(|_| r.finish()).is_err(),
-                "prefix {cut}"
-            );
-        }
-    }
+    use crate::protocol::round_trip_with as check;
 
     #[test]
     fn join_round_trips_at_every_version() {

@@ -148,3 +148,25 @@ where
     }
     back
 }
+
+/// `round_trip` for a versioned layout: encodes with `enc`, decodes with `dec`, compares, and
+/// checks that every strict prefix fails cleanly.
+#[cfg(test)]
+pub(crate) fn round_trip_with<T: PartialEq + std::fmt::Debug>(
+    v: &T,
+    enc: impl Fn(&T, &mut Vec<u8>),
+    dec: impl Fn(&mut Reader<'_>) -> DecodeResult<T>,
+) {
+    let mut buf = Vec::new();
+    enc(v, &mut buf);
+    let mut r = Reader::new(&buf);
+    assert_eq!(&dec(&mut r).unwrap(), v);
+    r.finish().unwrap();
+    for cut in 0..buf.len() {
+        let mut r = Reader::new(&buf[..cut]);
+        assert!(
+            dec(&mut r).and_then(|_| r.finish()).is_err(),
+            "prefix {cut}"
+        );
+    }
+}

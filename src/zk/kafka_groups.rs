@@ -54,16 +54,7 @@ pub fn read(zk: &ZkClient, group: &str) -> ZkResult<Option<StoredGroup>> {
 }
 
 pub fn write(zk: &ZkClient, group: &str, g: &StoredGroup) -> ZkResult<()> {
-    let path = kafka_group_path(group);
-    let data = to_json(g);
-    match zk.set_data(&path, data.clone(), None) {
-        Ok(_) => Ok(()),
-        Err(ZkError::NoNode) => match zk.create_persistent(&path, data.clone()) {
-            Err(ZkError::NodeExists) => zk.set_data(&path, data, None).map(|_| ()),
-            r => r,
-        },
-        Err(e) => Err(e),
-    }
+    super::paths::write_persistent(zk, &kafka_group_path(group), to_json(g))
 }
 
 pub fn to_hex(b: &[u8]) -> String {

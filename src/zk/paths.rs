@@ -309,10 +309,15 @@ pub fn commit_offset(
         data.push(b'\n');
         data.extend_from_slice(metadata.as_bytes());
     }
-    match zk.set_data(&path, data.clone(), None) {
+    write_persistent(zk, &path, data)
+}
+
+/// Sets a persistent node's data, creating the node (and its parents) when it is missing.
+pub fn write_persistent(zk: &ZkClient, path: &str, data: Vec<u8>) -> ZkResult<()> {
+    match zk.set_data(path, data.clone(), None) {
         Ok(_) => Ok(()),
-        Err(ZkError::NoNode) => match zk.create_persistent(&path, data.clone()) {
-            Err(ZkError::NodeExists) => zk.set_data(&path, data, None).map(|_| ()),
+        Err(ZkError::NoNode) => match zk.create_persistent(path, data.clone()) {
+            Err(ZkError::NodeExists) => zk.set_data(path, data, None).map(|_| ()),
             r => r,
         },
         Err(e) => Err(e),
