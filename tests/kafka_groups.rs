@@ -99,6 +99,25 @@ fn join_new(c: &mut Client, req: &JoinGroupRequest) -> JoinGroupResponse {
     join(c, 5, &again)
 }
 
+/// The leader rejoins with its id; returns its JoinGroup answer and the other member's id.
+fn leader_rejoins(
+    c: &mut Client,
+    req: &JoinGroupRequest,
+    leader: &str,
+) -> (JoinGroupResponse, String) {
+    let mut again = req.clone();
+    again.member_id = leader.to_owned();
+    let j = join(c, 5, &again);
+    let follower = j
+        .members
+        .iter()
+        .find(|m| m.member_id != leader)
+        .expect("a second member")
+        .member_id
+        .clone();
+    (j, follower)
+}
+
 fn member(group: &str, generation: i32, id: &str, instance: Option<&str>) -> GenerationMember {
     GenerationMember {
         group_id: group.into(),
@@ -372,18 +391,9 @@ fn join_sync_heartbeat_leave_commit_and_every_error_code() {
             "the rebalance to show in a heartbeat",
             || heartbeat(&mut c.client(id), &m1) == code(ErrorCode::RebalanceInProgress),
         );
-        let mut again = req.clone();
-        again.member_id = j1.member_id.clone();
-        let j1b = join(&mut cc, 5, &again);
+        let (j1b, follower) = leader_rejoins(&mut cc, &req, &j1.member_id);
         assert_eq!(j1b.members.len(), 2);
         let m1b = member("g", j1b.generation_id, &j1.member_id, None);
-        let follower = j1b
-            .members
-            .iter()
-            .find(|m| m.member_id != j1.member_id)
-            .unwrap()
-            .member_id
-            .clone();
         let mine = sync(
             &mut cc,
             &m1b,
@@ -571,17 +581,9 @@ fn a_follower_waiting_for_a_slow_leader_keeps_its_place() {
         wait_until(Duration::from_secs(20), "the rebalance", || {
             heartbeat(&mut cl, &leader) == code(ErrorCode::RebalanceInProgress)
         });
-        let mut again = req.clone();
-        again.member_id = j1.member_id.clone();
-        let j = join(&mut cl, 5, &again);
-        let follower = j
-            .members
-            .iter()
-            .find(|m| m.member_id != j1.member_id)
-            .unwrap()
-            .member_id
-            .clone();
-        // The leader takes three of the follower's session timeouts to assign.
+        let (j, follower) = leader_rejoins(&mut cl, &req, &j1.member_id);
+        // The scenario itself, not a wait for a condition: the leader takes three of the
+        // follower's session timeouts to assign.
         std::thread::sleep(Duration::from_millis(3000));
         let l = member("slow", j.generation_id, &j1.member_id, None);
         assert_eq!(sync(&mut cl, &l, &[(&follower, &[4, 2])]).error_code, 0);
