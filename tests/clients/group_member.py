@@ -12,6 +12,8 @@ partitions it hands over: all of them for eager assignors, the added ones for co
 `committed P OFFSET`, `closed`. A line `leave`
 on stdin closes the consumer cleanly (it sends LeaveGroup) and exits; EOF on stdin does too.
 """
+import faulthandler
+import signal
 import sys
 import threading
 
@@ -22,7 +24,8 @@ heartbeat_ms = int(opts.get("heartbeat_ms", "500"))
 instance_id = opts.get("instance_id")
 commit = opts.get("commit") == "1"
 stop = threading.Event()
-
+# SIGUSR1 prints every thread's stack, to see where a member that stopped answering is stuck.
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 def say(*parts):
     sys.stdout.write(" ".join(str(p) for p in parts) + "\n")
