@@ -219,9 +219,10 @@ fn cover_leave_and_kill(client: &str) {
         || stored_cover(&c, "g3", 2, &all),
     );
     // A kafka-python 3.0.12 member sometimes stops for good after a rebalance (about one run
-    // in seven): faulthandler stacks show its main thread waiting in `fetch_records` while its
-    // I/O thread idles in select. Whether the client or gregor is at fault is not known yet, so
-    // only librdkafka's members are asked to show the takeover themselves.
+    // in seven): faulthandler stacks show its main thread in `fetch_records`, waiting on a wait
+    // bounded by the 100 ms poll timeout whose timer its own I/O thread, idle in select, never
+    // runs — a client bug no broker answer can cause. So only librdkafka's members are asked
+    // to show the takeover themselves.
     let clients_follow = client == "confluent";
     if clients_follow {
         wait_until(LIMIT, "the two left to take over", || {
