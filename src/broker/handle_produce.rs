@@ -30,20 +30,15 @@ impl KafkaApis {
             r.finish()?;
             req
         };
-        let shape: Vec<(String, Vec<i32>)> = req
-            .topics
-            .iter()
-            .map(|(t, ps)| (t.clone(), ps.iter().map(|p| p.partition).collect()))
-            .collect();
         let mut results: Vec<Appended> = Vec::new();
         if !matches!(req.acks, -1..=1) {
-            for (_, ps) in &shape {
+            for (_, ps) in &req.topics {
                 results.extend(
                     ps.iter()
                         .map(|_| (None, ErrorCode::InvalidRequiredAcks, -1, -1)),
                 );
             }
-            answer_produce(&shape, &results, out);
+            answer_produce(&req.topics, |p| p.partition, &results, out);
             return Ok(Action::Respond);
         }
         for t in &req.topics {
@@ -70,12 +65,18 @@ impl KafkaApis {
             // this waits for the followers (see `network::server`).
             let rm = self.replica_manager.clone();
             let deadline = Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
+            // The answer outlives the request's buffer: keep just its topics and partitions.
+            let shape: Vec<(String, Vec<i32>)> = req
+                .topics
+                .iter()
+                .map(|(t, ps)| (t.clone(), ps.iter().map(|p| p.partition).collect()))
+                .collect();
             return Ok(Action::Park(Box::new(move |out| {
                 wait_for_acks_all(&rm, &mut results, deadline);
-                answer_produce(&shape, &results, out);
+                answer_produce(&shape, |p| *p, &results, out);
             })));
         }
-        answer_produce(&shape, &results, out);
+        answer_produce(&req.topics, |p| p.partition, &results, out);
         Ok(Action::Respond)
     }
 
@@ -163,11 +164,17 @@ fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: In
     }
 }
 
-/// The response, partition by partition in the request's order (`shape`).
-fn answer_produce(shape: &[(String, Vec<i32>)], results: &[Appended], out: &mut Vec<u8>) {
+/// The response, partition by partition in the request's order (`topics`).
+fn answer_produce<T>(
+    topics: &[(String, Vec<T>)],
+    partition_of: impl Fn(&T) -> i32,
+    results: &[Appended],
+    out: &mut Vec<u8>,
+) {
     let mut i = 0;
     ProduceResponse {
-        topics: map_topics(shape, |_, &partition| {
+        topics: map_topics(topics, |_, p| {
+            let partition = partition_of(p);
             let (e, off) = results
                 .get(i)
                 .map_or((ErrorCode::UnknownServerError, -1), |r| (r.1, r.2));
