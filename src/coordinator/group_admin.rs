@@ -37,7 +37,7 @@ impl Coordinator {
         let term = self.serving_term()?;
         let mut out: BTreeMap<String, String> = BTreeMap::new();
         for g in groups::all_groups(&self.zk).map_err(|_| ErrorCode::CoordinatorNotAvailable)? {
-            let kind = if term.sessions_of(&g).is_empty() {
+            let kind = if !term.has_sessions(&g) {
                 ""
             } else {
                 SPEC_PROTOCOL_TYPE
@@ -156,7 +156,7 @@ impl Term {
     }
 
     fn delete_group(&self, name: &str) -> ErrorCode {
-        if !self.sessions_of(name).is_empty() {
+        if self.has_sessions(name) {
             return ErrorCode::NonEmptyGroup;
         }
         let kafka = self.kafka_group(name);

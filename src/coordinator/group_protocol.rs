@@ -77,7 +77,7 @@ impl Coordinator {
             return fail(ErrorCode::InvalidRequest);
         }
         // A group is of one kind: one with members of the spec's protocol takes no JoinGroup.
-        if !term.sessions_of(&req.group_id).is_empty() {
+        if term.has_sessions(&req.group_id) {
             return fail(ErrorCode::InconsistentGroupProtocol);
         }
         term.join_group(j)

@@ -298,6 +298,14 @@ impl Term {
         }
     }
 
+    /// Whether `group` has spec-protocol members here (without copying their sessions).
+    fn has_sessions(&self, group: &str) -> bool {
+        self.sessions
+            .lock()
+            .get(group)
+            .is_some_and(|m| !m.is_empty())
+    }
+
     fn sessions_of(&self, group: &str) -> BTreeMap<String, Arc<ConsumerSession>> {
         self.sessions.lock().get(group).cloned().unwrap_or_default()
     }
