@@ -296,20 +296,31 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
     let states = vec![tps("pipe", 0, partition_state(1, 1, &[1, 2], &[1, 2], 1))];
     c.leader_and_isr(1, states, vec![b.info()], false);
     const N: usize = 20;
-    let mut p = b.client();
+    // All N requests in one write, so they are queued at the broker together, as a pipelining
+    // client's requests are when the first of them starts to wait.
+    let mut frames = Vec::new();
     for i in 0..N {
         let set = message_set(&[format!("m{i}").as_bytes()]);
-        p.chan
-            .send_only(0, 0, &|buf| {
-                gregor::protocol::produce::encode_request(
-                    buf,
-                    -1,
-                    30_000,
-                    &[("pipe", vec![(0, &set[..])])],
-                )
-            })
-            .unwrap();
+        let at = frames.len();
+        frames.extend_from_slice(&[0; 4]);
+        gregor::protocol::header::RequestHeader {
+            api_key: 0,
+            api_version: 0,
+            correlation_id: i as i32,
+            client_id: Some("pipeliner"),
+        }
+        .encode(&mut frames);
+        gregor::protocol::produce::encode_request(
+            &mut frames,
+            -1,
+            30_000,
+            &[("pipe", vec![(0, &set[..])])],
+        );
+        let n = (frames.len() - at - 4) as i32;
+        frames[at..at + 4].copy_from_slice(&n.to_be_bytes());
     }
+    let mut s = TcpStream::connect(b.addr()).unwrap();
+    s.write_all(&frames).unwrap();
     // Replica 2 sees every message before any is acknowledged...
     let mut f = b.client();
     wait_until(
@@ -319,7 +330,6 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
     );
     // ...and one fetch past them all acknowledges them all, in order.
     f.fetch_as(2, "pipe", 0, N as i64, 0);
-    let mut s = p.chan.into_stream();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     for i in 0..N {
         let frame = gregor::network::channel::read_frame(&mut s).unwrap();
