@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use gregor::client::{admin, metadata};
 use gregor::network::BlockingChannel;
-use gregor::protocol::decode_all;
 use gregor::protocol::message;
 use gregor::protocol::produce::{ProduceResponse, encode_request};
 use gregor::zk::{ZkClient, paths};
@@ -128,12 +127,10 @@ fn main() {
                 continue;
             };
             let sets: Vec<(i32, &[u8])> = parts.iter().map(|p| (*p, &set[..])).collect();
-            let Ok(raw) = c.round_trip_raw(0, 0, &|buf| {
-                encode_request(buf, 1, 10_000, &[(topic.as_str(), sets.clone())])
-            }) else {
-                continue;
+            let body = |buf: &mut Vec<u8>| {
+                encode_request(buf, 0, 1, 10_000, &[(topic.as_str(), sets.clone())])
             };
-            let Ok(r) = decode_all::<ProduceResponse>(&raw) else {
+            let Ok(r) = c.call(0, 0, &body, |r| ProduceResponse::decode(r, 0)) else {
                 continue;
             };
             for p in &r.topics[0].1 {

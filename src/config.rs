@@ -54,6 +54,9 @@ pub struct BrokerConfig {
     /// One index entry per this many bytes of log.
     pub log_index_interval_bytes: u32,
     pub message_max_bytes: usize,
+    /// `log.message.timestamp.type=LogAppendTime`: batches get the broker's clock as their
+    /// timestamp (format v2; older formats keep the producer's). `CreateTime` by default.
+    pub log_append_time: bool,
     pub socket_request_max_bytes: usize,
     pub max_connections: usize,
     /// `connections.max.idle.ms`: an idle connection is closed after this long, and so is one
@@ -208,6 +211,15 @@ impl BrokerConfig {
             log_flush_interval: flush_ms.map(Duration::from_millis),
             log_index_interval_bytes: p.positive("log.index.interval.bytes", 4096)?,
             message_max_bytes: p.positive("message.max.bytes", 1_000_012)?,
+            log_append_time: match p.take("log.message.timestamp.type").as_deref() {
+                None | Some("CreateTime") => false,
+                Some("LogAppendTime") => true,
+                Some(v) => {
+                    return Err(ConfigError(format!(
+                        "`log.message.timestamp.type` must be CreateTime or LogAppendTime, got `{v}`"
+                    )));
+                }
+            },
             socket_request_max_bytes: p.positive("socket.request.max.bytes", 104_857_600)?,
             max_connections: p.positive("max.connections", 1000)?,
             connections_max_idle: p.millis("connections.max.idle.ms", 600_000)?,

@@ -266,14 +266,18 @@ fn acks_all_waits_for_the_isr_and_respects_min_insync_replicas() {
     let body = |buf: &mut Vec<u8>| {
         gregor::protocol::produce::encode_request(
             buf,
+            0,
             -1,
             300,
             &[("solo", vec![(0, &message_set(&[b"z"])[..])])],
         )
     };
-    let raw = c.chan.round_trip_raw(0, 0, &body).unwrap();
-    let resp: gregor::protocol::produce::ProduceResponse =
-        gregor::protocol::decode_all(&raw).unwrap();
+    let resp = c
+        .chan
+        .call(0, 0, &body, |r| {
+            gregor::protocol::produce::ProduceResponse::decode(r, 0)
+        })
+        .unwrap();
     assert_eq!(
         resp.topics[0].1[0].error_code,
         ErrorCode::RequestTimedOut.code()
@@ -312,6 +316,7 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
         .encode(&mut frames);
         gregor::protocol::produce::encode_request(
             &mut frames,
+            0,
             -1,
             30_000,
             &[("pipe", vec![(0, &set[..])])],
@@ -333,8 +338,11 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     for i in 0..N {
         let frame = gregor::network::channel::read_frame(&mut s).unwrap();
-        let resp: gregor::protocol::produce::ProduceResponse =
-            gregor::protocol::decode_all(&frame[4..]).unwrap();
+        let resp = gregor::protocol::produce::ProduceResponse::decode(
+            &mut gregor::protocol::Reader::new(&frame[4..]),
+            0,
+        )
+        .unwrap();
         let part = &resp.topics[0].1[0];
         assert_eq!((part.error_code, part.base_offset), (E_OK, i as i64));
     }
@@ -749,19 +757,27 @@ fn api_versions_answers_what_we_serve() {
     .unwrap();
     assert_eq!(r.error_code, 0);
     assert!(
-        r.apis.contains(&(0, 0, 0)) && r.apis.contains(&(1, 0, 0)) && r.apis.contains(&(18, 0, 2))
+        r.apis.contains(&(0, 0, 9)) && r.apis.contains(&(1, 0, 12)) && r.apis.contains(&(18, 0, 3))
     );
-    // v3 (librdkafka's first try): UNSUPPORTED_VERSION in v0 format, connection kept open.
+    // v3 as librdkafka sends it (compact client software name and version, tags): the same
+    // list in the compact layout, under a v0 response header.
+    let body = [
+        11, b'l', b'i', b'b', b'r', b'd', b'k', b'a', b'f', b'k', b'a', 6, b'2', b'.', b'0', b'.',
+        b'2', 0,
+    ];
     let raw = c
         .chan
-        .round_trip_raw(18, 3, &|b| {
-            b.extend_from_slice(&[
-                0, 11, b'l', b'i', b'b', b'r', b'd', b'k', b'a', b'f', b'k', b'a', 6, b'2', b'.',
-                b'0', b'.', b'2', 0,
-            ])
-        })
+        .round_trip_raw(18, 3, &|b| b.extend_from_slice(&body))
         .unwrap();
-    assert_eq!(raw, vec![0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 2]);
+    let r3 = gregor::protocol::api_versions::ApiVersionsResponse::decode(
+        &mut gregor::protocol::Reader::new(&raw),
+        3,
+    )
+    .unwrap();
+    assert_eq!((r3.error_code, &r3.apis), (0, &r.apis));
+    // v4 (kafka-python's first try): UNSUPPORTED_VERSION in v0 format, connection kept open.
+    let raw = c.chan.round_trip_raw(18, 4, &|_| {}).unwrap();
+    assert_eq!(raw, vec![0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 3]);
     assert!(
         c.metadata(&[]).brokers.is_empty(),
         "connection still serves requests"

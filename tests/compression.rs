@@ -7,8 +7,8 @@ mod common;
 use common::cluster::Cluster;
 use common::*;
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
-use gregor::protocol::message::{self, decode_deep};
 use gregor::protocol::{ErrorCode, compression};
+use gregor::protocol::{message, records::decode_deep};
 
 /// Every message of a replica, decompressed, read as a debugging consumer.
 fn replica(c: &Cluster, broker: i32, topic: &str) -> Vec<(i64, Vec<u8>)> {
@@ -128,7 +128,7 @@ fn a_corrupt_compressed_payload_is_refused_and_the_log_is_unchanged() {
         client.produce_set(1, "z", 0, &set).0,
         ErrorCode::CorruptMessage.code()
     );
-    // lz4 is not served: refused rather than stored as something clients would misread.
+    // An lz4 wrapper whose value is not an LZ4 frame: refused, nothing stored.
     let mut set = Vec::new();
     message::encode_entry_with_attributes(&mut set, 0, 0, 3, -1, None, Some(b"lz4?"));
     assert_eq!(

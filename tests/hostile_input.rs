@@ -22,6 +22,7 @@ use gregor::protocol::header::RequestHeader;
 use gregor::protocol::metadata::MetadataRequest;
 use gregor::protocol::offsets::{ListOffsetsRequest, OffsetsPartition};
 use gregor::protocol::produce::encode_request;
+use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
 use gregor::protocol::{BrokerInfo, Encode, Writer};
 
 const TOPIC: &str = "h";
@@ -75,24 +76,40 @@ fn body(e: &impl Encode) -> Vec<u8> {
 fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
     let state = tps(TOPIC, 0, partition_state(me.id, 1, &[me.id], &[me.id], 1));
     let set = message_set(&[b"mutant"]);
-    let produce = {
+    let mut batch = BatchBuilder::new();
+    batch.push(&NewRecord {
+        timestamp: 1_700_000_000_000,
+        key: Some(b"k"),
+        value: Some(b"mutant"),
+        headers: &[("h", Some(b"v"))],
+    });
+    let batch = batch.finish(0).unwrap();
+    let produce = |v: i16| {
         let mut b = Vec::new();
-        encode_request(&mut b, 1, 1000, &[(TOPIC, vec![(0, &set[..])])]);
+        let records = if v >= 3 { &batch[..] } else { &set[..] };
+        encode_request(&mut b, v, 1, 1000, &[(TOPIC, vec![(0, records)])]);
         b
     };
-    let fetch = body(&FetchRequest {
-        replica_id: -1,
-        max_wait_ms: 0,
-        min_bytes: 0,
-        topics: vec![(
-            TOPIC.into(),
-            vec![FetchPartition {
-                partition: 0,
-                fetch_offset: 0,
-                max_bytes: 1 << 16,
-            }],
-        )],
-    });
+    let fetch = |v: i16| {
+        let mut b = Vec::new();
+        FetchRequest::new(
+            -1,
+            0,
+            0,
+            vec![(TOPIC.into(), vec![FetchPartition::new(0, 0, 1 << 16)])],
+        )
+        .encode(&mut b, v);
+        b
+    };
+    let metadata = |v: i16| {
+        let mut b = Vec::new();
+        MetadataRequest {
+            topics: Some(vec![TOPIC.into()]),
+            allow_auto_topic_creation: false,
+        }
+        .encode_v(&mut b, v);
+        b
+    };
     let list = body(&ListOffsetsRequest {
         replica_id: -1,
         topics: vec![(
@@ -142,20 +159,46 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
         subscription: Subscription::Static([(TOPIC.to_owned(), 1)].into()),
     };
     let mut v: Vec<(String, Vec<u8>, bool)> = vec![
-        ("Produce v0".into(), kafka_frame(0, 0, &produce), true),
-        ("Fetch v0".into(), kafka_frame(1, 0, &fetch), true),
+        ("Produce v0".into(), kafka_frame(0, 0, &produce(0)), true),
+        ("Produce v3".into(), kafka_frame(0, 3, &produce(3)), true),
+        ("Produce v9".into(), kafka_frame(0, 9, &produce(9)), true),
+        ("Fetch v0".into(), kafka_frame(1, 0, &fetch(0)), true),
+        ("Fetch v4".into(), kafka_frame(1, 4, &fetch(4)), true),
+        ("Fetch v12".into(), kafka_frame(1, 12, &fetch(12)), true),
         ("ListOffsets v0".into(), kafka_frame(2, 0, &list), true),
         (
-            "Metadata v0".into(),
-            kafka_frame(
-                3,
-                0,
-                &body(&MetadataRequest {
-                    topics: vec![TOPIC.into()],
-                }),
-            ),
+            "ListOffsets v7".into(),
+            kafka_frame(2, 7, &{
+                let mut b = Vec::new();
+                ListOffsetsRequest {
+                    replica_id: -1,
+                    topics: vec![(
+                        TOPIC.into(),
+                        vec![OffsetsPartition {
+                            partition: 0,
+                            time: 1_600_000_000_000,
+                            max_num_offsets: 1,
+                        }],
+                    )],
+                }
+                .encode_v(&mut b, 7);
+                b
+            }),
             true,
         ),
+        ("Metadata v1".into(), kafka_frame(3, 1, &metadata(1)), true),
+        ("Metadata v9".into(), kafka_frame(3, 9, &metadata(9)), true),
+        (
+            "Metadata v12".into(),
+            kafka_frame(3, 12, &metadata(12)),
+            true,
+        ),
+        (
+            "ApiVersions v3".into(),
+            kafka_frame(18, 3, &[5, b'j', b'a', b'v', b'a', 2, b'4', 0]),
+            true,
+        ),
+        ("Metadata v0".into(), kafka_frame(3, 0, &metadata(0)), true),
         (
             "LeaderAndIsr v0".into(),
             kafka_frame(

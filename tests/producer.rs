@@ -9,7 +9,7 @@ use common::cluster::Cluster;
 use gregor::client::partitioner::partition_for_key;
 use gregor::client::producer::{Producer, ProducerConfig};
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
-use gregor::protocol::message::decode_deep;
+use gregor::protocol::records::decode_deep;
 
 fn bootstrap(c: &Cluster) -> String {
     c.brokers

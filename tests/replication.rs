@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use common::cluster::Cluster;
 use common::*;
 use gregor::network::BlockingChannel;
+use gregor::protocol::ErrorCode;
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
 use gregor::protocol::produce::{ProduceResponse, encode_request};
-use gregor::protocol::{ErrorCode, decode_all};
 
 const LONG: Duration = Duration::from_secs(40);
 
@@ -27,12 +27,14 @@ fn try_produce(
         BlockingChannel::connect(c.addr(broker), "test-producer", Duration::from_secs(15))
             .map_err(|e| e.to_string())?;
     let set = message_set(&[value]);
-    let raw = chan
-        .round_trip_raw(0, 0, &|b| {
-            encode_request(b, -1, 10_000, &[(topic, vec![(p, &set[..])])])
-        })
+    let r = chan
+        .call(
+            0,
+            0,
+            &|b| encode_request(b, 0, -1, 10_000, &[(topic, vec![(p, &set[..])])]),
+            |r| ProduceResponse::decode(r, 0),
+        )
         .map_err(|e| e.to_string())?;
-    let r: ProduceResponse = decode_all(&raw).map_err(|e| e.to_string())?;
     let x = &r.topics[0].1[0];
     Ok((x.error_code, x.base_offset))
 }

@@ -10,25 +10,25 @@ use std::sync::Arc;
 
 use super::group_apis::RequestContext;
 use super::metadata_cache::MetadataCache;
-use super::partition::{Partition, Role};
+use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
 use crate::client::admin;
 use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
 use crate::coordinator::Coordinator;
 use crate::network::{Action, RequestHandler};
-use crate::protocol::api_versions::ApiVersionsResponse;
+use crate::protocol::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use crate::protocol::controller::{
     ControlledShutdownRequest, ControlledShutdownResponse, ErrorOnlyResponse, LeaderAndIsrRequest,
     StopReplicaRequest, UpdateMetadataRequest,
 };
 use crate::protocol::coordinator::is_coordinator_request;
-use crate::protocol::fetch;
+use crate::protocol::fetch::FetchRequest;
 use crate::protocol::group_offsets::{OffsetCommitRequest, OffsetFetchRequest};
 use crate::protocol::header::{self, RequestHeader};
 use crate::protocol::metadata::MetadataRequest;
-use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartitionResponse};
-use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer, map_topics};
+use crate::protocol::offsets::ListOffsetsRequest;
+use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer};
 use crate::zk::{ZkClient, paths};
 
 pub struct KafkaApis {
@@ -68,8 +68,18 @@ impl RequestHandler for KafkaApis {
         };
         let (key, version, corr) = (h.api_key, h.api_version, h.correlation_id);
         let body_at = r.position();
+        let flex = r.is_flexible();
         if key == header::API_VERSIONS {
             out.put_i32(corr);
+            if header::is_supported(key, version)
+                && let Err(e) = ApiVersionsRequest::decode(&mut r, version)
+            {
+                log::warn!(
+                    "[Broker {}] closing connection from {peer}: malformed ApiVersions v{version}: {e}",
+                    self.broker_id
+                );
+                return Action::Close;
+            }
             ApiVersionsResponse::for_version(version).encode(out);
             return Action::Respond;
         }
@@ -82,13 +92,19 @@ impl RequestHandler for KafkaApis {
             return Action::Close;
         }
         out.put_i32(corr);
+        out.put_tags(header::response_is_flexible(key, version));
         let result = match key {
             header::PRODUCE => self.handle_produce(frame, body_at, out),
-            header::FETCH => decode(frame, body_at).map(|req| self.handle_fetch(&req, out)),
-            header::LIST_OFFSETS => {
-                decode(frame, body_at).map(|req| self.handle_list_offsets(&req, out))
-            }
-            header::METADATA => decode(frame, body_at).map(|req| self.handle_metadata(&req, out)),
+            header::FETCH => decode_v(frame, body_at, flex, |r| FetchRequest::decode(r, version))
+                .map(|req| self.handle_fetch(&req, version, out)),
+            header::LIST_OFFSETS => decode_v(frame, body_at, flex, |r| {
+                ListOffsetsRequest::decode_v(r, version)
+            })
+            .map(|req| self.handle_list_offsets(&req, version, out)),
+            header::METADATA => decode_v(frame, body_at, flex, |r| {
+                MetadataRequest::decode_v(r, version)
+            })
+            .map(|req| self.handle_metadata(&req, version, out)),
             header::LEADER_AND_ISR => {
                 decode(frame, body_at).map(|req| self.handle_leader_and_isr(&req, out))
             }
@@ -101,18 +117,14 @@ impl RequestHandler for KafkaApis {
             header::CONTROLLED_SHUTDOWN => {
                 decode(frame, body_at).map(|req| self.handle_controlled_shutdown(&req, out))
             }
-            header::OFFSET_COMMIT => {
-                let mut r = Reader::new(&frame[body_at..]);
-                OffsetCommitRequest::decode(&mut r, version)
-                    .and_then(|req| r.finish().map(|_| req))
-                    .map(|req| self.handle_offset_commit(&req, version, out))
-            }
-            header::OFFSET_FETCH => {
-                let mut r = Reader::new(&frame[body_at..]);
-                OffsetFetchRequest::decode(&mut r, version)
-                    .and_then(|req| r.finish().map(|_| req))
-                    .map(|req| self.handle_offset_fetch(&req, version, out))
-            }
+            header::OFFSET_COMMIT => decode_v(frame, body_at, flex, |r| {
+                OffsetCommitRequest::decode(r, version)
+            })
+            .map(|req| self.handle_offset_commit(&req, version, out)),
+            header::OFFSET_FETCH => decode_v(frame, body_at, flex, |r| {
+                OffsetFetchRequest::decode(r, version)
+            })
+            .map(|req| self.handle_offset_fetch(&req, version, out)),
             header::FIND_COORDINATOR
             | header::JOIN_GROUP
             | header::SYNC_GROUP
@@ -147,6 +159,21 @@ fn decode<'a, T: Decode<'a>>(frame: &'a [u8], body_at: usize) -> DecodeResult<T>
     crate::protocol::decode_all(&frame[body_at..])
 }
 
+/// Decodes a versioned body with `f`, in the flexible encoding when `flex`, insisting that
+/// nothing is left over.
+pub(super) fn decode_v<'a, T>(
+    frame: &'a [u8],
+    body_at: usize,
+    flex: bool,
+    f: impl FnOnce(&mut Reader<'a>) -> DecodeResult<T>,
+) -> DecodeResult<T> {
+    let mut r = Reader::new(&frame[body_at..]);
+    r.set_flexible(flex);
+    let v = f(&mut r)?;
+    r.finish()?;
+    Ok(v)
+}
+
 impl KafkaApis {
     /// A partition this broker hosts, or the error a client should see: NOT_LEADER when the
     /// topic-partition exists elsewhere, UNKNOWN_TOPIC_OR_PARTITION when it does not exist.
@@ -164,60 +191,25 @@ impl KafkaApis {
         }
     }
 
-    /// ListOffsets v0: -1 latest, -2 earliest, or a time by segment; offsets above the high
-    /// watermark are replaced by it for ordinary consumers.
-    fn handle_list_offsets(&self, req: &ListOffsetsRequest, out: &mut Vec<u8>) -> Action {
-        let topics = map_topics(&req.topics, |t, p| {
-            let (code, offsets) = match self.list_offsets(
-                t,
-                p.partition,
-                p.time,
-                p.max_num_offsets,
-                req.replica_id,
-            ) {
-                Ok(o) => (ErrorCode::None, o),
-                Err(e) => (e, Vec::new()),
-            };
-            OffsetsPartitionResponse {
-                partition: p.partition,
-                error_code: code.code(),
-                offsets,
-            }
-        });
-        ListOffsetsResponse { topics }.encode(out);
-        Action::Respond
-    }
-
-    fn list_offsets(
-        &self,
-        topic: &str,
-        partition: i32,
-        time: i64,
-        max: i32,
-        replica_id: i32,
-    ) -> Result<Vec<i64>, ErrorCode> {
-        let part = self.partition(topic, partition)?;
-        if replica_id == fetch::CONSUMER_REPLICA_ID && part.role() != Role::Leader {
-            return Err(ErrorCode::NotLeaderForPartition);
-        }
-        let mut offsets = part.log.offsets_before(time, max.max(0) as usize);
-        if replica_id < 0 {
-            let hw = part.high_watermark();
-            if offsets.first().is_some_and(|o| *o > hw) {
-                offsets.retain(|o| *o < hw);
-                offsets.insert(0, hw);
-                offsets.truncate(max.max(0) as usize);
+    /// Metadata from the cache. A requested topic that does not exist is created when
+    /// `auto.create.topics.enable` is on and the request allows it (v4+; answered
+    /// LEADER_NOT_AVAILABLE until the controller has given it leaders; clients retry), and is
+    /// UNKNOWN_TOPIC_OR_PARTITION otherwise; an illegal name is INVALID_TOPIC. Topic ids (v10+)
+    /// are read from ZooKeeper once per topic.
+    fn handle_metadata(&self, req: &MetadataRequest, version: i16, out: &mut Vec<u8>) -> Action {
+        if version >= 10 {
+            for t in self.metadata_cache.topics_without_id(req.topics.as_deref()) {
+                match crate::zk::ids::topic_id(&self.zk, &t) {
+                    Ok(Some(id)) => self.metadata_cache.set_topic_id(&t, id),
+                    Ok(None) => {}
+                    Err(e) => log::warn!(
+                        "[Broker {}] cannot read the id of topic {t}: {e:?}",
+                        self.broker_id
+                    ),
+                }
             }
         }
-        Ok(offsets)
-    }
-
-    /// Metadata v0 from the cache. A requested topic that does not exist is created when
-    /// `auto.create.topics.enable` is on (answered LEADER_NOT_AVAILABLE until the controller
-    /// has given it leaders; clients retry), and is UNKNOWN_TOPIC_OR_PARTITION otherwise; an
-    /// illegal name is INVALID_TOPIC.
-    fn handle_metadata(&self, req: &MetadataRequest, out: &mut Vec<u8>) -> Action {
-        let mut resp = self.metadata_cache.metadata(&req.topics);
+        let mut resp = self.metadata_cache.metadata(req.topics.as_deref(), version);
         for t in resp
             .topics
             .iter_mut()
@@ -225,11 +217,11 @@ impl KafkaApis {
         {
             if admin::validate_topic_name(&t.topic).is_err() {
                 t.error_code = ErrorCode::InvalidTopic.code();
-            } else if self.config.auto_create_topics_enable {
+            } else if self.config.auto_create_topics_enable && req.allow_auto_topic_creation {
                 t.error_code = self.auto_create(&t.topic).code();
             }
         }
-        resp.encode(out);
+        resp.encode_v(out, version);
         Action::Respond
     }
 

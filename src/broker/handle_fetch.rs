@@ -1,22 +1,34 @@
-//! Fetch (key 1) v0: bytes straight from the segment files, parked until `min_bytes` or
-//! `max_wait_ms`.
+//! Fetch (key 1) v0–v12: bytes straight from the segment files, parked until `min_bytes` or
+//! `max_wait_ms`. A consumer at a version that cannot read format v2 (v0–v3) gets batches
+//! down-converted; everyone else gets the bytes as stored.
 
 use std::time::{Duration, Instant};
 
 use super::apis::KafkaApis;
-use super::partition::Role;
+use super::partition::{Partition, Role};
 use crate::log::LogError;
 use crate::network::Action;
-use crate::protocol::fetch::{self, FetchRequest};
-use crate::protocol::{ErrorCode, Writer, write_array};
+use crate::protocol::fetch::{self, FetchRequest, PartitionHead};
+use crate::protocol::{ErrorCode, Writer, records};
 
 impl KafkaApis {
-    /// Fetch v0: bytes straight from the segment files, up to the high watermark for consumers
-    /// and the log end offset for followers. Parks (no polling) until `min_bytes` are readable
-    /// or `max_wait_ms` passes.
-    pub(super) fn handle_fetch(&self, req: &FetchRequest, out: &mut Vec<u8>) -> Action {
-        let from_follower = req.replica_id >= 0;
-        if from_follower {
+    /// Fetch: up to the high watermark for consumers and the log end offset for followers.
+    /// Parks (no polling) until `min_bytes` are readable or `max_wait_ms` passes. An
+    /// incremental fetch of a session gets FETCH_SESSION_ID_NOT_FOUND: sessions are not kept,
+    /// and the client falls back to full fetches.
+    pub(super) fn handle_fetch(
+        &self,
+        req: &FetchRequest,
+        version: i16,
+        out: &mut Vec<u8>,
+    ) -> Action {
+        if version >= 7 && req.session_id != 0 {
+            fetch::write_response_head(out, version, ErrorCode::FetchSessionIdNotFound.code());
+            out.put_len(version >= 12, Some(0));
+            out.put_tags(version >= 12);
+            return Action::Respond;
+        }
+        if req.replica_id >= 0 {
             for (t, parts) in &req.topics {
                 for p in parts {
                     if let Some(part) = self.replica_manager.get_partition(t, p.partition) {
@@ -34,7 +46,7 @@ impl KafkaApis {
         loop {
             let seen = self.replica_manager.notifier.seq();
             out.truncate(start);
-            let (bytes, errors) = self.write_fetch_response(req, out);
+            let (bytes, errors) = self.write_fetch_response(req, version, out);
             let enough = bytes >= req.min_bytes.max(0) as usize;
             if req.max_wait_ms <= 0
                 || errors
@@ -48,34 +60,60 @@ impl KafkaApis {
         }
     }
 
-    /// Writes the whole fetch response; returns the message bytes included and whether any
-    /// partition had an error.
-    fn write_fetch_response(&self, req: &FetchRequest, out: &mut Vec<u8>) -> (usize, bool) {
+    /// Writes the whole fetch response; returns the record bytes included and whether any
+    /// partition had an error. The request's `max_bytes` (v3+) bounds the total, except that
+    /// the first partition with data is answered even when it alone is larger.
+    fn write_fetch_response(
+        &self,
+        req: &FetchRequest,
+        version: i16,
+        out: &mut Vec<u8>,
+    ) -> (usize, bool) {
+        let flex = version >= 12;
         let mut total = 0;
         let mut errors = false;
-        write_array(out, &req.topics, |o, (topic, parts)| {
-            o.put_string(topic);
-            write_array(o, parts, |o, p| {
-                match self.read_partition(topic, p, req.replica_id, o) {
+        fetch::write_response_head(out, version, 0);
+        out.put_len(flex, Some(req.topics.len()));
+        for (topic, parts) in &req.topics {
+            out.put_str(flex, topic);
+            out.put_len(flex, Some(parts.len()));
+            for p in parts {
+                let budget = (req.max_bytes.max(0) as usize).saturating_sub(total);
+                let budget = if total == 0 {
+                    req.max_bytes.max(0) as usize
+                } else {
+                    budget
+                };
+                match self.read_partition(topic, p, req.replica_id, version, budget, out) {
                     Ok(n) => total += n,
                     Err(e) => {
                         errors = true;
-                        let at = fetch::write_partition_head(o, p.partition, e.code(), -1);
-                        o.patch_size(at);
+                        let head = PartitionHead {
+                            partition: p.partition,
+                            error_code: e.code(),
+                            high_watermark: -1,
+                            log_start_offset: -1,
+                        };
+                        let at = fetch::write_partition_head(out, version, &head);
+                        fetch::finish_partition(out, version, at);
                     }
                 }
-            });
-        });
+            }
+            out.put_tags(flex);
+        }
+        out.put_tags(flex);
         (total, errors)
     }
 
-    /// Writes one partition's response (head + set) into `o` and returns the set's size; on
-    /// error writes nothing.
+    /// Writes one partition's answer (head + records) into `o` and returns the records' size;
+    /// on error writes nothing.
     fn read_partition(
         &self,
         topic: &str,
         p: &fetch::FetchPartition,
         replica_id: i32,
+        version: i16,
+        budget: usize,
         o: &mut Vec<u8>,
     ) -> Result<usize, ErrorCode> {
         let part = self.partition(topic, p.partition)?;
@@ -88,17 +126,28 @@ impl KafkaApis {
         if p.max_bytes < 0 {
             return Err(ErrorCode::InvalidFetchSize);
         }
-        let at = fetch::write_partition_head(o, p.partition, 0, hw);
-        match part
-            .log
-            .read(p.fetch_offset, p.max_bytes as usize, max_offset, o)
-        {
+        let max_bytes = (p.max_bytes as usize).min(budget);
+        let head = PartitionHead {
+            partition: p.partition,
+            error_code: 0,
+            high_watermark: hw,
+            log_start_offset: part.log.log_start_offset(),
+        };
+        let head_at = o.len();
+        let at = fetch::write_partition_head(o, version, &head);
+        let magic = fetch::readable_magic(version);
+        let read = if replica_id < 0 && magic < 2 {
+            self.read_down_converted(&part, p.fetch_offset, max_bytes, max_offset, magic, o)
+        } else {
+            part.log.read(p.fetch_offset, max_bytes, max_offset, o)
+        };
+        match read {
             Ok(n) => {
-                o.patch_size(at);
+                fetch::finish_partition(o, version, at);
                 Ok(n)
             }
             Err(e) => {
-                o.truncate(at - 14);
+                o.truncate(head_at);
                 match e {
                     LogError::OffsetOutOfRange { .. } => {
                         // A consumer between HW and LEO is not out of range: it just waits.
@@ -106,8 +155,8 @@ impl KafkaApis {
                             && p.fetch_offset > hw
                             && p.fetch_offset <= part.log.log_end_offset()
                         {
-                            let at = fetch::write_partition_head(o, p.partition, 0, hw);
-                            o.patch_size(at);
+                            let at = fetch::write_partition_head(o, version, &head);
+                            fetch::finish_partition(o, version, at);
                             return Ok(0);
                         }
                         log::debug!(
@@ -128,5 +177,43 @@ impl KafkaApis {
                 }
             }
         }
+    }
+
+    /// Reads for a fetcher that only knows magic `magic` (0 or 1): stored batches are
+    /// converted to messages of that magic; a stored set without batches is served as is.
+    /// At least the first whole entry is read, so a batch larger than `max_bytes` still
+    /// yields its first message.
+    fn read_down_converted(
+        &self,
+        part: &Partition,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: Option<i64>,
+        magic: i8,
+        o: &mut Vec<u8>,
+    ) -> Result<usize, LogError> {
+        let mut stored = Vec::new();
+        part.log.read(offset, max_bytes, max_offset, &mut stored)?;
+        if !records::has_batches(&stored) {
+            o.extend_from_slice(&stored);
+            return Ok(stored.len());
+        }
+        if records::entries(&stored).next().is_none()
+            && let Some(len) = stored.get(8..12)
+        {
+            let whole = 12 + i32::from_be_bytes([len[0], len[1], len[2], len[3]]).max(0) as usize;
+            stored.clear();
+            part.log.read(offset, whole, max_offset, &mut stored)?;
+        }
+        let before = o.len();
+        if let Err(e) = records::down_convert(&stored, magic, offset, max_bytes, o) {
+            log::error!(
+                "[Broker {} {}-{}] cannot down-convert stored batches at {offset}: {e:?}",
+                self.broker_id,
+                part.topic,
+                part.partition
+            );
+        }
+        Ok(o.len() - before)
     }
 }

@@ -1,4 +1,5 @@
-//! Produce (key 0) v0: validate each set, append it as leader, and answer per `acks`.
+//! Produce (key 0) v0–v9: validate each set, append it as leader, and answer per `acks`.
+//! v3+ carries one format v2 batch per partition, v0–v2 magic 0/1 message sets.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,48 +11,55 @@ use crate::network::Action;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::message::{self, SetError};
 use crate::protocol::produce::{ProducePartitionResponse, ProduceRequest, ProduceResponse};
-use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, map_topics};
+use crate::protocol::record_batch;
+use crate::protocol::{DecodeResult, ErrorCode, Reader, map_topics};
 
 impl KafkaApis {
-    /// Produce v0: validate each set (CRC, size, magic), append under the partition lock with
-    /// dense offsets, and answer per `acks`: 0 no response, 1 after the append, -1 after the
-    /// high watermark passes the last message (or REQUEST_TIMED_OUT).
+    /// Produce: validate each set (CRC, sizes, format for the version), append under the
+    /// partition lock with dense offsets, and answer per `acks`: 0 no response, 1 after the
+    /// append, -1 after the high watermark passes the last message (or REQUEST_TIMED_OUT).
     pub(super) fn handle_produce(
         &self,
         frame: &mut [u8],
         body_at: usize,
         out: &mut Vec<u8>,
     ) -> DecodeResult<Action> {
-        let req: ProduceRequest = {
+        let (req, version) = {
             let mut r = Reader::new(frame);
-            let _ = RequestHeader::decode(&mut r)?;
+            let h = RequestHeader::decode(&mut r)?;
             debug_assert_eq!(r.position(), body_at);
-            let req = ProduceRequest::decode(&mut r)?;
+            let req = ProduceRequest::decode(&mut r, h.api_version)?;
             r.finish()?;
-            req
+            (req, h.api_version)
         };
         let mut results: Vec<Appended> = Vec::new();
-        if !matches!(req.acks, -1..=1) {
+        let refuse_all = if !matches!(req.acks, -1..=1) {
+            Some(Appended::failed(ErrorCode::InvalidRequiredAcks, None))
+        } else if req.transactional_id.is_some() {
+            Some(Appended::failed(
+                ErrorCode::InvalidRequest,
+                Some("transactions are not supported by gregor"),
+            ))
+        } else {
+            None
+        };
+        if let Some(refusal) = refuse_all {
             for (_, ps) in &req.topics {
-                results.extend(
-                    ps.iter()
-                        .map(|_| (None, ErrorCode::InvalidRequiredAcks, -1, -1)),
-                );
+                results.extend(ps.iter().map(|_| refusal.clone()));
             }
-            answer_produce(&req.topics, |p| p.partition, &results, out);
+            answer_produce(&req.topics, |p| p.partition, &results, version, out);
             return Ok(Action::Respond);
         }
         for t in &req.topics {
             for p in &t.1 {
-                let r = self.append_one(&t.0, p.partition, &mut frame[p.set.clone()], req.acks);
-                results.push(match r {
-                    Ok((part, first, last)) => (Some(part), ErrorCode::None, first, last),
-                    Err(e) => (None, e, -1, -1),
-                });
+                let set = &mut frame[p.set.clone()];
+                results.push(self.append_one(&t.0, p.partition, set, req.acks, version));
             }
         }
         if req.acks == 0 {
-            if let Some((_, e, _, _)) = results.iter().find(|r| r.1 != ErrorCode::None) {
+            if let Some(Appended { error: e, .. }) =
+                results.iter().find(|r| r.error != ErrorCode::None)
+            {
                 log::warn!(
                     "[Broker {}] closing acks=0 producer connection after error {e:?}",
                     self.broker_id
@@ -73,59 +81,165 @@ impl KafkaApis {
                 .collect();
             return Ok(Action::Park(Box::new(move |out| {
                 wait_for_acks_all(&rm, &mut results, deadline);
-                answer_produce(&shape, |p| *p, &results, out);
+                answer_produce(&shape, |p| *p, &results, version, out);
             })));
         }
-        answer_produce(&req.topics, |p| p.partition, &results, out);
+        answer_produce(&req.topics, |p| p.partition, &results, version, out);
         Ok(Action::Respond)
     }
 
+    /// Validates and appends one partition's set; the outcome, error or not.
     fn append_one(
         &self,
         topic: &str,
         partition: i32,
         set: &mut [u8],
         acks: i16,
-    ) -> Result<(Arc<Partition>, i64, i64), ErrorCode> {
-        let part = self.partition(topic, partition)?;
-        let valid =
-            message::validate_for_append(set, self.config.message_max_bytes).map_err(|e| {
-                log::warn!(
-                    "[Broker {} {topic}-{partition}] rejected produce: {e:?}",
-                    self.broker_id
-                );
-                match e {
-                    SetError::MessageTooLarge => ErrorCode::MessageTooLarge,
-                    SetError::Corrupt(_) | SetError::BadCompression(_) => ErrorCode::CorruptMessage,
+        version: i16,
+    ) -> Appended {
+        match self.try_append(topic, partition, set, acks, version) {
+            Ok(a) => a,
+            Err((e, why)) => {
+                if e != ErrorCode::NotLeaderForPartition && e != ErrorCode::UnknownTopicOrPartition
+                {
+                    log::warn!(
+                        "[Broker {} {topic}-{partition}] rejected produce v{version}: {e:?} ({})",
+                        self.broker_id,
+                        why.unwrap_or("-")
+                    );
                 }
-            })?;
-        if valid.count == 0 {
-            // Nothing to append, but the answer must still say whether we lead.
-            if part.role() != Role::Leader {
-                return Err(ErrorCode::NotLeaderForPartition);
+                Appended::failed(e, why)
             }
-            return Ok((
-                part.clone(),
-                part.log.log_end_offset(),
-                part.log.log_end_offset() - 1,
-            ));
         }
-        if valid.valid_len as u64 > self.config.log_segment_bytes {
-            return Err(ErrorCode::RecordListTooLarge);
+    }
+
+    fn try_append(
+        &self,
+        topic: &str,
+        partition: i32,
+        set: &mut [u8],
+        acks: i16,
+        version: i16,
+    ) -> Result<Appended, (ErrorCode, Option<&'static str>)> {
+        let part = self.partition(topic, partition).map_err(|e| (e, None))?;
+        if set.len() as u64 > self.config.log_segment_bytes {
+            return Err((ErrorCode::RecordListTooLarge, None));
         }
-        let payload = match valid.compressed {
-            None => Payload::Plain(&mut set[..valid.valid_len]),
-            Some(r) => Payload::Compressed(r),
+        let is_batch = set.get(record_batch::MAGIC_AT) == Some(&(record_batch::MAGIC as u8));
+        let payload = if version >= 3 {
+            if !is_batch {
+                return Err((
+                    ErrorCode::InvalidRecord,
+                    Some("produce v3 and later carry one record batch of format v2"),
+                ));
+            }
+            let valid = record_batch::validate_for_append(set, self.config.message_max_bytes)
+                .map_err(set_error)?;
+            if valid.count == 0 {
+                return Err((ErrorCode::InvalidRecord, Some("empty batch")));
+            }
+            let append_time = self.config.log_append_time.then(now_ms);
+            Payload::Batch {
+                batch: set,
+                count: valid.count,
+                append_time,
+            }
+        } else {
+            if is_batch {
+                return Err((
+                    ErrorCode::InvalidRecord,
+                    Some("format v2 batches need produce v3 or later"),
+                ));
+            }
+            let valid = message::validate_for_append(set, self.config.message_max_bytes)
+                .map_err(set_error)?;
+            if valid.count == 0 {
+                // Nothing to append, but the answer must still say whether we lead.
+                if part.role() != Role::Leader {
+                    return Err((ErrorCode::NotLeaderForPartition, None));
+                }
+                let end = part.log.log_end_offset();
+                return Ok(Appended::ok(part, end, end - 1, None));
+            }
+            match valid.compressed {
+                None => Payload::Plain(&mut set[..valid.valid_len], valid.count),
+                Some(r) => Payload::Compressed(r, valid.count),
+            }
         };
-        let (first, last) =
-            self.replica_manager
-                .append_as_leader(&part, payload, valid.count, acks)?;
-        Ok((part, first, last))
+        let append_time = match &payload {
+            Payload::Batch { append_time, .. } => *append_time,
+            _ => None,
+        };
+        let (first, last) = self
+            .replica_manager
+            .append_as_leader(&part, payload, acks)
+            .map_err(|e| (e, None))?;
+        Ok(Appended::ok(part, first, last, append_time))
     }
 }
 
-/// One appended partition: where it lives, its error, its first and last offsets.
-type Appended = (Option<Arc<Partition>>, ErrorCode, i64, i64);
+/// The protocol's answer to a set that does not validate.
+fn set_error(e: SetError) -> (ErrorCode, Option<&'static str>) {
+    match e {
+        SetError::MessageTooLarge => (ErrorCode::MessageTooLarge, None),
+        SetError::Corrupt(_) => (ErrorCode::CorruptMessage, Some("corrupt record set")),
+        SetError::BadCompression(_) => (ErrorCode::CorruptMessage, Some("bad compression")),
+        SetError::NotOneBatch => (
+            ErrorCode::InvalidRecord,
+            Some("a produce of format v2 holds exactly one batch per partition"),
+        ),
+        SetError::Unsupported(why) if why.starts_with("zstd") => {
+            (ErrorCode::UnsupportedCompressionType, Some(why))
+        }
+        SetError::Unsupported(why) => (ErrorCode::InvalidRecord, Some(why)),
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One partition's outcome: where it lives (while an acks=all answer waits on it), its error,
+/// its first and last offsets, and the append time it was given.
+#[derive(Clone)]
+struct Appended {
+    part: Option<Arc<Partition>>,
+    error: ErrorCode,
+    first: i64,
+    last: i64,
+    append_time: Option<i64>,
+    /// The log start offset after the append (v5+ answers carry it).
+    log_start: i64,
+    why: Option<&'static str>,
+}
+
+impl Appended {
+    fn ok(part: Arc<Partition>, first: i64, last: i64, append_time: Option<i64>) -> Self {
+        Appended {
+            log_start: part.log.log_start_offset(),
+            part: Some(part),
+            error: ErrorCode::None,
+            first,
+            last,
+            append_time,
+            why: None,
+        }
+    }
+
+    fn failed(error: ErrorCode, why: Option<&'static str>) -> Self {
+        Appended {
+            part: None,
+            error,
+            first: -1,
+            last: -1,
+            append_time: None,
+            log_start: -1,
+            why,
+        }
+    }
+}
 
 /// Parks until every appended partition's high watermark passes its last offset, the
 /// partition stops being led here, or the deadline passes.
@@ -134,15 +248,15 @@ fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: In
         let seen = rm.notifier.seq();
         let mut pending = false;
         for r in results.iter_mut() {
-            if let (Some(p), ErrorCode::None) = (&r.0, r.1)
-                && r.3 >= r.2
+            if let (Some(p), ErrorCode::None) = (&r.part, r.error)
+                && r.last >= r.first
             {
-                match rm.acks_all_status(p, r.3 + 1) {
-                    Some(ErrorCode::None) => r.0 = None,
+                match rm.acks_all_status(p, r.last + 1) {
+                    Some(ErrorCode::None) => r.part = None,
                     Some(e) => {
-                        r.0 = None;
-                        r.1 = e;
-                        r.2 = -1;
+                        r.part = None;
+                        r.error = e;
+                        r.first = -1;
                     }
                     None => pending = true,
                 }
@@ -153,9 +267,9 @@ fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: In
         }
         if Instant::now() >= deadline {
             for r in results.iter_mut() {
-                if r.0.take().is_some() && r.1 == ErrorCode::None && r.3 >= r.2 {
-                    r.1 = ErrorCode::RequestTimedOut;
-                    r.2 = -1;
+                if r.part.take().is_some() && r.error == ErrorCode::None && r.last >= r.first {
+                    r.error = ErrorCode::RequestTimedOut;
+                    r.first = -1;
                 }
             }
             return;
@@ -164,27 +278,29 @@ fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: In
     }
 }
 
-/// The response, partition by partition in the request's order (`topics`).
+/// The response at `version`, partition by partition in the request's order (`topics`).
 fn answer_produce<T>(
     topics: &[(String, Vec<T>)],
     partition_of: impl Fn(&T) -> i32,
     results: &[Appended],
+    version: i16,
     out: &mut Vec<u8>,
 ) {
     let mut i = 0;
     ProduceResponse {
         topics: map_topics(topics, |_, p| {
             let partition = partition_of(p);
-            let (e, off) = results
-                .get(i)
-                .map_or((ErrorCode::UnknownServerError, -1), |r| (r.1, r.2));
+            let r = results.get(i);
             i += 1;
             ProducePartitionResponse {
                 partition,
-                error_code: e.code(),
-                base_offset: off,
+                error_code: r.map_or(ErrorCode::UnknownServerError, |r| r.error).code(),
+                base_offset: r.map_or(-1, |r| r.first),
+                log_append_time_ms: r.and_then(|r| r.append_time).unwrap_or(-1),
+                log_start_offset: r.map_or(-1, |r| r.log_start),
+                error_message: r.and_then(|r| r.why).map(str::to_owned),
             }
         }),
     }
-    .encode(out);
+    .encode(out, version);
 }

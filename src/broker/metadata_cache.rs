@@ -14,10 +14,25 @@ use crate::protocol::{BrokerInfo, ErrorCode};
 /// LeaderDuringDelete): the cache drops the partition.
 pub const LEADER_DURING_DELETE: i32 = -2;
 
-#[derive(Default)]
 struct Cache {
     brokers: Vec<BrokerInfo>,
     topics: BTreeMap<String, BTreeMap<i32, PartitionState>>,
+    /// Learned from ZooKeeper the first time a Metadata v10+ answer needs them.
+    topic_ids: BTreeMap<String, [u8; 16]>,
+    cluster_id: Option<String>,
+    controller_id: i32,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache {
+            brokers: Vec::new(),
+            topics: BTreeMap::new(),
+            topic_ids: BTreeMap::new(),
+            cluster_id: None,
+            controller_id: -1,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -29,12 +44,15 @@ impl MetadataCache {
     pub fn update(&self, req: &UpdateMetadataRequest) {
         let mut c = self.inner.write();
         c.brokers = req.live_brokers.clone();
+        c.controller_id = req.controller_id;
         for s in &req.partition_states {
             if s.state.leader == LEADER_DURING_DELETE {
                 if let Some(t) = c.topics.get_mut(&s.topic) {
                     t.remove(&s.partition);
                     if t.is_empty() {
                         c.topics.remove(&s.topic);
+                        // A topic created again under this name gets a new id.
+                        c.topic_ids.remove(&s.topic);
                     }
                 }
             } else {
@@ -62,17 +80,17 @@ impl MetadataCache {
         self.inner.read().brokers.clone()
     }
 
-    /// Metadata v0: all topics when `topics` is empty; unknown topics get
-    /// UNKNOWN_TOPIC_OR_PARTITION. Per partition: no live leader → LEADER_NOT_AVAILABLE with
-    /// leader -1; a replica or ISR member not live → REPLICA_NOT_AVAILABLE, lists cut to live
-    /// brokers (as 0.8.2 answered).
-    pub fn metadata(&self, topics: &[String]) -> MetadataResponse {
+    /// The answer to Metadata at `version` for `topics` (`None`: all). Unknown topics get
+    /// UNKNOWN_TOPIC_OR_PARTITION; a partition without a live leader LEADER_NOT_AVAILABLE with
+    /// leader -1. v0 answers as 0.8.2 did: a replica or ISR member not live is cut from the
+    /// lists and flagged REPLICA_NOT_AVAILABLE. From v1 on the lists are whole and the dead
+    /// replicas are named in `offline_replicas` (v5+), as Kafka answers.
+    pub fn metadata(&self, topics: Option<&[String]>, version: i16) -> MetadataResponse {
         let c = self.inner.read();
         let live = |id: &i32| c.brokers.iter().any(|b| b.id == *id);
-        let names: Vec<String> = if topics.is_empty() {
-            c.topics.keys().cloned().collect()
-        } else {
-            topics.to_vec()
+        let names: Vec<String> = match topics {
+            None => c.topics.keys().cloned().collect(),
+            Some(t) => t.to_vec(),
         };
         let topics = names
             .into_iter()
@@ -80,40 +98,77 @@ impl MetadataCache {
                 None => TopicMetadata {
                     error_code: ErrorCode::UnknownTopicOrPartition.code(),
                     topic: name,
+                    topic_id: [0; 16],
                     partitions: Vec::new(),
                 },
                 Some(parts) => TopicMetadata {
                     error_code: 0,
+                    topic_id: c.topic_ids.get(&name).copied().unwrap_or_default(),
                     topic: name,
                     partitions: parts
                         .iter()
-                        .map(|(p, s)| {
-                            let replicas: Vec<i32> =
-                                s.replicas.iter().copied().filter(live).collect();
-                            let isr: Vec<i32> = s.isr.iter().copied().filter(live).collect();
-                            let (error, leader) = if !live(&s.leader) {
-                                (ErrorCode::LeaderNotAvailable, -1)
-                            } else if replicas.len() < s.replicas.len() || isr.len() < s.isr.len() {
-                                (ErrorCode::ReplicaNotAvailable, s.leader)
-                            } else {
-                                (ErrorCode::None, s.leader)
-                            };
-                            PartitionMetadata {
-                                error_code: error.code(),
-                                partition: *p,
-                                leader,
-                                replicas,
-                                isr,
-                            }
-                        })
+                        .map(|(p, s)| partition_metadata(*p, s, version, &live))
                         .collect(),
                 },
             })
             .collect();
         MetadataResponse {
             brokers: c.brokers.clone(),
+            cluster_id: c.cluster_id.clone(),
+            controller_id: c.controller_id,
             topics,
         }
+    }
+
+    /// Topics of the cache whose id is not known yet.
+    pub fn topics_without_id(&self, topics: Option<&[String]>) -> Vec<String> {
+        let c = self.inner.read();
+        let known = |t: &&String| c.topics.contains_key(*t) && !c.topic_ids.contains_key(*t);
+        match topics {
+            None => c.topics.keys().filter(known).cloned().collect(),
+            Some(t) => t.iter().filter(known).cloned().collect(),
+        }
+    }
+
+    pub fn set_topic_id(&self, topic: &str, id: [u8; 16]) {
+        self.inner.write().topic_ids.insert(topic.to_owned(), id);
+    }
+
+    pub fn set_cluster_id(&self, id: String) {
+        self.inner.write().cluster_id = Some(id);
+    }
+}
+
+fn partition_metadata(
+    partition: i32,
+    s: &PartitionState,
+    version: i16,
+    live: &impl Fn(&i32) -> bool,
+) -> PartitionMetadata {
+    let offline: Vec<i32> = s.replicas.iter().copied().filter(|r| !live(r)).collect();
+    let (mut replicas, mut isr) = (s.replicas.clone(), s.isr.clone());
+    let mut error = ErrorCode::None;
+    if version == 0 {
+        replicas.retain(live);
+        isr.retain(live);
+        if replicas.len() < s.replicas.len() || isr.len() < s.isr.len() {
+            error = ErrorCode::ReplicaNotAvailable;
+        }
+    }
+    let leader = if live(&s.leader) {
+        s.leader
+    } else {
+        error = ErrorCode::LeaderNotAvailable;
+        -1
+    };
+    PartitionMetadata {
+        error_code: error.code(),
+        partition,
+        leader,
+        leader_epoch: s.leader_epoch,
+        replicas,
+        isr,
+        offline_replicas: offline,
     }
 }
 
@@ -158,13 +213,25 @@ mod tests {
             ],
             live_brokers: vec![b(1)],
         });
-        let m = cache.metadata(&[]);
+        let m = cache.metadata(None, 0);
         let p = &m.topics[0].partitions;
         assert_eq!(
             (p[0].error_code, p[0].leader, p[0].isr.clone()),
             (9, 1, vec![1])
         );
         assert_eq!((p[1].error_code, p[1].leader), (5, -1));
-        assert_eq!(cache.metadata(&["nope".into()]).topics[0].error_code, 3);
+        assert_eq!(
+            cache.metadata(Some(&["nope".into()]), 0).topics[0].error_code,
+            3
+        );
+        // v1+: whole lists, the dead replica named offline, no REPLICA_NOT_AVAILABLE.
+        let m = cache.metadata(None, 5);
+        let p = &m.topics[0].partitions;
+        assert_eq!(
+            (p[0].error_code, p[0].replicas.clone(), p[0].isr.clone()),
+            (0, vec![1, 2], vec![1, 2])
+        );
+        assert_eq!(p[0].offline_replicas, vec![2]);
+        assert_eq!(m.controller_id, 1);
     }
 }

@@ -10,6 +10,7 @@ mod coordinator_apis;
 mod group_apis;
 pub mod group_offsets;
 mod handle_fetch;
+mod handle_list_offsets;
 mod handle_produce;
 mod isr;
 pub mod metadata_cache;
@@ -97,6 +98,11 @@ impl Broker {
             Arc::downgrade(&replica_manager) as std::sync::Weak<dyn crate::zk::SessionListener>
         );
         let metadata_cache = Arc::new(MetadataCache::default());
+        // The cluster id, created by the first broker of a new cluster (Metadata v2+).
+        let cluster_id =
+            crate::zk::ids::cluster_id(&zk).map_err(|e| err("cannot read the cluster id", &e))?;
+        log::info!("[Broker {id}] cluster id {cluster_id}");
+        metadata_cache.set_cluster_id(cluster_id);
         let controller =
             KafkaController::new(id, zk.clone(), config.unclean_leader_election_enable);
         let coordinator = Coordinator::new(

@@ -17,13 +17,13 @@ use parking_lot::Mutex;
 use super::partition::Partition;
 use crate::config::BrokerConfig;
 use crate::network::BlockingChannel;
-use crate::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
+use crate::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
 use crate::protocol::header::{FETCH, LIST_OFFSETS};
-use crate::protocol::message;
 use crate::protocol::offsets::{
     EARLIEST_TIME, LATEST_TIME, ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition,
 };
 use crate::protocol::{BrokerInfo, ErrorCode};
+use crate::protocol::{message, records};
 
 pub type TopicPartition = (String, i32);
 
@@ -175,7 +175,12 @@ impl Fetcher {
                 }
             }
             let c = chan.as_mut().expect("connected above");
-            let resp: FetchResponse = match c.request(FETCH, &request) {
+            let resp: FetchResponse = match c.call(
+                FETCH,
+                fetch::CLIENT_VERSION,
+                &|b| request.encode(b, fetch::CLIENT_VERSION),
+                |r| FetchResponse::decode(r, fetch::CLIENT_VERSION),
+            ) {
                 Ok(r) => r,
                 Err(e) => {
                     log::warn!("{tag} fetch failed: {e}; reconnecting");
@@ -193,18 +198,17 @@ impl Fetcher {
     fn build_request(&self, s: &FetchSettings) -> FetchRequest {
         let mut by_topic: HashMap<String, Vec<FetchPartition>> = HashMap::new();
         for ((t, p), f) in self.partitions.lock().iter() {
-            by_topic.entry(t.clone()).or_default().push(FetchPartition {
-                partition: *p,
-                fetch_offset: f.fetch_offset,
-                max_bytes: s.max_bytes,
-            });
+            by_topic
+                .entry(t.clone())
+                .or_default()
+                .push(FetchPartition::new(*p, f.fetch_offset, s.max_bytes));
         }
-        FetchRequest {
-            replica_id: s.broker_id,
-            max_wait_ms: s.max_wait.as_millis() as i32,
-            min_bytes: s.min_bytes,
-            topics: by_topic.into_iter().collect(),
-        }
+        FetchRequest::new(
+            s.broker_id,
+            s.max_wait.as_millis() as i32,
+            s.min_bytes,
+            by_topic.into_iter().collect(),
+        )
     }
 
     /// Applies a fetch response under the partition map's lock; false when every partition
@@ -281,21 +285,21 @@ fn append_fetched(f: &mut Followed, set: &[u8], leader_hw: i64) -> std::io::Resu
     let mut end = 0;
     let mut first = 0;
     let mut last = -1;
-    for m in message::iter(&set[pos..]) {
-        let Ok(m) = m else {
-            log_corrupt(f, m.err());
+    for e in records::entries(&set[pos..]) {
+        let Ok(e) = e else {
+            log_corrupt(f, e.err());
             break;
         };
         // The leader serves from the entry holding the offset; skip anything before it.
-        if m.offset >= f.fetch_offset {
+        if e.last_offset >= f.fetch_offset {
             if start.is_none() {
                 start = Some(pos);
-                first = m.offset;
+                first = e.first_offset;
             }
-            last = m.offset;
-            end = pos + m.entry_len;
+            last = e.last_offset;
+            end = pos + e.bytes.len();
         }
-        pos += m.entry_len;
+        pos += e.bytes.len();
     }
     if let Some(start) = start {
         log.append_with_offsets(&set[start..end], first, last)?;
@@ -335,28 +339,28 @@ fn verify_held(f: &mut Followed, set: &[u8]) -> std::io::Result<Option<usize>> {
     let mut mine = Vec::new();
     // At least the leader's first entry: ours, if the same, is no larger.
     let read = log.read(f.fetch_offset, set.len().max(1 << 16), None, &mut mine);
-    let mut ours = message::iter(&mine).map_while(Result::ok).peekable();
+    let mut ours = records::entries(&mine).map_while(Result::ok).peekable();
     let mut mine_pos = 0;
     let mut pos = 0;
     let mut any = false;
     let mut matched = false;
-    for m in message::iter(set) {
+    for m in records::entries(set) {
         let Ok(m) = m else { break };
-        let entry = &set[pos..pos + m.entry_len];
-        if m.offset < f.fetch_offset {
-            pos += m.entry_len;
+        let entry = m.bytes;
+        if m.last_offset < f.fetch_offset {
+            pos += entry.len();
             continue;
         }
         any = true;
-        if m.offset >= f.verify_until {
+        if m.last_offset >= f.verify_until {
             f.verify_until = f.fetch_offset;
             return Ok(Some(pos));
         }
-        while ours.peek().is_some_and(|o| o.offset < m.offset) {
-            mine_pos += ours.next().map_or(0, |o| o.entry_len);
+        while ours.peek().is_some_and(|o| o.last_offset < m.last_offset) {
+            mine_pos += ours.next().map_or(0, |o| o.bytes.len());
         }
         let same = ours.peek().is_some_and(|o| {
-            o.offset == m.offset && mine[mine_pos..mine_pos + o.entry_len] == *entry
+            o.last_offset == m.last_offset && mine[mine_pos..mine_pos + o.bytes.len()] == *entry
         });
         if !same {
             if read.is_ok() && matched && ours.peek().is_none() {
@@ -364,15 +368,16 @@ fn verify_held(f: &mut Followed, set: &[u8]) -> std::io::Result<Option<usize>> {
             }
             log.truncate_to(f.fetch_offset)?;
             log::warn!(
-                "[{t}-{p}] our message at offset {} differs from the leader's: log cut there",
-                m.offset
+                "[{t}-{p}] our entry ending at offset {} differs from the leader's: log cut at {}",
+                m.last_offset,
+                f.fetch_offset
             );
             f.verify_until = f.fetch_offset;
             return Ok(Some(pos));
         }
-        f.fetch_offset = m.offset + 1;
+        f.fetch_offset = m.last_offset + 1;
         matched = true;
-        pos += m.entry_len;
+        pos += entry.len();
     }
     if !any && set.is_empty() {
         // The leader has nothing from `fetch_offset` on: what we hold past it is not in its log.

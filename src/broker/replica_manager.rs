@@ -27,12 +27,19 @@ use crate::zk::paths;
 
 pub type TopicPartition = (String, i32);
 
-/// A validated produced set, as the leader appends it.
+/// A validated produced set, as the leader appends it, with the number of offsets it takes.
 pub enum Payload<'a> {
-    /// Uncompressed messages: offsets are written into the set in place.
-    Plain(&'a mut [u8]),
-    /// Held compressed wrappers: stored as one wrapper rebuilt around our offsets.
-    Compressed(message::Recompressed),
+    /// Uncompressed magic 0/1 messages: offsets are written into the set in place.
+    Plain(&'a mut [u8], u32),
+    /// Held magic 0/1 compressed wrappers: stored as one wrapper rebuilt around our offsets.
+    Compressed(message::Recompressed, u32),
+    /// One format v2 batch: its base offset and our leader epoch are written in place (and
+    /// the broker's clock when `append_time` is set).
+    Batch {
+        batch: &'a mut [u8],
+        count: u32,
+        append_time: Option<i64>,
+    },
 }
 
 pub struct ReplicaManager {
@@ -366,7 +373,6 @@ impl ReplicaManager {
         &self,
         partition: &Partition,
         payload: Payload<'_>,
-        count: u32,
         acks: i16,
     ) -> Result<(i64, i64), ErrorCode> {
         let st = partition.lock();
@@ -376,13 +382,26 @@ impl ReplicaManager {
         if acks == -1 && st.isr.len() < self.min_insync_replicas {
             return Err(ErrorCode::NotEnoughReplicas);
         }
-        let appended = match payload {
-            Payload::Plain(set) => partition.log.append(set, count),
-            Payload::Compressed(r) => partition.log.append_rebuilt(count, |first| {
-                r.into_wrapper(first).map_err(|e| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e:?}"))
-                })
-            }),
+        let (appended, count) = match payload {
+            Payload::Plain(set, count) => (partition.log.append(set, count), count),
+            Payload::Compressed(r, count) => (
+                partition.log.append_rebuilt(count, |first| {
+                    r.into_wrapper(first).map_err(|e| {
+                        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e:?}"))
+                    })
+                }),
+                count,
+            ),
+            Payload::Batch {
+                batch,
+                count,
+                append_time,
+            } => (
+                partition
+                    .log
+                    .append_batch(batch, count, st.leader_epoch, append_time),
+                count,
+            ),
         };
         let first = appended.map_err(|e| {
             log::error!(

@@ -10,10 +10,10 @@ use clap::Args;
 use gregor::client::metadata::{fetch_metadata, list_offset, partition_leaders};
 use gregor::client::producer::{ProduceError, Producer, ProducerConfig};
 use gregor::network::BlockingChannel;
-use gregor::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
+use gregor::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
 use gregor::protocol::header::FETCH;
-use gregor::protocol::message::decode_deep;
 use gregor::protocol::offsets::{EARLIEST_TIME, LATEST_TIME};
+use gregor::protocol::records::decode_deep;
 use gregor::protocol::{ErrorCode, compression};
 
 #[derive(Args)]
@@ -188,24 +188,22 @@ pub fn consume(a: ConsumeArgs) -> Result<(), String> {
         }
         for (p, addr) in leaders.clone() {
             chan(&addr, &mut chans)?;
-            let req = FetchRequest {
-                replica_id: -1,
-                max_wait_ms: 500,
-                min_bytes: 1,
-                topics: vec![(
+            let req = FetchRequest::new(
+                -1,
+                500,
+                1,
+                vec![(
                     topic.clone(),
-                    vec![FetchPartition {
-                        partition: p,
-                        fetch_offset: offsets[&p],
-                        max_bytes: 1 << 20,
-                    }],
+                    vec![FetchPartition::new(p, offsets[&p], 1 << 20)],
                 )],
-            };
-            let resp: FetchResponse = match chans
-                .get_mut(&addr)
-                .expect("connected above")
-                .request(FETCH, &req)
-            {
+            );
+            let v = fetch::CLIENT_VERSION;
+            let resp = match chans.get_mut(&addr).expect("connected above").call(
+                FETCH,
+                v,
+                &|b| req.encode(b, v),
+                |r| FetchResponse::decode(r, v),
+            ) {
                 Ok(r) => r,
                 Err(e) => {
                     chans.remove(&addr);

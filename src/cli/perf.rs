@@ -15,11 +15,11 @@ use hdrhistogram::Histogram;
 
 use gregor::client::metadata::partition_leaders;
 use gregor::network::BlockingChannel;
-use gregor::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
+use gregor::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
 use gregor::protocol::header::{FETCH, PRODUCE};
 use gregor::protocol::produce::{ProduceResponse, encode_request};
-use gregor::protocol::{ErrorCode, decode_all};
-use gregor::protocol::{compression, message};
+use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
+use gregor::protocol::{ErrorCode, compression, message, records};
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(3);
 
@@ -81,18 +81,40 @@ pub struct ProduceArgs {
     batch_size: usize,
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Send each batch as one compressed wrapper: none, gzip or snappy. The batch is compressed
-    /// once, up front, so the figure is the broker's cost.
+    /// Compress each batch: none, gzip, snappy, lz4 or zstd. The batch is compressed once, up
+    /// front, so the figure is the broker's cost.
     #[arg(long, default_value = "none")]
     compression: String,
-    /// Message format: 0 (Kafka 0.8) or 1 (0.10, with timestamps; relative inner offsets).
-    #[arg(long, default_value_t = 0)]
+    /// Message format: 2 (record batches, Produce v3), 1 (0.10, with timestamps; Produce v2)
+    /// or 0 (Kafka 0.8, Produce v0).
+    #[arg(long, default_value_t = 2)]
     magic: i8,
 }
 
-/// One produce request's message set: `batch` messages of `value`, wrapped in one compressed
-/// message when `codec` is set.
+/// The Produce version that carries message format `magic`.
+fn produce_version(magic: i8) -> i16 {
+    match magic {
+        2 => 3,
+        1 => 2,
+        _ => 0,
+    }
+}
+
+/// One produce request's record set: `batch` messages of `value`, as one record batch (format
+/// v2) or a message set wrapped in one compressed message when `codec` is set.
 fn batch_set(batch: usize, value: &[u8], magic: i8, codec: Option<i8>) -> Result<Vec<u8>, String> {
+    if magic == 2 {
+        let mut b = BatchBuilder::new();
+        for _ in 0..batch {
+            b.push(&NewRecord {
+                timestamp: 0,
+                key: None,
+                value: Some(value),
+                headers: &[],
+            });
+        }
+        return b.finish(codec.unwrap_or(0)).map_err(|e| format!("{e:?}"));
+    }
     let mut set = Vec::with_capacity(batch * (value.len() + 34));
     for i in 0..batch {
         message::encode_entry(&mut set, i as i64, magic, 0, None, Some(value));
@@ -197,8 +219,8 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
     if a.batch_size == 0 || a.threads == 0 {
         return Err("--batch-size and --threads must be positive".into());
     }
-    if !matches!(a.magic, 0 | 1) {
-        return Err(format!("--magic must be 0 or 1, got {}", a.magic));
+    if !matches!(a.magic, 0..=2) {
+        return Err(format!("--magic must be 0, 1 or 2, got {}", a.magic));
     }
     let codec = compression::codec_by_name(&a.compression)?;
     let leaders = a.target.leaders()?;
@@ -218,9 +240,10 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
         let value: Vec<u8> = (0..a.size).map(|i| (i * 31 + t) as u8).collect();
         let set = batch_set(a.batch_size, &value, a.magic, codec)?;
         let (topic, acks, batch) = (a.target.topic.clone(), a.acks, a.batch_size);
+        let version = produce_version(a.magic);
         handles.push(std::thread::spawn(move || {
             produce_thread(
-                &leaders, &topic, acks, &set, batch, batches, &next, &sent, &failed,
+                &leaders, &topic, acks, version, &set, batch, batches, &next, &sent, &failed,
             )
         }));
     }
@@ -265,6 +288,7 @@ fn produce_thread(
     leaders: &BTreeMap<i32, String>,
     topic: &str,
     acks: i16,
+    version: i16,
     set: &[u8],
     batch: usize,
     batches: u64,
@@ -291,17 +315,24 @@ fn produce_thread(
         }
         let chan = chans.get_mut(addr).expect("inserted above");
         let body = |buf: &mut Vec<u8>| {
-            encode_request(buf, acks, 30_000, &[(topic, vec![(*partition, set)])])
+            encode_request(
+                buf,
+                version,
+                acks,
+                30_000,
+                &[(topic, vec![(*partition, set)])],
+            )
         };
         let t0 = Instant::now();
         if acks == 0 {
-            chan.send_only(PRODUCE, 0, &body)
+            chan.send_only(PRODUCE, version, &body)
                 .map_err(|e| e.to_string())?;
         } else {
-            let raw = chan
-                .round_trip_raw(PRODUCE, 0, &body)
+            let r = chan
+                .call(PRODUCE, version, &body, |r| {
+                    ProduceResponse::decode(r, version)
+                })
                 .map_err(|e| e.to_string())?;
-            let r: ProduceResponse = decode_all(&raw).map_err(|e| e.to_string())?;
             let code = r
                 .topics
                 .first()
@@ -337,23 +368,22 @@ fn consume(a: ConsumeArgs) -> Result<(), String> {
                         .map_err(|e| format!("{addr}: {e}"))?;
                 chans.insert(addr.clone(), c);
             }
-            let req = FetchRequest {
-                replica_id: -1,
-                max_wait_ms: 100,
-                min_bytes: 1,
-                topics: vec![(
+            let req = FetchRequest::new(
+                -1,
+                100,
+                1,
+                vec![(
                     a.target.topic.clone(),
-                    vec![FetchPartition {
-                        partition: *p,
-                        fetch_offset: offsets[p],
-                        max_bytes: a.fetch_size,
-                    }],
+                    vec![FetchPartition::new(*p, offsets[p], a.fetch_size)],
                 )],
-            };
-            let resp: FetchResponse = chans
+            );
+            let v = fetch::CLIENT_VERSION;
+            let resp = chans
                 .get_mut(addr)
                 .expect("inserted above")
-                .request(FETCH, &req)
+                .call(FETCH, v, &|b| req.encode(b, v), |r| {
+                    FetchResponse::decode(r, v)
+                })
                 .map_err(|e| e.to_string())?;
             let part = &resp.topics[0].1[0];
             if part.error_code != 0 {
@@ -362,28 +392,20 @@ fn consume(a: ConsumeArgs) -> Result<(), String> {
                     ErrorCode::from_code(part.error_code)
                 ));
             }
-            let set = &part.message_set;
-            let compressed = message::iter(set).any(|m| m.is_ok_and(|m| m.codec() != 0));
-            // Plain sets are counted in place; compressed ones need their wrappers opened.
-            let msgs: Vec<(i64, usize)> = if compressed {
-                let deep =
-                    message::decode_deep(set).map_err(|e| format!("partition {p}: {e:?}"))?;
-                deep.iter()
-                    .map(|m| (m.offset, m.value.as_ref().map_or(0, Vec::len)))
-                    .collect()
-            } else {
-                let plain: Result<Vec<_>, _> = message::iter(set)
-                    .map(|m| m.map(|m| (m.offset, m.value.map_or(0, <[u8]>::len))))
-                    .collect();
-                plain.map_err(|e| format!("partition {p}: {e}"))?
-            };
-            for (offset, len) in msgs {
-                if offset >= offsets[p] {
+            // Messages are visited in place, with no copy of their keys or values.
+            let from = offsets[p];
+            let mut next = from;
+            records::for_each_message(&part.message_set, |offset, _, _, value, _| {
+                if offset >= from {
                     n += 1;
-                    bytes += len as u64;
-                    offsets.insert(*p, offset + 1);
-                    progressed = true;
+                    bytes += value.map_or(0, <[u8]>::len) as u64;
+                    next = offset + 1;
                 }
+            })
+            .map_err(|e| format!("partition {p}: {e:?}"))?;
+            if next > from {
+                offsets.insert(*p, next);
+                progressed = true;
             }
         }
         idle_rounds = if progressed { 0 } else { idle_rounds + 1 };

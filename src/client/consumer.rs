@@ -31,7 +31,7 @@ use crate::protocol::coordinator::{
 };
 use crate::protocol::group_offsets::{CommitPartition, OffsetCommitRequest, OffsetCommitResponse};
 use crate::protocol::header::OFFSET_COMMIT;
-use crate::protocol::message::OwnedMessage;
+use crate::protocol::records::OwnedMessage;
 use crate::protocol::{Encode, ErrorCode, Reader, decode_all};
 use fetcher::Fetchers;
 

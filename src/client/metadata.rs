@@ -25,7 +25,8 @@ pub fn fetch_metadata(
             Ok(mut c) => match c.request(
                 METADATA,
                 &MetadataRequest {
-                    topics: topics.to_vec(),
+                    topics: (!topics.is_empty()).then(|| topics.to_vec()),
+                    allow_auto_topic_creation: true,
                 },
             ) {
                 Ok(m) => return Ok(m),

@@ -33,9 +33,12 @@ pub struct ProducerConfig {
     pub retry_backoff: Duration,
     /// The broker's wait for acks=all, and our wait for any answer.
     pub request_timeout: Duration,
-    /// `None`, or `compression::GZIP` / `compression::SNAPPY`.
+    /// `None`, or a codec of `compression` (zstd needs format v2).
     pub compression: Option<i8>,
     pub client_id: String,
+    /// The message format written: 2 (record batches, Produce v3) by default; 0 or 1 for a
+    /// broker of the 0.8–0.10 era (Produce v0 / v2).
+    pub magic: i8,
 }
 
 impl ProducerConfig {
@@ -50,6 +53,7 @@ impl ProducerConfig {
             request_timeout: Duration::from_secs(30),
             compression: None,
             client_id: "gregor-producer".into(),
+            magic: 2,
         }
     }
 }

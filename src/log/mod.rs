@@ -1,4 +1,5 @@
-//! Storage: segment files with a sparse offset index (`segment`, `index`), one partition's
+//! Storage: segment files with a sparse offset index and a time index (`segment`, `index`,
+//! `time_index`), one partition's
 //! `Log`, the high-watermark `checkpoint` file, and the `LogManager` over the data directories.
 
 pub mod checkpoint;
@@ -6,6 +7,7 @@ pub mod index;
 pub mod manager;
 pub mod partition_log;
 pub mod segment;
+pub mod time_index;
 
 pub use manager::LogManager;
 pub use partition_log::{Log, LogConfig, LogError};

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::{Mutex, RwLock};
 
 use super::segment::{Recovered, Segment};
-use crate::protocol::message;
+use crate::protocol::{message, record_batch};
 
 /// Per-log settings taken from the broker configuration.
 #[derive(Debug, Clone)]
@@ -179,6 +179,22 @@ impl Log {
         Ok(first)
     }
 
+    /// Appends one validated format v2 batch of `count` records: its base offset (and the
+    /// leader's epoch, and the append time when given) are written into it in place.
+    pub fn append_batch(
+        &self,
+        batch: &mut [u8],
+        count: u32,
+        leader_epoch: i32,
+        append_time: Option<i64>,
+    ) -> io::Result<i64> {
+        let mut flush = self.append_lock.lock();
+        let first = self.log_end_offset();
+        record_batch::assign(batch, first, leader_epoch, append_time);
+        self.append_locked(&mut flush, batch, first, first + i64::from(count) - 1)?;
+        Ok(first)
+    }
+
     /// Appends `count` messages built by `build` from the first offset they get (a compressed
     /// set rebuilt around our offsets), under the append lock.
     pub fn append_rebuilt(
@@ -236,7 +252,9 @@ impl Log {
         if active.size() == 0 || active.size() + len <= self.config.segment_bytes {
             return Ok(active);
         }
-        // The old segment is complete: make it durable before its successor takes writes.
+        // The old segment is complete: seal its time index and make it durable before its
+        // successor takes writes.
+        active.seal()?;
         active.flush()?;
         let seg = Arc::new(Segment::open(
             &self.dir,
@@ -352,6 +370,39 @@ impl Log {
             None => Vec::new(),
             Some(i) => cands[..=i].iter().rev().take(max).map(|c| c.0).collect(),
         }
+    }
+
+    /// ListOffsets by time (v1+): the first message at or after `target` ms, as (offset,
+    /// timestamp), searching the first segment whose largest timestamp reaches it. `None`
+    /// when no message is that recent (or none has a timestamp).
+    pub fn offset_for_timestamp(&self, target: i64) -> io::Result<Option<(i64, i64)>> {
+        let segs = self.segments.read().clone();
+        for s in &segs {
+            if s.max_timestamp().0 >= target {
+                return s.find_by_timestamp(target);
+            }
+        }
+        Ok(None)
+    }
+
+    /// ListOffsets' MAX_TIMESTAMP (-3): the first message carrying the largest timestamp of
+    /// the log, as (offset, timestamp).
+    pub fn max_timestamp_offset(&self) -> io::Result<Option<(i64, i64)>> {
+        let segs = self.segments.read().clone();
+        let Some(best) = segs
+            .iter()
+            .filter(|s| s.max_timestamp().0 >= 0)
+            .reduce(|a, b| {
+                if b.max_timestamp().0 > a.max_timestamp().0 {
+                    b
+                } else {
+                    a
+                }
+            })
+        else {
+            return Ok(None);
+        };
+        best.find_by_timestamp(best.max_timestamp().0)
     }
 
     pub fn flush(&self) -> io::Result<()> {

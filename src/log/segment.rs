@@ -1,5 +1,6 @@
-//! One segment: a `.log` file of message entries and its `.index`, both named by the base offset
-//! zero-padded to 20 digits so `ls` sorts them.
+//! One segment: a `.log` file of entries (magic 0/1 messages and format v2 batches, side by
+//! side), its `.index` and its `.timeindex`, all named by the base offset zero-padded to 20
+//! digits so `ls` sorts them.
 //!
 //! Threading: only the partition's appender (holding the `Log`'s append lock) calls the `&self`
 //! methods that write; readers use positional reads (`pread`) below `size`, which the appender
@@ -16,22 +17,31 @@ use byteorder::{BigEndian, ByteOrder};
 use parking_lot::{Mutex, RwLock};
 
 use super::index::OffsetIndex;
-use crate::protocol::message::{self, LOG_OVERHEAD};
+use super::time_index::TimeIndex;
+use crate::protocol::message::LOG_OVERHEAD;
+use crate::protocol::records::{self, HEADER_PEEK};
 
 /// Bytes read per `pread` while scanning entry headers for an offset.
 const SCAN_CHUNK: usize = 16 * 1024;
+/// Bytes read per `pread` while searching entries for a timestamp.
+const SEARCH_CHUNK: usize = 1 << 20;
 
 pub struct Segment {
     pub base_offset: i64,
     log_path: PathBuf,
     index_path: PathBuf,
+    time_index_path: PathBuf,
     log: File,
     /// Bytes of complete entries; readers never look past it.
     size: AtomicU64,
     /// Offset the next appended message gets.
     next_offset: AtomicI64,
     index: RwLock<OffsetIndex>,
-    /// Appender-only state: the index file and bytes since the last index entry.
+    time_index: RwLock<TimeIndex>,
+    /// Largest timestamp in the segment (-1 when none has one) and the offset of the entry
+    /// holding it.
+    max_timestamp: RwLock<(i64, i64)>,
+    /// Appender-only state: the index files and bytes since the last index entry.
     writer: Mutex<IndexWriter>,
     /// `log.index.interval.bytes`: log bytes between two index entries.
     index_interval: u32,
@@ -39,7 +49,17 @@ pub struct Segment {
 
 struct IndexWriter {
     file: File,
+    time_file: File,
     bytes_since_entry: u64,
+}
+
+fn open_rw(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
 }
 
 /// What recovery found in a segment.
@@ -55,40 +75,40 @@ pub fn file_stem(base_offset: i64) -> String {
 }
 
 impl Segment {
-    /// Creates an empty segment, or opens an existing one trusting its index when it is
-    /// consistent (older segments were closed cleanly when their successor was rolled).
+    /// Creates an empty segment, or opens an existing one trusting its indexes when they are
+    /// consistent (older segments were closed cleanly when their successor was rolled). A
+    /// segment written before time indexes existed has none: it is built here, once.
     pub fn open(dir: &Path, base_offset: i64, index_interval: u32) -> io::Result<Segment> {
         let stem = file_stem(base_offset);
         let log_path = dir.join(format!("{stem}.log"));
         let index_path = dir.join(format!("{stem}.index"));
-        let log = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&log_path)?;
+        let time_index_path = dir.join(format!("{stem}.timeindex"));
+        let log = open_rw(&log_path)?;
         let size = log.metadata()?.len();
-        let index_file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&index_path)?;
-        let index_bytes = std::fs::read(&index_path)?;
+        let had_time_index = time_index_path.exists();
+        let index_bytes = std::fs::read(&index_path).unwrap_or_default();
+        let time_bytes = std::fs::read(&time_index_path).unwrap_or_default();
         let seg = Segment {
             base_offset,
+            writer: Mutex::new(IndexWriter {
+                file: open_rw(&index_path)?,
+                time_file: open_rw(&time_index_path)?,
+                bytes_since_entry: 0,
+            }),
             log_path,
             index_path,
+            time_index_path,
             log,
             size: AtomicU64::new(size),
             next_offset: AtomicI64::new(base_offset),
             index: RwLock::new(OffsetIndex::default()),
-            writer: Mutex::new(IndexWriter {
-                file: index_file,
-                bytes_since_entry: 0,
-            }),
+            time_index: RwLock::new(TimeIndex::default()),
+            max_timestamp: RwLock::new((-1, -1)),
             index_interval,
         };
+        if size == 0 {
+            return Ok(seg);
+        }
         match OffsetIndex::from_bytes(&index_bytes, size) {
             Some(idx) => *seg.index.write() = idx,
             None => {
@@ -97,10 +117,27 @@ impl Segment {
                     seg.index_path.display()
                 );
                 seg.recover(false)?;
+                return Ok(seg);
             }
         }
-        if size > 0 && seg.next_offset.load(Ordering::Acquire) == base_offset {
-            seg.load_next_offset()?;
+        seg.load_next_offset()?;
+        let next_rel = (seg.next_offset() - base_offset) as u32;
+        match TimeIndex::from_bytes(&time_bytes, next_rel) {
+            Some(t) if had_time_index => {
+                if let Some((ts, rel)) = t.last() {
+                    *seg.max_timestamp.write() = (ts, base_offset + i64::from(rel));
+                }
+                *seg.time_index.write() = t;
+            }
+            _ => {
+                if had_time_index {
+                    log::warn!(
+                        "{}: time index is inconsistent with the log; rebuilding",
+                        seg.time_index_path.display()
+                    );
+                }
+                seg.recover(false)?;
+            }
         }
         Ok(seg)
     }
@@ -120,6 +157,12 @@ impl Segment {
             .unwrap_or(std::time::SystemTime::UNIX_EPOCH)
     }
 
+    /// Largest timestamp in the segment and the offset of the entry holding it; (-1, -1) when
+    /// none has a timestamp.
+    pub fn max_timestamp(&self) -> (i64, i64) {
+        *self.max_timestamp.read()
+    }
+
     /// Finds the next offset by scanning from the last index entry to the end.
     fn load_next_offset(&self) -> io::Result<()> {
         let (rel, pos) = self.index.read().lookup(u32::MAX);
@@ -136,6 +179,14 @@ impl Segment {
     pub fn append(&self, entries: &[u8], first: i64, last: i64) -> io::Result<()> {
         let pos = self.size();
         let mut w = self.writer.lock();
+        let (ts, ts_offset) = records::max_timestamp_of(entries);
+        let max = {
+            let mut m = self.max_timestamp.write();
+            if ts > m.0 {
+                *m = (ts, ts_offset);
+            }
+            *m
+        };
         if w.bytes_since_entry >= u64::from(self.index_interval) || pos == 0 {
             // The rel offset fits in 32 bits because segments roll long before 4G messages.
             let rel = (first - self.base_offset) as u32;
@@ -145,6 +196,7 @@ impl Segment {
                     .write_all(&OffsetIndex::entry_bytes(rel, pos as u32))?;
                 self.index.write().push(rel, pos as u32);
             }
+            self.maybe_index_time(&mut w, max)?;
             w.bytes_since_entry = 0;
         }
         self.log.write_all_at(entries, pos)?;
@@ -155,8 +207,25 @@ impl Segment {
         Ok(())
     }
 
-    /// Calls `f(offset, position)` for each entry header from `from` until `end` or until `f`
-    /// returns false. Reads in chunks so a lookup costs a few syscalls, not one per message.
+    /// Adds a time index entry for (largest timestamp, its offset) when it grew.
+    fn maybe_index_time(&self, w: &mut IndexWriter, max: (i64, i64)) -> io::Result<()> {
+        let rel = (max.1 - self.base_offset).max(0) as u32;
+        if let Some(entry) = self.time_index.write().maybe_push(max.0, rel) {
+            w.time_file.write_all(&entry)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the time index when the segment stops being the active one: its last entry
+    /// then covers every message, so a reopened segment knows its largest timestamp.
+    pub fn seal(&self) -> io::Result<()> {
+        let mut w = self.writer.lock();
+        let max = self.max_timestamp();
+        self.maybe_index_time(&mut w, max)
+    }
+
+    /// Calls `f(last offset, position)` for each entry header from `from` until `end` or until
+    /// `f` returns false. Reads in chunks so a lookup costs a few syscalls, not one per message.
     fn scan_headers(
         &self,
         from: u64,
@@ -170,12 +239,16 @@ impl Segment {
             self.log.read_exact_at(&mut buf[..want], pos)?;
             let mut i = 0;
             while i + LOG_OVERHEAD <= want {
-                let offset = BigEndian::read_i64(&buf[i..]);
-                let size = BigEndian::read_i32(&buf[i + 8..]).max(0) as u64;
-                if !f(offset, pos + i as u64) {
+                let size = BigEndian::read_i32(&buf[i + 8..]).max(0) as usize;
+                let header = &buf[i..want.min(i + HEADER_PEEK.min(LOG_OVERHEAD + size))];
+                let Some(last) = records::last_offset_from_header(header) else {
+                    // The header runs past this chunk: read again from it.
+                    break;
+                };
+                if !f(last, pos + i as u64) {
                     return Ok(());
                 }
-                i += LOG_OVERHEAD + size as usize;
+                i += LOG_OVERHEAD + size;
             }
             if i == 0 {
                 break;
@@ -237,36 +310,61 @@ impl Segment {
         self.size.store(pos, Ordering::Release);
         self.next_offset
             .store(offset.max(self.base_offset), Ordering::Release);
+        let rel = (offset - self.base_offset).max(0) as u32;
         let mut idx = self.index.write();
-        idx.truncate_from((offset - self.base_offset).max(0) as u32);
+        idx.truncate_from(rel);
         w.file.set_len(0)?;
         w.file.write_all_at(&idx.to_bytes(), 0)?;
         w.bytes_since_entry = pos - idx.entries().last().map_or(0, |e| u64::from(e.1));
+        let mut times = self.time_index.write();
+        times.truncate_from(rel);
+        w.time_file.set_len(0)?;
+        w.time_file.write_all_at(&times.to_bytes(), 0)?;
+        // The largest timestamp left: the last time entry's, or a later message's.
+        let mut max = times
+            .last()
+            .map_or((-1, -1), |(t, r)| (t, self.base_offset + i64::from(r)));
+        drop((idx, times));
+        let from = self.position_of(max.1.max(self.base_offset))?;
+        let mut tail = vec![0u8; (pos - from.min(pos)) as usize];
+        self.log.read_exact_at(&mut tail, from.min(pos))?;
+        for e in records::entries(&tail).map_while(Result::ok) {
+            if e.max_timestamp > max.0 {
+                max = (e.max_timestamp, e.last_offset);
+            }
+        }
+        *self.max_timestamp.write() = max;
         Ok(())
     }
 
     /// Validates every entry (size, magic, CRC), truncates the log at the first bad one, and
-    /// rebuilds the index. `cut_tail` false only rebuilds the index (a bad index alone).
+    /// rebuilds both indexes. `cut_tail` false only rebuilds the indexes (a bad index alone).
     pub fn recover(&self, cut_tail: bool) -> io::Result<Recovered> {
         let size = self.size();
         let mut data = vec![0u8; size as usize];
         self.log.read_exact_at(&mut data, 0)?;
         let mut index = OffsetIndex::default();
+        let mut times = TimeIndex::default();
+        let mut max = (-1i64, -1i64);
         let mut pos = 0usize;
         let mut since = u64::MAX;
         let mut messages = 0;
         let mut next = self.base_offset;
         let interval = u64::from(self.index_interval);
         while pos < data.len() {
-            match message::parse_entry(&data[pos..]) {
-                Ok(m) => {
+            match records::parse_entry(&data[pos..]) {
+                Ok(e) => {
+                    if e.max_timestamp > max.0 {
+                        max = (e.max_timestamp, e.last_offset);
+                    }
                     if since >= interval {
-                        index.push((m.offset - self.base_offset) as u32, pos as u32);
+                        index.push((e.first_offset - self.base_offset) as u32, pos as u32);
+                        times.maybe_push(max.0, (max.1 - self.base_offset).max(0) as u32);
                         since = 0;
                     }
-                    since += m.entry_len as u64;
-                    pos += m.entry_len;
-                    next = m.offset + 1;
+                    since += e.bytes.len() as u64;
+                    pos += e.bytes.len();
+                    next = e.last_offset + 1;
                     messages += 1;
                 }
                 Err(e) => {
@@ -291,8 +389,12 @@ impl Segment {
         let mut w = self.writer.lock();
         w.file.set_len(0)?;
         w.file.write_all_at(&index.to_bytes(), 0)?;
+        w.time_file.set_len(0)?;
+        w.time_file.write_all_at(&times.to_bytes(), 0)?;
         w.bytes_since_entry = since.min(pos as u64);
         *self.index.write() = index;
+        *self.time_index.write() = times;
+        *self.max_timestamp.write() = max;
         self.next_offset.store(next, Ordering::Release);
         Ok(Recovered {
             messages,
@@ -302,14 +404,67 @@ impl Segment {
 
     pub fn flush(&self) -> io::Result<()> {
         self.log.sync_data()?;
-        self.writer.lock().file.sync_data()
+        let w = self.writer.lock();
+        w.file.sync_data()?;
+        w.time_file.sync_data()
     }
 
     pub fn delete_files(&self) -> io::Result<()> {
         std::fs::remove_file(&self.log_path)?;
-        match std::fs::remove_file(&self.index_path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+        for path in [&self.index_path, &self.time_index_path] {
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
+        Ok(())
+    }
+
+    /// The first message at or after time `target`: (offset, timestamp), or `None` when every
+    /// message of the segment is older (or has no timestamp). Starts at the time index's
+    /// entry below `target` and reads entries from there, opening only the first entry whose
+    /// largest timestamp reaches it.
+    pub fn find_by_timestamp(&self, target: i64) -> io::Result<Option<(i64, i64)>> {
+        if self.max_timestamp().0 < target {
+            return Ok(None);
+        }
+        let rel = self.time_index.read().lookup(target);
+        let mut pos = self.position_of(self.base_offset + i64::from(rel))?;
+        let end = self.size();
+        let mut buf = Vec::new();
+        while pos < end {
+            let want = ((end - pos) as usize).min(SEARCH_CHUNK.max(buf.len()));
+            buf.resize(want, 0);
+            self.log.read_exact_at(&mut buf, pos)?;
+            let mut used = 0;
+            for e in records::entries(&buf) {
+                let Ok(e) = e else { return Ok(None) };
+                used += e.bytes.len();
+                if e.max_timestamp < target {
+                    continue;
+                }
+                let mut found = None;
+                let _ = records::for_each_message(e.bytes, |offset, ts, _, _, _| {
+                    if found.is_none() && ts >= target {
+                        found = Some((offset, ts));
+                    }
+                });
+                if found.is_some() {
+                    return Ok(found);
+                }
+            }
+            if used == 0 {
+                // One entry larger than the chunk: read it whole.
+                let size = BigEndian::read_i32(&buf[8..12]).max(0) as usize;
+                buf.resize(LOG_OVERHEAD + size, 0);
+                if pos + buf.len() as u64 > end {
+                    return Ok(None);
+                }
+                continue;
+            }
+            buf.clear();
+            pos += used as u64;
+        }
+        Ok(None)
     }
 }

@@ -112,7 +112,7 @@ impl BlockingChannel {
         Ok(corr)
     }
 
-    /// Sends a request and returns the raw response body (after the correlation id).
+    /// Sends a request and returns the raw response body (after the response header).
     pub fn round_trip_raw(
         &mut self,
         api_key: i16,
@@ -129,7 +129,28 @@ impl BlockingChannel {
                 got,
             });
         }
-        Ok(frame[4..].to_vec())
+        if crate::protocol::header::response_is_flexible(api_key, api_version) {
+            r.set_flexible(true);
+            r.tags()?;
+        }
+        Ok(frame[r.position()..].to_vec())
+    }
+
+    /// Sends a request at `version` written by `body`, and reads the answer with `decode` —
+    /// in the flexible encoding when that version is flexible — insisting nothing is left.
+    pub fn call<T>(
+        &mut self,
+        api_key: i16,
+        api_version: i16,
+        body: &dyn Fn(&mut Vec<u8>),
+        decode: impl FnOnce(&mut Reader<'_>) -> crate::protocol::DecodeResult<T>,
+    ) -> Result<T, ChannelError> {
+        let raw = self.round_trip_raw(api_key, api_version, body)?;
+        let mut r = Reader::new(&raw);
+        r.set_flexible(crate::protocol::header::is_flexible(api_key, api_version));
+        let v = decode(&mut r)?;
+        r.finish()?;
+        Ok(v)
     }
 
     /// Sends an encodable request and decodes the response as `Resp`.

@@ -1,8 +1,9 @@
-//! ApiVersions (key 18): v0–v2 served; a higher version gets a v0-format UNSUPPORTED_VERSION
-//! naming our ApiVersions range, so librdkafka retries with v0 (protocol sheet §3.8).
+//! ApiVersions (key 18) v0–v3. A version above ours gets a v0-format UNSUPPORTED_VERSION
+//! naming our ApiVersions range, so the client retries with one we serve (protocol sheet §3.8).
+//! v3 is flexible in its body, but its response header stays v0 (`header::response_is_flexible`).
 
 use super::header::{API_VERSIONS, SUPPORTED_APIS};
-use super::{Decode, DecodeResult, ErrorCode, Reader, Writer, read_array, write_array};
+use super::{DecodeResult, ErrorCode, Reader, Writer, read_array};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiVersionsResponse {
@@ -10,6 +11,8 @@ pub struct ApiVersionsResponse {
     pub apis: Vec<(i16, i16, i16)>,
     /// Present from v1 on.
     pub throttle_time_ms: Option<i32>,
+    /// The layout the response is written in: v0 for an UNSUPPORTED_VERSION answer.
+    pub version: i16,
 }
 
 impl ApiVersionsResponse {
@@ -17,59 +20,88 @@ impl ApiVersionsResponse {
     pub fn for_version(version: i16) -> Self {
         let max = SUPPORTED_APIS
             .iter()
-            .find(|a| a.0 == API_VERSIONS)
-            .map(|a| a.2)
-            .unwrap_or(0);
+            .find(|a| a.key == API_VERSIONS)
+            .map_or(0, |a| a.max);
         if version > max || version < 0 {
             return ApiVersionsResponse {
                 error_code: ErrorCode::UnsupportedVersion.code(),
                 apis: vec![(API_VERSIONS, 0, max)],
                 throttle_time_ms: None,
+                version: 0,
             };
         }
         ApiVersionsResponse {
             error_code: 0,
-            apis: SUPPORTED_APIS.to_vec(),
+            apis: SUPPORTED_APIS
+                .iter()
+                .map(|a| (a.key, a.min, a.max))
+                .collect(),
             throttle_time_ms: (version >= 1).then_some(0),
+            version,
         }
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
+        let flex = self.version >= 3;
         out.put_i16(self.error_code);
-        write_array(out, &self.apis, |o, a| {
-            o.put_i16(a.0);
-            o.put_i16(a.1);
-            o.put_i16(a.2);
-        });
+        out.put_len(flex, Some(self.apis.len()));
+        for a in &self.apis {
+            out.put_i16(a.0);
+            out.put_i16(a.1);
+            out.put_i16(a.2);
+            out.put_tags(flex);
+        }
         if let Some(t) = self.throttle_time_ms {
             out.put_i32(t);
         }
+        // librdkafka 2.0.2 insists on the (empty) top-level tag buffer of v3.
+        out.put_tags(flex);
     }
 
+    /// Reads a response to a request at `version`; an error answer may be in the v0 layout.
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         let error_code = r.i16("error_code")?;
+        let flex = version >= 3 && error_code == 0;
+        r.set_flexible(flex);
         let apis = read_array(r, "api_keys", 6, |r| {
-            Ok((r.i16("api_key")?, r.i16("min")?, r.i16("max")?))
+            let a = (r.i16("api_key")?, r.i16("min")?, r.i16("max")?);
+            r.tags()?;
+            Ok(a)
         })?;
         let throttle_time_ms = if version >= 1 && r.remaining() >= 4 {
             Some(r.i32("throttle_time_ms")?)
         } else {
             None
         };
+        r.tags()?;
         Ok(ApiVersionsResponse {
             error_code,
             apis,
             throttle_time_ms,
+            version: if flex || error_code == 0 { version } else { 0 },
         })
     }
 }
 
-/// The v0–v2 request has an empty body; this type exists so dispatch can insist on that.
-pub struct ApiVersionsRequest;
+/// The request: empty before v3; v3 names the client software (compact strings, then tags).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiVersionsRequest {
+    pub client_software: Option<(String, String)>,
+}
 
-impl<'a> Decode<'a> for ApiVersionsRequest {
-    fn decode(_r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(ApiVersionsRequest)
+impl ApiVersionsRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        if version < 3 {
+            return Ok(ApiVersionsRequest {
+                client_software: None,
+            });
+        }
+        let name = r.string("client_software_name")?.to_owned();
+        let ver = r.string("client_software_version")?.to_owned();
+        r.tags()?;
+        Ok(ApiVersionsRequest {
+            client_software: Some((name, ver)),
+        })
     }
 }
 
@@ -79,11 +111,12 @@ mod tests {
 
     #[test]
     fn unsupported_version_answers_in_v0_format_with_our_range() {
-        let r = ApiVersionsResponse::for_version(3);
+        let r = ApiVersionsResponse::for_version(4);
         let mut buf = Vec::new();
         r.encode(&mut buf);
-        // Test vector A.2 of the protocol sheet, without size and correlation id.
-        assert_eq!(buf, [0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 2]);
+        // Test vector A.2 of the protocol sheet with our range 0–3, without size and
+        // correlation id.
+        assert_eq!(buf, [0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 3]);
     }
 
     #[test]
@@ -93,6 +126,39 @@ mod tests {
         r.encode(&mut buf);
         let back = ApiVersionsResponse::decode(&mut Reader::new(&buf), 1).unwrap();
         assert_eq!(back, r);
-        assert!(back.apis.contains(&(0, 0, 0)));
+        assert!(back.apis.contains(&(18, 0, 3)));
+    }
+
+    #[test]
+    fn v3_is_compact_with_tag_buffers() {
+        let r = ApiVersionsResponse::for_version(3);
+        let mut buf = Vec::new();
+        r.encode(&mut buf);
+        // error 0, compact count n+1, then the first entry (Produce) with its empty tags.
+        let n = SUPPORTED_APIS.len() as u8;
+        assert_eq!(buf[..3], [0, 0, n + 1]);
+        assert_eq!(buf[9], 0, "entry tag buffer");
+        assert_eq!(buf[buf.len() - 5..], [0, 0, 0, 0, 0], "throttle then tags");
+        let mut rd = Reader::new(&buf);
+        assert_eq!(ApiVersionsResponse::decode(&mut rd, 3).unwrap(), r);
+        rd.finish().unwrap();
+    }
+
+    #[test]
+    fn v3_request_names_the_client_software() {
+        // As the Java client sends it: "apache-kafka-java" "4.3.0", empty tags.
+        let mut body = vec![18];
+        body.extend_from_slice(b"apache-kafka-java");
+        body.push(6);
+        body.extend_from_slice(b"4.3.0");
+        body.push(0);
+        let mut r = Reader::new(&body);
+        r.set_flexible(true);
+        let req = ApiVersionsRequest::decode(&mut r, 3).unwrap();
+        r.finish().unwrap();
+        assert_eq!(
+            req.client_software,
+            Some(("apache-kafka-java".into(), "4.3.0".into()))
+        );
     }
 }

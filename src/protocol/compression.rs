@@ -1,15 +1,20 @@
-//! Compressed message sets (magic 0 and 1): a wrapper message whose value is a compressed inner
-//! message set. gzip (codec 1) and snappy (codec 2) are supported; snappy is read both as a raw
-//! block (librdkafka) and in xerial/snappy-java framing (the JVM, kafka-python), and written as
-//! a raw block, which both client libraries read.
+//! The codecs of Kafka's attributes bits: for magic 0 and 1 the value of a wrapper message, for
+//! magic 2 the records block of a batch. gzip (1), snappy (2), lz4 (3, the LZ4 frame format)
+//! and zstd (4, magic 2 only, as in Kafka). Snappy is read both as a raw block (librdkafka)
+//! and in xerial/snappy-java framing (the JVM, kafka-python), and written as a raw block,
+//! which both client libraries read. Decompression stops at `MAX_DECOMPRESSED`.
 
 use std::io::{Read, Write};
 
 pub const GZIP: i8 = 1;
 pub const SNAPPY: i8 = 2;
+pub const LZ4: i8 = 3;
+pub const ZSTD: i8 = 4;
 
 /// Magic bytes that open a xerial-framed snappy stream.
 const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+/// Magic number opening an LZ4 frame (little-endian 0x184D2204).
+const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
 /// Refuse to inflate a wrapper beyond this (a zip bomb in a produce request).
 pub const MAX_DECOMPRESSED: usize = 64 << 20;
 
@@ -32,28 +37,43 @@ impl std::fmt::Display for CompressionError {
     }
 }
 
-/// The codec a user names on the command line: `none`, `gzip` or `snappy`.
+/// The codec a user names on the command line: `none`, `gzip`, `snappy`, `lz4` or `zstd`.
 pub fn codec_by_name(name: &str) -> Result<Option<i8>, String> {
     match name {
         "none" => Ok(None),
         "gzip" => Ok(Some(GZIP)),
         "snappy" => Ok(Some(SNAPPY)),
+        "lz4" => Ok(Some(LZ4)),
+        "zstd" => Ok(Some(ZSTD)),
         other => Err(format!(
-            "--compression must be none, gzip or snappy, got `{other}`"
+            "--compression must be none, gzip, snappy, lz4 or zstd, got `{other}`"
         )),
     }
 }
 
+/// Reads a decoder to its end, stopping one byte past the limit so that a bomb is refused
+/// without being inflated.
+fn read_bounded(r: impl Read) -> Result<Vec<u8>, CompressionError> {
+    let mut out = Vec::new();
+    r.take(MAX_DECOMPRESSED as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| CompressionError::Corrupt(e.to_string()))?;
+    Ok(out)
+}
+
 pub fn decompress(codec: i8, data: &[u8]) -> Result<Vec<u8>, CompressionError> {
     let out = match codec {
-        GZIP => {
-            let mut out = Vec::new();
-            flate2::read::GzDecoder::new(data)
-                .take(MAX_DECOMPRESSED as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| CompressionError::Corrupt(e.to_string()))?;
-            out
+        GZIP => read_bounded(flate2::read::GzDecoder::new(data))?,
+        // A stream too short for a frame header reads as empty to the decoder: insist on the
+        // frame's magic number so that junk is an error, not an empty set.
+        LZ4 if !data.starts_with(&LZ4_MAGIC) => {
+            return Err(CompressionError::Corrupt("not an LZ4 frame".into()));
         }
+        LZ4 => read_bounded(lz4_flex::frame::FrameDecoder::new(data))?,
+        ZSTD => read_bounded(
+            zstd::stream::read::Decoder::new(data)
+                .map_err(|e| CompressionError::Corrupt(e.to_string()))?,
+        )?,
         SNAPPY if data.len() > 16 && data[..8] == XERIAL_MAGIC => xerial_decode(&data[16..])?,
         SNAPPY => raw_snappy_decode(data)?,
         c => return Err(CompressionError::UnsupportedCodec(c)),
@@ -110,6 +130,19 @@ pub fn compress(codec: i8, data: &[u8]) -> Result<Vec<u8>, CompressionError> {
         SNAPPY => snap::raw::Encoder::new()
             .compress_vec(data)
             .map_err(|e| CompressionError::Corrupt(e.to_string())),
+        LZ4 => {
+            // Independent 64 KB blocks and no checksums: the frame the Java client's
+            // KafkaLZ4BlockInputStream reads.
+            let info = lz4_flex::frame::FrameInfo::new()
+                .block_size(lz4_flex::frame::BlockSize::Max64KB)
+                .block_mode(lz4_flex::frame::BlockMode::Independent);
+            let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+            e.write_all(data)
+                .map_err(|e| CompressionError::Corrupt(e.to_string()))?;
+            e.finish()
+                .map_err(|e| CompressionError::Corrupt(e.to_string()))
+        }
+        ZSTD => zstd::bulk::compress(data, 3).map_err(|e| CompressionError::Corrupt(e.to_string())),
         c => Err(CompressionError::UnsupportedCodec(c)),
     }
 }
@@ -123,7 +156,7 @@ mod tests {
         let data: Vec<u8> = (0..100_000u32)
             .flat_map(|i| (i % 251).to_le_bytes())
             .collect();
-        for codec in [GZIP, SNAPPY] {
+        for codec in [GZIP, SNAPPY, LZ4, ZSTD] {
             assert_eq!(
                 decompress(codec, &compress(codec, &data).unwrap()).unwrap(),
                 data
@@ -144,11 +177,16 @@ mod tests {
             Err(CompressionError::Corrupt(_))
         ));
         assert!(decompress(SNAPPY, &[0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
+        assert!(decompress(LZ4, b"not lz4").is_err());
+        assert!(decompress(LZ4, b"lz4?").is_err());
+        assert!(decompress(ZSTD, b"not zstd").is_err());
         assert_eq!(
-            decompress(3, b"x"),
-            Err(CompressionError::UnsupportedCodec(3))
+            decompress(5, b"x"),
+            Err(CompressionError::UnsupportedCodec(5))
         );
-        let bomb = compress(GZIP, &vec![0u8; MAX_DECOMPRESSED + 10]).unwrap();
-        assert_eq!(decompress(GZIP, &bomb), Err(CompressionError::TooLarge));
+        for codec in [GZIP, LZ4, ZSTD] {
+            let bomb = compress(codec, &vec![0u8; MAX_DECOMPRESSED + 10]).unwrap();
+            assert_eq!(decompress(codec, &bomb), Err(CompressionError::TooLarge));
+        }
     }
 }

@@ -41,11 +41,15 @@ pub enum ErrorCode {
     InvalidReplicaAssignment = 39,
     NotController = 41,
     InvalidRequest = 42,
+    InvalidTimestamp = 32,
+    FetchSessionIdNotFound = 70,
+    UnsupportedCompressionType = 76,
     NonEmptyGroup = 68,
     GroupIdNotFound = 69,
     MemberIdRequired = 79,
     GroupMaxSizeReached = 81,
     FencedInstanceId = 82,
+    InvalidRecord = 87,
 }
 
 impl ErrorCode {
@@ -92,11 +96,15 @@ impl ErrorCode {
             39 => InvalidReplicaAssignment,
             41 => NotController,
             42 => InvalidRequest,
+            32 => InvalidTimestamp,
             68 => NonEmptyGroup,
+            70 => FetchSessionIdNotFound,
+            76 => UnsupportedCompressionType,
             69 => GroupIdNotFound,
             79 => MemberIdRequired,
             81 => GroupMaxSizeReached,
             82 => FencedInstanceId,
+            87 => InvalidRecord,
             _ => UnknownServerError,
         }
     }
@@ -108,7 +116,7 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for c in -1..=82 {
+        for c in -1..=100 {
             let e = ErrorCode::from_code(c);
             if e != ErrorCode::UnknownServerError {
                 assert_eq!(e.code(), c);

@@ -1,10 +1,15 @@
-//! Fetch (key 1) v0.
+//! Fetch (key 1) v0–v12; v12 is flexible. Served without fetch sessions (KIP-227): every
+//! answer has session id 0, the sessionless mode a client falls back to.
 //!
 //! The broker writes fetch responses piece by piece (`write_partition_head`, then the bytes
-//! straight from the segment file), so the message sets are never decoded or re-encoded on the
-//! way out. The owned `FetchResponse` is for clients and tests.
+//! straight from the segment file, then `finish_partition`), so record sets are never decoded
+//! or re-encoded on the way out. The owned `FetchResponse` is for clients and tests.
 
-use super::{Decode, DecodeResult, Encode, Reader, Writer, read_topics, write_topics};
+use super::{DecodeResult, Reader, Writer, read_array, read_topics};
+
+/// The version gregor's own fetchers (followers, consumers, tools) send: the first that
+/// carries format v2 as stored, still in the classic encoding.
+pub const CLIENT_VERSION: i16 = 4;
 
 /// replica_id of an ordinary consumer.
 pub const CONSUMER_REPLICA_ID: i32 = -1;
@@ -14,8 +19,24 @@ pub const DEBUGGING_REPLICA_ID: i32 = -2;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchPartition {
     pub partition: i32,
+    /// v9+; -1 unknown.
+    pub current_leader_epoch: i32,
     pub fetch_offset: i64,
+    /// v5+: a follower's log start offset; -1 from a consumer.
+    pub log_start_offset: i64,
     pub max_bytes: i32,
+}
+
+impl FetchPartition {
+    pub fn new(partition: i32, fetch_offset: i64, max_bytes: i32) -> Self {
+        FetchPartition {
+            partition,
+            current_leader_epoch: -1,
+            fetch_offset,
+            log_start_offset: -1,
+            max_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,51 +44,212 @@ pub struct FetchRequest {
     pub replica_id: i32,
     pub max_wait_ms: i32,
     pub min_bytes: i32,
+    /// v3+: a bound on the whole response (at least one batch is still returned).
+    pub max_bytes: i32,
+    /// v4+: 0 read uncommitted, 1 read committed (the same here: no transactions).
+    pub isolation_level: i8,
+    /// v7+: 0 and -1 ask for no session.
+    pub session_id: i32,
+    pub session_epoch: i32,
     pub topics: Vec<(String, Vec<FetchPartition>)>,
 }
 
-impl Encode for FetchRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
+impl FetchRequest {
+    /// A sessionless request with no response-wide byte bound.
+    pub fn new(
+        replica_id: i32,
+        max_wait_ms: i32,
+        min_bytes: i32,
+        topics: Vec<(String, Vec<FetchPartition>)>,
+    ) -> Self {
+        FetchRequest {
+            replica_id,
+            max_wait_ms,
+            min_bytes,
+            max_bytes: i32::MAX,
+            isolation_level: 0,
+            session_id: 0,
+            session_epoch: -1,
+            topics,
+        }
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= 12;
         out.put_i32(self.replica_id);
         out.put_i32(self.max_wait_ms);
         out.put_i32(self.min_bytes);
-        write_topics(out, &self.topics, |o, p| {
+        if version >= 3 {
+            out.put_i32(self.max_bytes);
+        }
+        if version >= 4 {
+            out.put_i8(self.isolation_level);
+        }
+        if version >= 7 {
+            out.put_i32(self.session_id);
+            out.put_i32(self.session_epoch);
+        }
+        super::write_topics_v(out, flex, &self.topics, |o, p| {
             o.put_i32(p.partition);
+            if version >= 9 {
+                o.put_i32(p.current_leader_epoch);
+            }
             o.put_i64(p.fetch_offset);
+            if version >= 12 {
+                o.put_i32(-1); // last_fetched_epoch
+            }
+            if version >= 5 {
+                o.put_i64(p.log_start_offset);
+            }
             o.put_i32(p.max_bytes);
+            o.put_tags(flex);
         });
+        if version >= 7 {
+            out.put_len(flex, Some(0)); // forgotten_topics_data
+        }
+        if version >= 11 {
+            out.put_str(flex, "");
+        }
+        out.put_tags(flex);
     }
-}
 
-impl<'a> Decode<'a> for FetchRequest {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let replica_id = r.i32("replica_id")?;
+        let max_wait_ms = r.i32("max_wait_ms")?;
+        let min_bytes = r.i32("min_bytes")?;
+        let max_bytes = if version >= 3 {
+            r.i32("max_bytes")?
+        } else {
+            i32::MAX
+        };
+        let isolation_level = if version >= 4 {
+            r.i8("isolation_level")?
+        } else {
+            0
+        };
+        let (session_id, session_epoch) = if version >= 7 {
+            (r.i32("session_id")?, r.i32("session_epoch")?)
+        } else {
+            (0, -1)
+        };
+        let topics = read_topics(r, 16, |r| {
+            let partition = r.i32("partition")?;
+            let current_leader_epoch = if version >= 9 {
+                r.i32("current_leader_epoch")?
+            } else {
+                -1
+            };
+            let fetch_offset = r.i64("fetch_offset")?;
+            if version >= 12 {
+                r.i32("last_fetched_epoch")?;
+            }
+            let log_start_offset = if version >= 5 {
+                r.i64("log_start_offset")?
+            } else {
+                -1
+            };
+            let max_bytes = r.i32("partition_max_bytes")?;
+            r.tags()?;
+            Ok(FetchPartition {
+                partition,
+                current_leader_epoch,
+                fetch_offset,
+                log_start_offset,
+                max_bytes,
+            })
+        })?;
+        if version >= 7 {
+            // Forgotten topics only matter to a session; without sessions they are read and
+            // dropped.
+            read_array(r, "forgotten_topics_data", 2, |r| {
+                r.string("topic")?;
+                read_array(r, "partitions", 4, |r| r.i32("partition"))?;
+                r.tags()
+            })?;
+        }
+        if version >= 11 {
+            r.string("rack_id")?;
+        }
+        r.tags()?;
         Ok(FetchRequest {
-            replica_id: r.i32("replica_id")?,
-            max_wait_ms: r.i32("max_wait_ms")?,
-            min_bytes: r.i32("min_bytes")?,
-            topics: read_topics(r, 16, |r| {
-                Ok(FetchPartition {
-                    partition: r.i32("partition")?,
-                    fetch_offset: r.i64("fetch_offset")?,
-                    max_bytes: r.i32("max_bytes")?,
-                })
-            })?,
+            replica_id,
+            max_wait_ms,
+            min_bytes,
+            max_bytes,
+            isolation_level,
+            session_id,
+            session_epoch,
+            topics,
         })
     }
 }
 
-/// Writes a partition's fields up to and including a placeholder for the set size; returns the
-/// placeholder's position for `patch_size` once the set bytes are appended.
-pub fn write_partition_head(
-    out: &mut Vec<u8>,
-    partition: i32,
-    error_code: i16,
-    high_watermark: i64,
-) -> usize {
-    out.put_i32(partition);
-    out.put_i16(error_code);
-    out.put_i64(high_watermark);
-    out.reserve_size()
+/// The message format a fetcher at `version` can read: 0 before v2, 1 before v4, 2 after.
+pub fn readable_magic(version: i16) -> i8 {
+    match version {
+        0 | 1 => 0,
+        2 | 3 => 1,
+        _ => 2,
+    }
+}
+
+/// Writes the fields before the top-level topics array: throttle, and (v7+) the error code
+/// and session id.
+pub fn write_response_head(out: &mut Vec<u8>, version: i16, error_code: i16) {
+    if version >= 1 {
+        out.put_i32(0);
+    }
+    if version >= 7 {
+        out.put_i16(error_code);
+        out.put_i32(0);
+    }
+}
+
+/// A partition's answer fields before its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionHead {
+    pub partition: i32,
+    pub error_code: i16,
+    pub high_watermark: i64,
+    /// v5+.
+    pub log_start_offset: i64,
+}
+
+/// Writes a partition's fields up to the records. For a classic version it ends with a size
+/// placeholder and returns its position; for a flexible one the compact length is inserted
+/// by `finish_partition` once the records are written, and the returned position is where
+/// they start.
+pub fn write_partition_head(out: &mut Vec<u8>, version: i16, h: &PartitionHead) -> usize {
+    out.put_i32(h.partition);
+    out.put_i16(h.error_code);
+    out.put_i64(h.high_watermark);
+    if version >= 4 {
+        out.put_i64(h.high_watermark); // last_stable_offset: no transactions, so the HW
+    }
+    if version >= 5 {
+        out.put_i64(h.log_start_offset);
+    }
+    if version >= 4 {
+        out.put_len(version >= 12, None); // aborted_transactions: null
+    }
+    if version >= 11 {
+        out.put_i32(-1); // preferred_read_replica: none
+    }
+    if version >= 12 {
+        out.len()
+    } else {
+        out.reserve_size()
+    }
+}
+
+/// Closes a partition entry begun by `write_partition_head` after its records.
+pub fn finish_partition(out: &mut Vec<u8>, version: i16, at: usize) {
+    if version >= 12 {
+        out.insert_compact_len(at);
+        out.put_tags(true);
+    } else {
+        out.patch_size(at);
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,72 +257,161 @@ pub struct FetchPartitionResponse {
     pub partition: i32,
     pub error_code: i16,
     pub high_watermark: i64,
+    pub log_start_offset: i64,
     pub message_set: Vec<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchResponse {
+    /// v7+.
+    pub error_code: i16,
     pub topics: Vec<(String, Vec<FetchPartitionResponse>)>,
 }
 
-impl Encode for FetchResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
-        write_topics(out, &self.topics, |o, p| {
-            let at = write_partition_head(o, p.partition, p.error_code, p.high_watermark);
+impl FetchResponse {
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= 12;
+        write_response_head(out, version, self.error_code);
+        super::write_topics_v(out, flex, &self.topics, |o, p| {
+            let head = PartitionHead {
+                partition: p.partition,
+                error_code: p.error_code,
+                high_watermark: p.high_watermark,
+                log_start_offset: p.log_start_offset,
+            };
+            let at = write_partition_head(o, version, &head);
             o.extend_from_slice(&p.message_set);
-            o.patch_size(at);
+            finish_partition(o, version, at);
         });
+        out.put_tags(flex);
     }
-}
 
-impl<'a> Decode<'a> for FetchResponse {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(FetchResponse {
-            topics: read_topics(r, 18, |r| {
-                Ok(FetchPartitionResponse {
-                    partition: r.i32("partition")?,
-                    error_code: r.i16("error_code")?,
-                    high_watermark: r.i64("high_watermark")?,
-                    message_set: r
-                        .nullable_bytes("message_set")?
-                        .unwrap_or_default()
-                        .to_vec(),
-                })
-            })?,
-        })
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        if version >= 1 {
+            r.i32("throttle_time_ms")?;
+        }
+        let mut error_code = 0;
+        if version >= 7 {
+            error_code = r.i16("error_code")?;
+            r.i32("session_id")?;
+        }
+        let topics = read_topics(r, 18, |r| {
+            let partition = r.i32("partition")?;
+            let error_code = r.i16("error_code")?;
+            let high_watermark = r.i64("high_watermark")?;
+            if version >= 4 {
+                r.i64("last_stable_offset")?;
+            }
+            let log_start_offset = if version >= 5 {
+                r.i64("log_start_offset")?
+            } else {
+                -1
+            };
+            if version >= 4
+                && let Some(n) = r.nullable_array_len("aborted_transactions", 16)?
+            {
+                for _ in 0..n {
+                    r.i64("producer_id")?;
+                    r.i64("first_offset")?;
+                    r.tags()?;
+                }
+            }
+            if version >= 11 {
+                r.i32("preferred_read_replica")?;
+            }
+            let message_set = r.nullable_bytes("records")?.unwrap_or_default().to_vec();
+            r.tags()?;
+            Ok(FetchPartitionResponse {
+                partition,
+                error_code,
+                high_watermark,
+                log_start_offset,
+                message_set,
+            })
+        })?;
+        r.tags()?;
+        Ok(FetchResponse { error_code, topics })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::round_trip;
+    use crate::protocol::round_trip_with;
 
     #[test]
-    fn round_trips() {
-        round_trip(&FetchRequest {
-            replica_id: -1,
-            max_wait_ms: 500,
-            min_bytes: 1,
-            topics: vec![(
-                "t".into(),
-                vec![FetchPartition {
-                    partition: 2,
-                    fetch_offset: 7,
-                    max_bytes: 1 << 20,
-                }],
-            )],
-        });
-        round_trip(&FetchResponse {
-            topics: vec![(
-                "t".into(),
-                vec![FetchPartitionResponse {
-                    partition: 2,
-                    error_code: 0,
-                    high_watermark: 9,
-                    message_set: vec![1, 2, 3],
-                }],
-            )],
-        });
+    fn round_trips_at_every_version() {
+        for version in 0..=12 {
+            let mut req = FetchRequest::new(
+                -1,
+                500,
+                1,
+                vec![("t".into(), vec![FetchPartition::new(2, 7, 1 << 20)])],
+            );
+            if version >= 3 {
+                req.max_bytes = 50 << 20;
+            }
+            if version >= 5 {
+                req.topics[0].1[0].log_start_offset = 3;
+            }
+            if version >= 9 {
+                req.topics[0].1[0].current_leader_epoch = 4;
+            }
+            let flex = version >= 12;
+            round_trip_with(
+                &req,
+                |v, o| v.encode(o, version),
+                |r| {
+                    r.set_flexible(flex);
+                    FetchRequest::decode(r, version)
+                },
+            );
+            let resp = FetchResponse {
+                error_code: 0,
+                topics: vec![(
+                    "t".into(),
+                    vec![FetchPartitionResponse {
+                        partition: 2,
+                        error_code: 0,
+                        high_watermark: 9,
+                        log_start_offset: if version >= 5 { 1 } else { -1 },
+                        message_set: vec![1, 2, 3],
+                    }],
+                )],
+            };
+            round_trip_with(
+                &resp,
+                |v, o| v.encode(o, version),
+                |r| {
+                    r.set_flexible(flex);
+                    FetchResponse::decode(r, version)
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn v12_partition_matches_the_schema_byte_for_byte() {
+        // FetchResponse v12 partition from Kafka's FetchResponse.json: index, error, HW, LSO,
+        // log start, aborted (compact null = 0), preferred replica -1, records (compact bytes:
+        // length + 1), tags.
+        let mut out = Vec::new();
+        let head = PartitionHead {
+            partition: 1,
+            error_code: 0,
+            high_watermark: 2,
+            log_start_offset: 0,
+        };
+        let at = write_partition_head(&mut out, 12, &head);
+        out.extend_from_slice(&[0xaa, 0xbb]);
+        finish_partition(&mut out, 12, at);
+        let mut want = vec![0, 0, 0, 1, 0, 0];
+        want.extend_from_slice(&2i64.to_be_bytes());
+        want.extend_from_slice(&2i64.to_be_bytes());
+        want.extend_from_slice(&0i64.to_be_bytes());
+        want.push(0);
+        want.extend_from_slice(&(-1i32).to_be_bytes());
+        want.extend_from_slice(&[3, 0xaa, 0xbb, 0]);
+        assert_eq!(out, want);
     }
 }

@@ -4,7 +4,10 @@
 //! Every layout here is Kafka's non-flexible one; a field's versions are written beside it, as
 //! the published JSON schemas give them.
 
-use super::{Decode, DecodeResult, Encode, Reader, Writer, read_array, read_topics, write_topics};
+use super::{
+    Decode, DecodeResult, Encode, Reader, Writer, read_array, read_topics, read_topics_n,
+    write_topics,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitPartition {
@@ -145,10 +148,11 @@ pub struct OffsetFetchRequest {
 impl OffsetFetchRequest {
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         let group_id = r.string("group_id")?.to_owned();
-        let all = version >= 2 && r.peek_i32() == Some(-1);
-        let topics = if all {
-            r.i32("topics")?;
-            None
+        let topics = if version >= 2 {
+            match r.nullable_array_len("topics", 6)? {
+                None => None,
+                Some(n) => Some(read_topics_n(r, n, 4, |r| r.i32("partition"))?),
+            }
         } else {
             Some(read_topics(r, 4, |r| r.i32("partition"))?)
         };

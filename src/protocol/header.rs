@@ -23,39 +23,77 @@ pub const LIST_GROUPS: i16 = 16;
 pub const API_VERSIONS: i16 = 18;
 pub const DELETE_GROUPS: i16 = 42;
 
-/// (api key, min version, max version) for every API this broker serves. ApiVersions answers
-/// with exactly this list (decision B of the protocol sheet: advertise what we implement).
-pub const SUPPORTED_APIS: &[(i16, i16, i16)] = &[
-    (PRODUCE, 0, 0),
-    (FETCH, 0, 0),
-    (LIST_OFFSETS, 0, 0),
-    (METADATA, 0, 0),
-    (LEADER_AND_ISR, 0, 0),
-    (STOP_REPLICA, 0, 0),
-    (UPDATE_METADATA, 0, 0),
-    (CONTROLLED_SHUTDOWN, 0, 1),
-    (OFFSET_COMMIT, 0, 7),
-    (OFFSET_FETCH, 0, 5),
-    (FIND_COORDINATOR, 0, 2),
-    (JOIN_GROUP, 0, 5),
-    (HEARTBEAT, 0, 3),
-    (LEAVE_GROUP, 0, 3),
-    (SYNC_GROUP, 0, 3),
-    (DESCRIBE_GROUPS, 0, 4),
-    (LIST_GROUPS, 0, 2),
-    (API_VERSIONS, 0, 2),
-    (DELETE_GROUPS, 0, 1),
+/// One API this broker serves: its key, the versions served, and the first version that uses
+/// the flexible encoding (KIP-482; `NEVER` when none served is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Api {
+    pub key: i16,
+    pub min: i16,
+    pub max: i16,
+    pub first_flexible: i16,
+}
+
+/// `first_flexible` of an API whose served versions are all classic.
+pub const NEVER: i16 = i16::MAX;
+
+const fn api(key: i16, min: i16, max: i16, first_flexible: i16) -> Api {
+    Api {
+        key,
+        min,
+        max,
+        first_flexible,
+    }
+}
+
+/// Every API this broker serves. ApiVersions answers with exactly this list (decision B of
+/// the protocol sheet: advertise what we implement), and the dispatcher admits exactly these
+/// versions, reading each body in the encoding this table gives. Minimums stay 0: librdkafka
+/// before 2.12 turns features on only for exact advertised versions.
+pub const SUPPORTED_APIS: &[Api] = &[
+    api(PRODUCE, 0, 9, 9),
+    api(FETCH, 0, 12, 12),
+    api(LIST_OFFSETS, 0, 7, 6),
+    api(METADATA, 0, 12, 9),
+    api(LEADER_AND_ISR, 0, 0, NEVER),
+    api(STOP_REPLICA, 0, 0, NEVER),
+    api(UPDATE_METADATA, 0, 0, NEVER),
+    api(CONTROLLED_SHUTDOWN, 0, 1, NEVER),
+    api(OFFSET_COMMIT, 0, 7, 8),
+    api(OFFSET_FETCH, 0, 5, 6),
+    api(FIND_COORDINATOR, 0, 2, 3),
+    api(JOIN_GROUP, 0, 5, 6),
+    api(HEARTBEAT, 0, 3, 4),
+    api(LEAVE_GROUP, 0, 3, 4),
+    api(SYNC_GROUP, 0, 3, 4),
+    api(DESCRIBE_GROUPS, 0, 4, 5),
+    api(LIST_GROUPS, 0, 2, 3),
+    api(API_VERSIONS, 0, 3, 3),
+    api(DELETE_GROUPS, 0, 1, 2),
 ];
+
+fn lookup(api_key: i16) -> Option<&'static Api> {
+    SUPPORTED_APIS.iter().find(|a| a.key == api_key)
+}
 
 /// Whether (key, version) is in `SUPPORTED_APIS`.
 pub fn is_supported(api_key: i16, api_version: i16) -> bool {
-    SUPPORTED_APIS
-        .iter()
-        .any(|&(k, lo, hi)| k == api_key && (lo..=hi).contains(&api_version))
+    lookup(api_key).is_some_and(|a| (a.min..=a.max).contains(&api_version))
 }
 
-/// Request header v1 in modern numbering (the "v0" header of the 0.8 protocol): every request
-/// gregor serves uses it.
+/// Whether a request at (key, version) uses the flexible encoding: header v2 and a flexible
+/// body, answered with response header v1 (except ApiVersions, see `response_is_flexible`).
+pub fn is_flexible(api_key: i16, api_version: i16) -> bool {
+    lookup(api_key).is_some_and(|a| api_version >= a.first_flexible)
+}
+
+/// Whether the response header carries a tag buffer. ApiVersions is answered with header v0
+/// at every version, so that a client can read the answer before it knows our versions.
+pub fn response_is_flexible(api_key: i16, api_version: i16) -> bool {
+    api_key != API_VERSIONS && is_flexible(api_key, api_version)
+}
+
+/// The request header: v1 in modern numbering (the "v0" header of the 0.8 protocol), or v2 —
+/// the same fields and a tag buffer — for a flexible version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestHeader<'a> {
     pub api_key: i16,
@@ -65,9 +103,9 @@ pub struct RequestHeader<'a> {
 }
 
 impl<'a> RequestHeader<'a> {
-    /// Reads the header. For an ApiVersions request at a version above what we serve (v3 is
-    /// flexible and has a tag buffer after the client id), the rest of the frame is not parsed:
-    /// the answer is an UNSUPPORTED_VERSION that does not depend on the body.
+    /// Reads the header; for a flexible version the reader is left in flexible mode for the
+    /// body. For an ApiVersions request above what we serve, the rest of the frame is not
+    /// parsed: the answer is an UNSUPPORTED_VERSION that does not depend on the body.
     pub fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let api_key = r.i16("api_key")?;
         let api_version = r.i16("api_version")?;
@@ -78,6 +116,11 @@ impl<'a> RequestHeader<'a> {
         } else {
             r.nullable_string("client_id")?
         };
+        // The client id stays a classic NULLABLE_STRING in header v2; the tags follow it.
+        if is_flexible(api_key, api_version) && is_supported(api_key, api_version) {
+            r.set_flexible(true);
+            r.tags()?;
+        }
         Ok(RequestHeader {
             api_key,
             api_version,
@@ -91,6 +134,7 @@ impl<'a> RequestHeader<'a> {
         out.put_i16(self.api_version);
         out.put_i32(self.correlation_id);
         out.put_nullable_string(self.client_id);
+        out.put_tags(is_flexible(self.api_key, self.api_version));
     }
 }
 

@@ -240,6 +240,10 @@ pub enum SetError {
     MessageTooLarge,
     /// A wrapper that does not decompress, uses an unknown codec, or nests compression.
     BadCompression(String),
+    /// A produce of format v2 must be exactly one batch (as Kafka requires).
+    NotOneBatch,
+    /// The wrong format for the request version, or a feature not served.
+    Unsupported(&'static str),
 }
 
 /// Calls `f` for every message of a set, descending into compressed wrappers (whose inner
@@ -261,6 +265,9 @@ fn for_each_deep(
         }
         if m.codec() == 0 {
             f(&m);
+        } else if m.codec() == compression::ZSTD {
+            // Kafka allows zstd only in format v2 (KIP-110).
+            return Err(SetError::Unsupported("zstd in message format 0 or 1"));
         } else {
             let inner = compression::decompress(m.codec(), m.value.unwrap_or_default())
                 .map_err(|e| SetError::BadCompression(e.to_string()))?;
@@ -318,51 +325,6 @@ pub fn validate_for_append(set: &[u8], max_message_bytes: usize) -> Result<Valid
             bytes,
         }),
     })
-}
-
-/// A message as a client sees it, decompressed, with its absolute offset.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnedMessage {
-    pub offset: i64,
-    pub key: Option<Vec<u8>>,
-    pub value: Option<Vec<u8>>,
-}
-
-/// Every complete message of a fetched set with compressed wrappers opened (a trailing partial
-/// entry is the normal end of a fetch).
-pub fn decode_deep(set: &[u8]) -> Result<Vec<OwnedMessage>, SetError> {
-    let mut out = Vec::new();
-    for m in iter(set) {
-        let m = m.map_err(SetError::Corrupt)?;
-        if m.codec() == 0 {
-            out.push(OwnedMessage {
-                offset: m.offset,
-                key: m.key.map(<[u8]>::to_vec),
-                value: m.value.map(<[u8]>::to_vec),
-            });
-            continue;
-        }
-        let inner = compression::decompress(m.codec(), m.value.unwrap_or_default())
-            .map_err(|e| SetError::BadCompression(e.to_string()))?;
-        let msgs: Vec<Message<'_>> = iter(&inner)
-            .collect::<Result<_, _>>()
-            .map_err(SetError::Corrupt)?;
-        let last_rel = msgs.last().map_or(0, |l| l.offset);
-        for im in msgs {
-            // magic 1 inner offsets are relative to the wrapper's (last) offset.
-            let offset = if m.magic == 0 {
-                im.offset
-            } else {
-                m.offset - last_rel + im.offset
-            };
-            out.push(OwnedMessage {
-                offset,
-                key: im.key.map(<[u8]>::to_vec),
-                value: im.value.map(<[u8]>::to_vec),
-            });
-        }
-    }
-    Ok(out)
 }
 
 /// Writes dense offsets from `first` into a set already validated; returns the next offset.
@@ -429,6 +391,7 @@ pub fn encode_entry_with_attributes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::records::decode_deep;
 
     fn set_of(values: &[&[u8]], magic: i8) -> Vec<u8> {
         let mut out = Vec::new();
@@ -492,7 +455,7 @@ mod tests {
             validate_for_append(&set, 1 << 20),
             Err(SetError::BadCompression(_))
         ));
-        // An lz4 wrapper: a codec we do not serve.
+        // An lz4 wrapper whose value is not an LZ4 frame.
         let mut set = Vec::new();
         encode_entry_with_attributes(&mut set, 0, 0, 3, -1, None, Some(b"x"));
         assert!(matches!(

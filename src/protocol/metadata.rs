@@ -1,25 +1,95 @@
-//! Metadata (key 3) v0: an empty topic list means "all topics".
+//! Metadata (key 3) v0–v12; v9 is flexible. v0 takes an empty topic list to mean "all
+//! topics"; from v1 a null list means all and an empty one none.
 
-use super::{
-    BROKER_MIN, BrokerInfo, Decode, DecodeResult, Encode, Reader, Writer, read_array, write_array,
-};
+use super::{BROKER_MIN, BrokerInfo, Decode, DecodeResult, Encode, Reader, Writer, read_array};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetadataRequest {
-    pub topics: Vec<String>,
+    /// `None`: every topic.
+    pub topics: Option<Vec<String>>,
+    /// v4+: whether a missing topic may be created (when the broker allows it).
+    pub allow_auto_topic_creation: bool,
+}
+
+impl MetadataRequest {
+    pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= 9;
+        let topics = match (&self.topics, version) {
+            (None, 0) => Some(&[][..]),
+            (t, _) => t.as_deref(),
+        };
+        out.put_len(flex, topics.map(<[String]>::len));
+        for t in topics.unwrap_or_default() {
+            if version >= 10 {
+                out.extend_from_slice(&[0; 16]); // topic_id: asked by name
+            }
+            out.put_str(flex, t);
+            out.put_tags(flex);
+        }
+        if version >= 4 {
+            out.put_i8(i8::from(self.allow_auto_topic_creation));
+        }
+        if (8..=10).contains(&version) {
+            out.put_i8(0); // include_cluster_authorized_operations
+        }
+        if version >= 8 {
+            out.put_i8(0); // include_topic_authorized_operations
+        }
+        out.put_tags(flex);
+    }
+
+    pub fn decode_v(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let topics = match r.nullable_array_len("topics", 2)? {
+            None if version >= 1 => None,
+            None => return Err(super::DecodeError::Invalid("topics")),
+            Some(0) if version == 0 => None,
+            Some(n) => {
+                let mut names = Vec::with_capacity(n);
+                for _ in 0..n {
+                    if version >= 10 {
+                        r.bytes_exact(16, "topic_id")?;
+                    }
+                    // v12 allows a null name (a topic asked by id); gregor asks by name only.
+                    let name = if version >= 12 {
+                        r.nullable_string("name")?
+                            .ok_or(super::DecodeError::Invalid("name"))?
+                    } else {
+                        r.string("name")?
+                    };
+                    names.push(name.to_owned());
+                    r.tags()?;
+                }
+                Some(names)
+            }
+        };
+        let allow_auto_topic_creation = if version >= 4 {
+            r.bool("allow_auto_topic_creation")?
+        } else {
+            true
+        };
+        if (8..=10).contains(&version) {
+            r.bool("include_cluster_authorized_operations")?;
+        }
+        if version >= 8 {
+            r.bool("include_topic_authorized_operations")?;
+        }
+        r.tags()?;
+        Ok(MetadataRequest {
+            topics,
+            allow_auto_topic_creation,
+        })
+    }
 }
 
 impl Encode for MetadataRequest {
     fn encode(&self, out: &mut Vec<u8>) {
-        write_array(out, &self.topics, |o, t| o.put_string(t));
+        self.encode_v(out, 0);
     }
 }
 
 impl<'a> Decode<'a> for MetadataRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(MetadataRequest {
-            topics: r.string_array("topics")?,
-        })
+        Self::decode_v(r, 0)
     }
 }
 
@@ -28,89 +98,283 @@ pub struct PartitionMetadata {
     pub error_code: i16,
     pub partition: i32,
     pub leader: i32,
+    /// v7+.
+    pub leader_epoch: i32,
     pub replicas: Vec<i32>,
     pub isr: Vec<i32>,
+    /// v5+: replicas on brokers that are not live.
+    pub offline_replicas: Vec<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicMetadata {
     pub error_code: i16,
     pub topic: String,
+    /// v10+: the topic's UUID (all zero when unknown).
+    pub topic_id: [u8; 16],
     pub partitions: Vec<PartitionMetadata>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetadataResponse {
     pub brokers: Vec<BrokerInfo>,
+    /// v2+.
+    pub cluster_id: Option<String>,
+    /// v1+: -1 when unknown.
+    pub controller_id: i32,
     pub topics: Vec<TopicMetadata>,
+}
+
+/// `topic_authorized_operations` when not asked for (v8+).
+const OPERATIONS_NOT_ASKED: i32 = i32::MIN;
+
+impl MetadataResponse {
+    pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= 9;
+        if version >= 3 {
+            out.put_i32(0); // throttle_time_ms
+        }
+        out.put_len(flex, Some(self.brokers.len()));
+        for b in &self.brokers {
+            out.put_i32(b.id);
+            out.put_str(flex, &b.host);
+            out.put_i32(b.port);
+            if version >= 1 {
+                out.put_nstr(flex, None); // rack
+            }
+            out.put_tags(flex);
+        }
+        if version >= 2 {
+            out.put_nstr(flex, self.cluster_id.as_deref());
+        }
+        if version >= 1 {
+            out.put_i32(self.controller_id);
+        }
+        out.put_len(flex, Some(self.topics.len()));
+        for t in &self.topics {
+            out.put_i16(t.error_code);
+            out.put_str(flex, &t.topic);
+            if version >= 10 {
+                out.extend_from_slice(&t.topic_id);
+            }
+            if version >= 1 {
+                out.put_i8(0); // is_internal: gregor keeps offsets in ZooKeeper, not a topic
+            }
+            out.put_len(flex, Some(t.partitions.len()));
+            for p in &t.partitions {
+                out.put_i16(p.error_code);
+                out.put_i32(p.partition);
+                out.put_i32(p.leader);
+                if version >= 7 {
+                    out.put_i32(p.leader_epoch);
+                }
+                put_ids(out, flex, &p.replicas);
+                put_ids(out, flex, &p.isr);
+                if version >= 5 {
+                    put_ids(out, flex, &p.offline_replicas);
+                }
+                out.put_tags(flex);
+            }
+            if version >= 8 {
+                out.put_i32(OPERATIONS_NOT_ASKED);
+            }
+            out.put_tags(flex);
+        }
+        if (8..=10).contains(&version) {
+            out.put_i32(OPERATIONS_NOT_ASKED);
+        }
+        out.put_tags(flex);
+    }
+
+    pub fn decode_v(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        if version >= 3 {
+            r.i32("throttle_time_ms")?;
+        }
+        let brokers = read_array(r, "brokers", BROKER_MIN, |r| {
+            let b = BrokerInfo {
+                id: r.i32("broker.id")?,
+                host: r.string("broker.host")?.to_owned(),
+                port: r.i32("broker.port")?,
+            };
+            if version >= 1 {
+                r.nullable_string("rack")?;
+            }
+            r.tags()?;
+            Ok(b)
+        })?;
+        let cluster_id = if version >= 2 {
+            r.nullable_string("cluster_id")?.map(str::to_owned)
+        } else {
+            None
+        };
+        let controller_id = if version >= 1 {
+            r.i32("controller_id")?
+        } else {
+            -1
+        };
+        let topics = read_array(r, "topic_metadata", 8, |r| {
+            let error_code = r.i16("topic.error_code")?;
+            let topic = r.nullable_string("topic")?.unwrap_or_default().to_owned();
+            let mut topic_id = [0; 16];
+            if version >= 10 {
+                topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
+            }
+            if version >= 1 {
+                r.bool("is_internal")?;
+            }
+            let partitions = read_array(r, "partition_metadata", 18, |r| {
+                let error_code = r.i16("partition.error_code")?;
+                let partition = r.i32("partition")?;
+                let leader = r.i32("leader")?;
+                let leader_epoch = if version >= 7 {
+                    r.i32("leader_epoch")?
+                } else {
+                    -1
+                };
+                let replicas = r.i32_array("replicas")?;
+                let isr = r.i32_array("isr")?;
+                let offline_replicas = if version >= 5 {
+                    r.i32_array("offline_replicas")?
+                } else {
+                    Vec::new()
+                };
+                r.tags()?;
+                Ok(PartitionMetadata {
+                    error_code,
+                    partition,
+                    leader,
+                    leader_epoch,
+                    replicas,
+                    isr,
+                    offline_replicas,
+                })
+            })?;
+            if version >= 8 {
+                r.i32("topic_authorized_operations")?;
+            }
+            r.tags()?;
+            Ok(TopicMetadata {
+                error_code,
+                topic,
+                topic_id,
+                partitions,
+            })
+        })?;
+        if (8..=10).contains(&version) {
+            r.i32("cluster_authorized_operations")?;
+        }
+        r.tags()?;
+        Ok(MetadataResponse {
+            brokers,
+            cluster_id,
+            controller_id,
+            topics,
+        })
+    }
+}
+
+fn put_ids(out: &mut Vec<u8>, flex: bool, ids: &[i32]) {
+    out.put_len(flex, Some(ids.len()));
+    for id in ids {
+        out.put_i32(*id);
+    }
 }
 
 impl Encode for MetadataResponse {
     fn encode(&self, out: &mut Vec<u8>) {
-        write_array(out, &self.brokers, |o, b| b.encode(o));
-        write_array(out, &self.topics, |o, t| {
-            o.put_i16(t.error_code);
-            o.put_string(&t.topic);
-            write_array(o, &t.partitions, |o, p| {
-                o.put_i16(p.error_code);
-                o.put_i32(p.partition);
-                o.put_i32(p.leader);
-                o.put_i32_array(&p.replicas);
-                o.put_i32_array(&p.isr);
-            });
-        });
+        self.encode_v(out, 0);
     }
 }
 
 impl<'a> Decode<'a> for MetadataResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let brokers = read_array(r, "brokers", BROKER_MIN, BrokerInfo::decode)?;
-        let topics = read_array(r, "topic_metadata", 8, |r| {
-            Ok(TopicMetadata {
-                error_code: r.i16("topic.error_code")?,
-                topic: r.string("topic")?.to_owned(),
-                partitions: read_array(r, "partition_metadata", 18, |r| {
-                    Ok(PartitionMetadata {
-                        error_code: r.i16("partition.error_code")?,
-                        partition: r.i32("partition")?,
-                        leader: r.i32("leader")?,
-                        replicas: r.i32_array("replicas")?,
-                        isr: r.i32_array("isr")?,
-                    })
-                })?,
-            })
-        })?;
-        Ok(MetadataResponse { brokers, topics })
+        Self::decode_v(r, 0)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::round_trip;
+    use crate::protocol::round_trip_with;
 
-    #[test]
-    fn round_trips() {
-        round_trip(&MetadataRequest {
-            topics: vec!["a".into(), "bb".into()],
-        });
-        round_trip(&MetadataResponse {
+    fn response(version: i16) -> MetadataResponse {
+        MetadataResponse {
             brokers: vec![BrokerInfo {
                 id: 1,
                 host: "127.0.0.1".into(),
                 port: 9092,
             }],
+            cluster_id: (version >= 2).then(|| "c-id".into()),
+            controller_id: if version >= 1 { 1 } else { -1 },
             topics: vec![TopicMetadata {
                 error_code: 0,
                 topic: "t".into(),
+                topic_id: if version >= 10 { [7; 16] } else { [0; 16] },
                 partitions: vec![PartitionMetadata {
                     error_code: 9,
                     partition: 0,
                     leader: 1,
+                    leader_epoch: if version >= 7 { 3 } else { -1 },
                     replicas: vec![1, 2],
                     isr: vec![1],
+                    offline_replicas: if version >= 5 { vec![2] } else { Vec::new() },
                 }],
             }],
-        });
+        }
+    }
+
+    #[test]
+    fn round_trips_at_every_version() {
+        for version in 0..=12 {
+            let flex = version >= 9;
+            for topics in [None, Some(vec!["a".to_owned(), "bb".to_owned()])] {
+                let req = MetadataRequest {
+                    topics,
+                    allow_auto_topic_creation: true,
+                };
+                round_trip_with(
+                    &req,
+                    |v, o| v.encode_v(o, version),
+                    |r| {
+                        r.set_flexible(flex);
+                        MetadataRequest::decode_v(r, version)
+                    },
+                );
+            }
+            round_trip_with(
+                &response(version),
+                |v, o| v.encode_v(o, version),
+                |r| {
+                    r.set_flexible(flex);
+                    MetadataResponse::decode_v(r, version)
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn null_empty_and_all_topics() {
+        let read = |bytes: &[u8], version| {
+            let mut r = Reader::new(bytes);
+            MetadataRequest::decode_v(&mut r, version).unwrap().topics
+        };
+        assert_eq!(read(&[0, 0, 0, 0], 0), None, "v0: empty is all");
+        assert_eq!(read(&[0, 0, 0, 0], 1), Some(vec![]), "v1: empty is none");
+        assert_eq!(read(&[0xff, 0xff, 0xff, 0xff], 1), None, "v1: null is all");
+        assert!(MetadataRequest::decode_v(&mut Reader::new(&[0xff; 4]), 0).is_err());
+    }
+
+    #[test]
+    fn v9_request_matches_the_schema_byte_for_byte() {
+        // MetadataRequest v9 from Kafka's MetadataRequest.json: compact topics (2 = one),
+        // compact name "t", topic tags, allow_auto_topic_creation, include_cluster_authorized
+        // _operations, include_topic_authorized_operations, top-level tags.
+        let mut buf = Vec::new();
+        MetadataRequest {
+            topics: Some(vec!["t".into()]),
+            allow_auto_topic_creation: true,
+        }
+        .encode_v(&mut buf, 9);
+        assert_eq!(buf, [2, 2, b't', 0, 1, 0, 0, 0]);
     }
 }

@@ -20,6 +20,8 @@ pub mod metadata;
 pub mod offsets;
 pub mod primitives;
 pub mod produce;
+pub mod record_batch;
+pub mod records;
 
 pub use errors::ErrorCode;
 pub use primitives::{DecodeError, DecodeResult, Reader, Writer};
@@ -57,6 +59,19 @@ pub(crate) fn read_array<'a, T>(
     Ok(v)
 }
 
+/// Writes a slice as an ARRAY (COMPACT_ARRAY when `flex`) with `f` for each element.
+pub fn write_array_v<T>(
+    out: &mut Vec<u8>,
+    flex: bool,
+    items: &[T],
+    mut f: impl FnMut(&mut Vec<u8>, &T),
+) {
+    out.put_len(flex, Some(items.len()));
+    for it in items {
+        f(out, it);
+    }
+}
+
 /// Writes a slice as an ARRAY with `f` for each element.
 pub fn write_array<T>(out: &mut Vec<u8>, items: &[T], mut f: impl FnMut(&mut Vec<u8>, &T)) {
     out.put_array_len(items.len());
@@ -89,16 +104,51 @@ pub fn map_topics<T, U>(
         .collect()
 }
 
-/// Reads `[topic [partition …]]`; `min_part` is the smallest encoded partition entry.
+/// Reads `[topic [partition …]]`; `min_part` is the smallest encoded partition entry. In a
+/// flexible body each topic entry ends with its tag buffer (`f` reads the partitions' own).
 pub fn read_topics<'a, T>(
     r: &mut Reader<'a>,
     min_part: usize,
+    f: impl FnMut(&mut Reader<'a>) -> DecodeResult<T>,
+) -> DecodeResult<Vec<(String, Vec<T>)>> {
+    let n = r.array_len("topics", 6)?;
+    read_topics_n(r, n, min_part, f)
+}
+
+/// `read_topics` after its count `n` has been read (a nullable topic list).
+pub fn read_topics_n<'a, T>(
+    r: &mut Reader<'a>,
+    n: usize,
+    min_part: usize,
     mut f: impl FnMut(&mut Reader<'a>) -> DecodeResult<T>,
 ) -> DecodeResult<Vec<(String, Vec<T>)>> {
-    read_array(r, "topics", 6, |r| {
+    let mut topics = Vec::with_capacity(n);
+    for _ in 0..n {
         let topic = r.string("topic")?.to_owned();
-        Ok((topic, read_array(r, "partitions", min_part, &mut f)?))
-    })
+        let parts = read_array(r, "partitions", min_part, &mut f)?;
+        r.tags()?;
+        topics.push((topic, parts));
+    }
+    Ok(topics)
+}
+
+/// `write_topics` in either encoding: compact names and counts and a tag buffer per topic when
+/// `flex` (`f` writes each partition's own).
+pub fn write_topics_v<T>(
+    out: &mut Vec<u8>,
+    flex: bool,
+    topics: &[(String, Vec<T>)],
+    mut f: impl FnMut(&mut Vec<u8>, &T),
+) {
+    out.put_len(flex, Some(topics.len()));
+    for (t, parts) in topics {
+        out.put_str(flex, t);
+        out.put_len(flex, Some(parts.len()));
+        for p in parts {
+            f(out, p);
+        }
+        out.put_tags(flex);
+    }
 }
 
 /// A broker as the protocol lists it (0.8's `kafka.cluster.Broker`).

@@ -1,19 +1,23 @@
-//! ListOffsets ("Offsets", key 2) v0: offsets before a time, newest first.
+//! ListOffsets ("Offsets", key 2) v0–v7; v6 is flexible. v0 answers with offsets before a
+//! time, newest first (0.8's segment-granular rule); v1+ with the one offset of the first
+//! message at or after a timestamp, found through the time index.
 
 use super::{
-    Decode, DecodeResult, Encode, Reader, Writer, read_array, read_topics, write_array,
-    write_topics,
+    Decode, DecodeResult, Encode, Reader, Writer, read_array, read_topics, write_topics_v,
 };
 
-/// `time` asking for the log end offset.
+/// `time` asking for the log end offset (the high watermark for a consumer).
 pub const LATEST_TIME: i64 = -1;
 /// `time` asking for the log start offset.
 pub const EARLIEST_TIME: i64 = -2;
+/// `time` (v7+) asking for the message with the largest timestamp (KIP-734).
+pub const MAX_TIMESTAMP: i64 = -3;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetsPartition {
     pub partition: i32,
     pub time: i64,
+    /// v0 only.
     pub max_num_offsets: i32,
 }
 
@@ -23,29 +27,65 @@ pub struct ListOffsetsRequest {
     pub topics: Vec<(String, Vec<OffsetsPartition>)>,
 }
 
+impl ListOffsetsRequest {
+    pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= 6;
+        out.put_i32(self.replica_id);
+        if version >= 2 {
+            out.put_i8(0); // isolation_level: read uncommitted
+        }
+        write_topics_v(out, flex, &self.topics, |o, p| {
+            o.put_i32(p.partition);
+            if version >= 4 {
+                o.put_i32(-1); // current_leader_epoch: unknown
+            }
+            o.put_i64(p.time);
+            if version == 0 {
+                o.put_i32(p.max_num_offsets);
+            }
+            o.put_tags(flex);
+        });
+        out.put_tags(flex);
+    }
+
+    pub fn decode_v(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let replica_id = r.i32("replica_id")?;
+        if version >= 2 {
+            // Without transactions read_committed and read_uncommitted see the same offsets.
+            r.i8("isolation_level")?;
+        }
+        let topics = read_topics(r, 12, |r| {
+            let partition = r.i32("partition")?;
+            if version >= 4 {
+                r.i32("current_leader_epoch")?;
+            }
+            let time = r.i64("timestamp")?;
+            let max_num_offsets = if version == 0 {
+                r.i32("max_num_offsets")?
+            } else {
+                1
+            };
+            r.tags()?;
+            Ok(OffsetsPartition {
+                partition,
+                time,
+                max_num_offsets,
+            })
+        })?;
+        r.tags()?;
+        Ok(ListOffsetsRequest { replica_id, topics })
+    }
+}
+
 impl Encode for ListOffsetsRequest {
     fn encode(&self, out: &mut Vec<u8>) {
-        out.put_i32(self.replica_id);
-        write_topics(out, &self.topics, |o, p| {
-            o.put_i32(p.partition);
-            o.put_i64(p.time);
-            o.put_i32(p.max_num_offsets);
-        });
+        self.encode_v(out, 0);
     }
 }
 
 impl<'a> Decode<'a> for ListOffsetsRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(ListOffsetsRequest {
-            replica_id: r.i32("replica_id")?,
-            topics: read_topics(r, 16, |r| {
-                Ok(OffsetsPartition {
-                    partition: r.i32("partition")?,
-                    time: r.i64("time")?,
-                    max_num_offsets: r.i32("max_num_offsets")?,
-                })
-            })?,
-        })
+        Self::decode_v(r, 0)
     }
 }
 
@@ -53,8 +93,12 @@ impl<'a> Decode<'a> for ListOffsetsRequest {
 pub struct OffsetsPartitionResponse {
     pub partition: i32,
     pub error_code: i16,
-    /// Descending.
+    /// v0: descending.
     pub offsets: Vec<i64>,
+    /// v1+: the timestamp of the message found (-1 for latest/earliest or none found).
+    pub timestamp: i64,
+    /// v1+: its offset, -1 when none.
+    pub offset: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,57 +106,153 @@ pub struct ListOffsetsResponse {
     pub topics: Vec<(String, Vec<OffsetsPartitionResponse>)>,
 }
 
-impl Encode for ListOffsetsResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
-        write_topics(out, &self.topics, |o, p| {
+impl ListOffsetsResponse {
+    pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= 6;
+        if version >= 2 {
+            out.put_i32(0); // throttle_time_ms
+        }
+        write_topics_v(out, flex, &self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i16(p.error_code);
-            write_array(o, &p.offsets, |o, x| o.put_i64(*x));
+            if version == 0 {
+                o.put_len(false, Some(p.offsets.len()));
+                for x in &p.offsets {
+                    o.put_i64(*x);
+                }
+            } else {
+                o.put_i64(p.timestamp);
+                o.put_i64(p.offset);
+            }
+            if version >= 4 {
+                o.put_i32(-1); // leader_epoch: not tracked yet
+            }
+            o.put_tags(flex);
         });
+        out.put_tags(flex);
+    }
+
+    pub fn decode_v(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        if version >= 2 {
+            r.i32("throttle_time_ms")?;
+        }
+        let topics = read_topics(r, 10, |r| {
+            let partition = r.i32("partition")?;
+            let error_code = r.i16("error_code")?;
+            let (mut offsets, mut timestamp, mut offset) = (Vec::new(), -1, -1);
+            if version == 0 {
+                offsets = read_array(r, "offsets", 8, |r| r.i64("offset"))?;
+            } else {
+                timestamp = r.i64("timestamp")?;
+                offset = r.i64("offset")?;
+            }
+            if version >= 4 {
+                r.i32("leader_epoch")?;
+            }
+            r.tags()?;
+            Ok(OffsetsPartitionResponse {
+                partition,
+                error_code,
+                offsets,
+                timestamp,
+                offset,
+            })
+        })?;
+        r.tags()?;
+        Ok(ListOffsetsResponse { topics })
+    }
+}
+
+impl Encode for ListOffsetsResponse {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_v(out, 0);
     }
 }
 
 impl<'a> Decode<'a> for ListOffsetsResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(ListOffsetsResponse {
-            topics: read_topics(r, 10, |r| {
-                Ok(OffsetsPartitionResponse {
-                    partition: r.i32("partition")?,
-                    error_code: r.i16("error_code")?,
-                    offsets: read_array(r, "offsets", 8, |r| r.i64("offset"))?,
-                })
-            })?,
-        })
+        Self::decode_v(r, 0)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::round_trip;
+    use crate::protocol::round_trip_with;
 
     #[test]
-    fn round_trips() {
-        round_trip(&ListOffsetsRequest {
+    fn round_trips_at_every_version() {
+        for version in 0..=7 {
+            let flex = version >= 6;
+            let req = ListOffsetsRequest {
+                replica_id: -1,
+                topics: vec![(
+                    "t".into(),
+                    vec![OffsetsPartition {
+                        partition: 0,
+                        time: if version >= 7 {
+                            MAX_TIMESTAMP
+                        } else {
+                            EARLIEST_TIME
+                        },
+                        max_num_offsets: 1,
+                    }],
+                )],
+            };
+            round_trip_with(
+                &req,
+                |v, o| v.encode_v(o, version),
+                |r| {
+                    r.set_flexible(flex);
+                    ListOffsetsRequest::decode_v(r, version)
+                },
+            );
+            let v0 = version == 0;
+            let resp = ListOffsetsResponse {
+                topics: vec![(
+                    "t".into(),
+                    vec![OffsetsPartitionResponse {
+                        partition: 0,
+                        error_code: 0,
+                        offsets: if v0 { vec![10, 0] } else { Vec::new() },
+                        timestamp: if v0 { -1 } else { 1_700_000_000_000 },
+                        offset: if v0 { -1 } else { 10 },
+                    }],
+                )],
+            };
+            round_trip_with(
+                &resp,
+                |v, o| v.encode_v(o, version),
+                |r| {
+                    r.set_flexible(flex);
+                    ListOffsetsResponse::decode_v(r, version)
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn v6_request_matches_the_schema_byte_for_byte() {
+        // ListOffsetsRequest v6 from Kafka's ListOffsetsRequest.json: replica -1, isolation 0,
+        // compact topics (2 = one), "t", compact partitions (2), partition 3, current leader
+        // epoch -1, timestamp -1, partition tags, topic tags, top-level tags.
+        let req = ListOffsetsRequest {
             replica_id: -1,
             topics: vec![(
                 "t".into(),
                 vec![OffsetsPartition {
-                    partition: 0,
-                    time: EARLIEST_TIME,
+                    partition: 3,
+                    time: LATEST_TIME,
                     max_num_offsets: 1,
                 }],
             )],
-        });
-        round_trip(&ListOffsetsResponse {
-            topics: vec![(
-                "t".into(),
-                vec![OffsetsPartitionResponse {
-                    partition: 0,
-                    error_code: 0,
-                    offsets: vec![10, 0],
-                }],
-            )],
-        });
+        };
+        let mut buf = Vec::new();
+        req.encode_v(&mut buf, 6);
+        let mut want = vec![0xff, 0xff, 0xff, 0xff, 0, 2, 2, b't', 2, 0, 0, 0, 3];
+        want.extend_from_slice(&[0xff; 4]);
+        want.extend_from_slice(&[0xff; 8]);
+        want.extend_from_slice(&[0, 0, 0]);
+        assert_eq!(buf, want);
     }
 }

@@ -1,5 +1,11 @@
 //! Big-endian primitives of the Kafka wire format, read from a borrowed buffer.
 //!
+//! A `Reader` is either classic or *flexible* (KIP-482, the request bodies of flexible
+//! versions): a flexible reader reads STRING, BYTES and ARRAY lengths as unsigned varints
+//! holding length + 1 (0 is null), and `tags` reads a tagged-field buffer where a classic
+//! reader reads nothing. Decoders are written once per API and call the same methods in both
+//! modes, so a layout reads like its schema. Writers take the mode as an argument (`flex`).
+//!
 //! Every read checks the bytes present first, so a truncated or inconsistent frame becomes a
 //! `DecodeError` and never a panic or an out-of-bounds slice. Array counts are checked against
 //! the bytes that remain (each element needs at least `min_elem` bytes), so a hostile count
@@ -38,11 +44,28 @@ pub type DecodeResult<T> = Result<T, DecodeError>;
 pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    flexible: bool,
 }
+
+/// Largest number of tagged fields accepted in one buffer: Kafka's schemas define a handful.
+const MAX_TAGS: usize = 64;
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
+        Reader {
+            buf,
+            pos: 0,
+            flexible: false,
+        }
+    }
+
+    /// Switches between the classic and the flexible encoding (a body of a flexible version).
+    pub fn set_flexible(&mut self, on: bool) {
+        self.flexible = on;
+    }
+
+    pub fn is_flexible(&self) -> bool {
+        self.flexible
     }
 
     pub fn position(&self) -> usize {
@@ -62,10 +85,9 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    /// The next int32 without consuming it (a nullable array's count), if four bytes remain.
-    pub fn peek_i32(&self) -> Option<i32> {
-        let b = self.buf.get(self.pos..self.pos + 4)?;
-        Some(BigEndian::read_i32(b))
+    /// The next `n` bytes, borrowed.
+    pub fn bytes_exact(&mut self, n: usize, field: &'static str) -> DecodeResult<&'a [u8]> {
+        self.take(n, field)
     }
 
     pub fn i8(&mut self, field: &'static str) -> DecodeResult<i8> {
@@ -94,14 +116,10 @@ impl<'a> Reader<'a> {
 
     /// STRING: int16 length, -1 for null.
     pub fn nullable_string(&mut self, field: &'static str) -> DecodeResult<Option<&'a str>> {
-        let len = self.i16(field)?;
-        if len == -1 {
+        let Some(len) = self.length(field, false)? else {
             return Ok(None);
-        }
-        if len < 0 {
-            return Err(DecodeError::Invalid(field));
-        }
-        let bytes = self.take(len as usize, field)?;
+        };
+        let bytes = self.take(len, field)?;
         std::str::from_utf8(bytes)
             .map(Some)
             .map_err(|_| DecodeError::Invalid(field))
@@ -115,39 +133,120 @@ impl<'a> Reader<'a> {
 
     /// BYTES: int32 length, -1 for null.
     pub fn nullable_bytes(&mut self, field: &'static str) -> DecodeResult<Option<&'a [u8]>> {
-        let len = self.i32(field)?;
-        if len == -1 {
-            return Ok(None);
+        match self.length(field, true)? {
+            None => Ok(None),
+            Some(len) => self.take(len, field).map(Some),
         }
-        if len < 0 {
-            return Err(DecodeError::Invalid(field));
+    }
+
+    /// A length prefix: int16 (`wide` false) or int32, -1 null; in flexible mode an unsigned
+    /// varint of length + 1, 0 null. Other negative lengths are invalid.
+    fn length(&mut self, field: &'static str, wide: bool) -> DecodeResult<Option<usize>> {
+        let n = if self.flexible {
+            i64::from(self.uvarint(field)?) - 1
+        } else if wide {
+            i64::from(self.i32(field)?)
+        } else {
+            i64::from(self.i16(field)?)
+        };
+        match n {
+            -1 => Ok(None),
+            n if n < 0 => Err(DecodeError::Invalid(field)),
+            n => Ok(Some(n as usize)),
         }
-        self.take(len as usize, field).map(Some)
+    }
+
+    /// UNSIGNED_VARINT: at most 5 bytes, 7 bits each, low group first.
+    pub fn uvarint(&mut self, field: &'static str) -> DecodeResult<u32> {
+        let mut v: u32 = 0;
+        for i in 0..5 {
+            let b = self.take(1, field)?[0];
+            if i == 4 && b > 0x0f {
+                return Err(DecodeError::Invalid(field));
+            }
+            v |= u32::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(DecodeError::Invalid(field))
+    }
+
+    /// VARINT: a zig-zag encoded int32.
+    pub fn varint(&mut self, field: &'static str) -> DecodeResult<i32> {
+        let u = self.uvarint(field)?;
+        Ok(((u >> 1) as i32) ^ -((u & 1) as i32))
+    }
+
+    /// VARLONG: a zig-zag encoded int64, at most 10 bytes.
+    pub fn varlong(&mut self, field: &'static str) -> DecodeResult<i64> {
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let b = self.take(1, field)?[0];
+            if i == 9 && b > 0x01 {
+                return Err(DecodeError::Invalid(field));
+            }
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(((v >> 1) as i64) ^ -((v & 1) as i64));
+            }
+        }
+        Err(DecodeError::Invalid(field))
+    }
+
+    /// A tagged-field buffer (flexible mode only; nothing in classic mode). gregor reads no
+    /// tagged field of a request yet, so each one is checked for size and skipped, as the
+    /// schemas allow for tags a receiver does not know.
+    pub fn tags(&mut self) -> DecodeResult<()> {
+        if !self.flexible {
+            return Ok(());
+        }
+        let n = self.uvarint("tagged_fields")? as usize;
+        if n > MAX_TAGS {
+            return Err(DecodeError::Invalid("tagged_fields"));
+        }
+        for _ in 0..n {
+            self.uvarint("tag")?;
+            let size = self.uvarint("tag size")? as usize;
+            self.take(size, "tag value")?;
+        }
+        Ok(())
     }
 
     /// A size-prefixed blob (a message set): the bytes and their offset in the frame, so that a
     /// handler can rewrite offsets in place without copying.
+    /// Null is refused in classic mode (0.8 clients never send it) and read as empty in
+    /// flexible mode, where the schema makes RECORDS nullable.
     pub fn sized_region(&mut self, field: &'static str) -> DecodeResult<std::ops::Range<usize>> {
-        let len = self.i32(field)?;
-        if len < 0 {
-            return Err(DecodeError::Invalid(field));
-        }
+        let len = match self.length(field, true)? {
+            Some(len) => len,
+            None if self.flexible => 0,
+            None => return Err(DecodeError::Invalid(field)),
+        };
         let start = self.pos;
-        self.take(len as usize, field)?;
+        self.take(len, field)?;
         Ok(start..self.pos)
     }
 
     /// ARRAY count, checked against the bytes left: each element needs `min_elem` bytes.
     pub fn array_len(&mut self, field: &'static str, min_elem: usize) -> DecodeResult<usize> {
-        let n = self.i32(field)?;
-        if n < 0 {
-            return Err(DecodeError::Invalid(field));
-        }
-        let n = n as usize;
+        self.nullable_array_len(field, min_elem)?
+            .ok_or(DecodeError::Invalid(field))
+    }
+
+    /// A nullable ARRAY's count: `None` for null.
+    pub fn nullable_array_len(
+        &mut self,
+        field: &'static str,
+        min_elem: usize,
+    ) -> DecodeResult<Option<usize>> {
+        let Some(n) = self.length(field, true)? else {
+            return Ok(None);
+        };
         if n.saturating_mul(min_elem.max(1)) > self.remaining() {
             return Err(DecodeError::Truncated(field));
         }
-        Ok(n)
+        Ok(Some(n))
     }
 
     pub fn i32_array(&mut self, field: &'static str) -> DecodeResult<Vec<i32>> {
@@ -187,6 +286,22 @@ pub trait Writer {
     fn reserve_size(&mut self) -> usize;
     /// Writes the number of bytes after the int32 at `at` into it.
     fn patch_size(&mut self, at: usize);
+    fn put_uvarint(&mut self, v: u32);
+    fn put_varint(&mut self, v: i32);
+    fn put_varlong(&mut self, v: i64);
+    /// STRING, or COMPACT_STRING when `flex`.
+    fn put_str(&mut self, flex: bool, s: &str);
+    /// NULLABLE_STRING, or COMPACT_NULLABLE_STRING when `flex`.
+    fn put_nstr(&mut self, flex: bool, s: Option<&str>);
+    /// An ARRAY count, or a COMPACT_ARRAY one (n + 1) when `flex`; `None` is null.
+    fn put_len(&mut self, flex: bool, n: Option<usize>);
+    /// BYTES (nullable), or COMPACT_BYTES when `flex`.
+    fn put_bytes(&mut self, flex: bool, b: Option<&[u8]>);
+    /// An empty tagged-field buffer when `flex`; nothing otherwise.
+    fn put_tags(&mut self, flex: bool);
+    /// Inserts at `at` the COMPACT length prefix of the `len` bytes written after it (a
+    /// flexible fetch's records, whose size is known once they are read).
+    fn insert_compact_len(&mut self, at: usize);
 }
 
 impl Writer for Vec<u8> {
@@ -241,6 +356,63 @@ impl Writer for Vec<u8> {
         let n = (self.len() - at - 4) as i32;
         BigEndian::write_i32(&mut self[at..at + 4], n);
     }
+    fn put_uvarint(&mut self, mut v: u32) {
+        while v >= 0x80 {
+            self.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.push(v as u8);
+    }
+    fn put_varint(&mut self, v: i32) {
+        self.put_uvarint(((v << 1) ^ (v >> 31)) as u32);
+    }
+    fn put_varlong(&mut self, v: i64) {
+        let mut u = ((v << 1) ^ (v >> 63)) as u64;
+        while u >= 0x80 {
+            self.push((u as u8) | 0x80);
+            u >>= 7;
+        }
+        self.push(u as u8);
+    }
+    fn put_str(&mut self, flex: bool, s: &str) {
+        self.put_nstr(flex, Some(s));
+    }
+    fn put_nstr(&mut self, flex: bool, s: Option<&str>) {
+        match (flex, s) {
+            (false, s) => self.put_nullable_string(s),
+            (true, None) => self.put_uvarint(0),
+            (true, Some(s)) => {
+                self.put_uvarint(s.len() as u32 + 1);
+                self.extend_from_slice(s.as_bytes());
+            }
+        }
+    }
+    fn put_len(&mut self, flex: bool, n: Option<usize>) {
+        match (flex, n) {
+            (false, n) => self.put_i32(n.map_or(-1, |n| n as i32)),
+            (true, n) => self.put_uvarint(n.map_or(0, |n| n as u32 + 1)),
+        }
+    }
+    fn put_bytes(&mut self, flex: bool, b: Option<&[u8]>) {
+        match (flex, b) {
+            (false, b) => self.put_nullable_bytes(b),
+            (true, None) => self.put_uvarint(0),
+            (true, Some(b)) => {
+                self.put_uvarint(b.len() as u32 + 1);
+                self.extend_from_slice(b);
+            }
+        }
+    }
+    fn put_tags(&mut self, flex: bool) {
+        if flex {
+            self.push(0);
+        }
+    }
+    fn insert_compact_len(&mut self, at: usize) {
+        let mut prefix = Vec::with_capacity(5);
+        prefix.put_uvarint((self.len() - at) as u32 + 1);
+        self.splice(at..at, prefix);
+    }
 }
 
 #[cfg(test)]
@@ -256,6 +428,76 @@ mod tests {
         assert_eq!(r.string("s").unwrap(), "abc");
         assert_eq!(r.nullable_string("s").unwrap(), None);
         r.finish().unwrap();
+    }
+
+    #[test]
+    fn varints_match_the_protocol_guide_and_refuse_overflow() {
+        // Zig-zag examples of the Kafka protocol guide and protobuf.
+        for (v, bytes) in [
+            (0i32, &[0x00u8][..]),
+            (-1, &[0x01]),
+            (1, &[0x02]),
+            (-64, &[0x7f]),
+            (64, &[0x80, 0x01]),
+            (i32::MAX, &[0xfe, 0xff, 0xff, 0xff, 0x0f]),
+            (i32::MIN, &[0xff, 0xff, 0xff, 0xff, 0x0f]),
+        ] {
+            let mut b = Vec::new();
+            b.put_varint(v);
+            assert_eq!(b, bytes, "{v}");
+            assert_eq!(Reader::new(bytes).varint("v").unwrap(), v);
+        }
+        // A sixth byte, or bits above 32 in the fifth, is an overflow.
+        let over = [0xff, 0xff, 0xff, 0xff, 0x1f];
+        assert_eq!(
+            Reader::new(&over).uvarint("v"),
+            Err(DecodeError::Invalid("v"))
+        );
+        let long = [0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
+        assert_eq!(
+            Reader::new(&long).uvarint("v"),
+            Err(DecodeError::Invalid("v"))
+        );
+        let mut b = Vec::new();
+        b.put_varlong(i64::MIN);
+        assert_eq!(b.len(), 10);
+        assert_eq!(Reader::new(&b).varlong("v").unwrap(), i64::MIN);
+        assert!(Reader::new(&[0xff; 10]).varlong("v").is_err());
+    }
+
+    #[test]
+    fn compact_types_and_tags() {
+        let mut b = Vec::new();
+        b.put_str(true, "abc");
+        b.put_nstr(true, None);
+        b.put_len(true, Some(2));
+        b.put_bytes(true, Some(b"xy"));
+        // A tag buffer with one unknown tag (7) of two bytes, which is skipped.
+        b.extend_from_slice(&[1, 7, 2, 0xaa, 0xbb]);
+        assert_eq!(b[..4], [4, b'a', b'b', b'c']);
+        let mut r = Reader::new(&b);
+        r.set_flexible(true);
+        assert_eq!(r.string("s").unwrap(), "abc");
+        assert_eq!(r.nullable_string("s").unwrap(), None);
+        assert_eq!(r.array_len("a", 0).unwrap(), 2);
+        assert_eq!(r.nullable_bytes("b").unwrap(), Some(&b"xy"[..]));
+        r.tags().unwrap();
+        r.finish().unwrap();
+        // A compact null where an array is required is invalid.
+        let mut r = Reader::new(&[0]);
+        r.set_flexible(true);
+        assert_eq!(r.array_len("a", 0), Err(DecodeError::Invalid("a")));
+    }
+
+    #[test]
+    fn compact_length_is_inserted_before_its_bytes() {
+        let mut b = vec![9u8];
+        b.extend_from_slice(&[7u8; 200]);
+        b.insert_compact_len(1);
+        assert_eq!(b[..3], [9, 0xc9, 0x01]);
+        let mut r = Reader::new(&b[1..]);
+        r.set_flexible(true);
+        assert_eq!(r.nullable_bytes("b").unwrap().unwrap().len(), 200);
     }
 
     #[test]

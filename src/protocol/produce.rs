@@ -1,56 +1,86 @@
-//! Produce (key 0) v0.
+//! Produce (key 0) v0–v9; v9 is flexible.
 //!
-//! The request decoder does not copy message sets: each partition entry records where its set
-//! lies in the frame, so the broker can validate it and write offsets into it in place.
+//! The request decoder does not copy record sets: each partition entry records where its set
+//! lies in the frame, so the broker can validate it and write offsets into it in place. v3 and
+//! later carry format v2 batches, earlier versions magic 0/1 message sets (the broker checks
+//! which, `handle_produce`).
 
 use std::ops::Range;
 
-use super::{Decode, DecodeResult, Encode, Reader, Writer, read_topics, write_array, write_topics};
+use super::{DecodeResult, Reader, Writer, read_topics, write_topics_v};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducePartition {
     pub partition: i32,
-    /// Where this partition's message set lies in the buffer the request was decoded from.
+    /// Where this partition's record set lies in the buffer the request was decoded from.
     pub set: Range<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceRequest {
+    /// v3+: set only by a transactional producer.
+    pub transactional_id: Option<String>,
     pub acks: i16,
     pub timeout_ms: i32,
     pub topics: Vec<(String, Vec<ProducePartition>)>,
 }
 
-impl<'a> Decode<'a> for ProduceRequest {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+impl ProduceRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let transactional_id = if version >= 3 {
+            r.nullable_string("transactional_id")?.map(str::to_owned)
+        } else {
+            None
+        };
+        let acks = r.i16("acks")?;
+        let timeout_ms = r.i32("timeout_ms")?;
+        let topics = read_topics(r, 8, |r| {
+            let p = ProducePartition {
+                partition: r.i32("partition")?,
+                set: r.sized_region("records")?,
+            };
+            r.tags()?;
+            Ok(p)
+        })?;
+        r.tags()?;
         Ok(ProduceRequest {
-            acks: r.i16("acks")?,
-            timeout_ms: r.i32("timeout_ms")?,
-            topics: read_topics(r, 8, |r| {
-                Ok(ProducePartition {
-                    partition: r.i32("partition")?,
-                    set: r.sized_region("message_set")?,
-                })
-            })?,
+            transactional_id,
+            acks,
+            timeout_ms,
+            topics,
         })
     }
 }
 
-/// A topic's partitions with their message sets, as a client sends them.
+/// A topic's partitions with their record sets, as a client sends them.
 pub type TopicSets<'a> = (&'a str, Vec<(i32, &'a [u8])>);
 
-/// Writes a produce request body from borrowed message sets (the client side).
-pub fn encode_request(out: &mut Vec<u8>, acks: i16, timeout_ms: i32, topics: &[TopicSets<'_>]) {
+/// Writes a produce request body at `version` from borrowed record sets (the client side).
+pub fn encode_request(
+    out: &mut Vec<u8>,
+    version: i16,
+    acks: i16,
+    timeout_ms: i32,
+    topics: &[TopicSets<'_>],
+) {
+    let flex = version >= 9;
+    if version >= 3 {
+        out.put_nstr(flex, None);
+    }
     out.put_i16(acks);
     out.put_i32(timeout_ms);
-    write_array(out, topics, |o, (t, parts)| {
-        o.put_string(t);
-        write_array(o, parts, |o, (p, set)| {
-            o.put_i32(*p);
-            o.put_i32(set.len() as i32);
-            o.extend_from_slice(set);
-        });
-    });
+    out.put_len(flex, Some(topics.len()));
+    for (t, parts) in topics {
+        out.put_str(flex, t);
+        out.put_len(flex, Some(parts.len()));
+        for (p, set) in parts {
+            out.put_i32(*p);
+            out.put_bytes(flex, Some(set));
+            out.put_tags(flex);
+        }
+        out.put_tags(flex);
+    }
+    out.put_tags(flex);
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +89,12 @@ pub struct ProducePartitionResponse {
     pub error_code: i16,
     /// Offset of the first message appended; -1 on error.
     pub base_offset: i64,
+    /// v2+: the broker's append time when the topic uses LogAppendTime, else -1.
+    pub log_append_time_ms: i64,
+    /// v5+.
+    pub log_start_offset: i64,
+    /// v8+: what went wrong, for a person to read.
+    pub error_message: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,59 +102,152 @@ pub struct ProduceResponse {
     pub topics: Vec<(String, Vec<ProducePartitionResponse>)>,
 }
 
-impl Encode for ProduceResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
-        write_topics(out, &self.topics, |o, p| {
+impl ProduceResponse {
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= 9;
+        write_topics_v(out, flex, &self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i16(p.error_code);
             o.put_i64(p.base_offset);
+            if version >= 2 {
+                o.put_i64(p.log_append_time_ms);
+            }
+            if version >= 5 {
+                o.put_i64(p.log_start_offset);
+            }
+            if version >= 8 {
+                o.put_len(flex, Some(0)); // record_errors: none singled out
+                o.put_nstr(flex, p.error_message.as_deref());
+            }
+            o.put_tags(flex);
         });
+        if version >= 1 {
+            out.put_i32(0); // throttle_time_ms: gregor does not throttle
+        }
+        out.put_tags(flex);
     }
-}
 
-impl<'a> Decode<'a> for ProduceResponse {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(ProduceResponse {
-            topics: read_topics(r, 14, |r| {
-                Ok(ProducePartitionResponse {
-                    partition: r.i32("partition")?,
-                    error_code: r.i16("error_code")?,
-                    base_offset: r.i64("base_offset")?,
-                })
-            })?,
-        })
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let topics = read_topics(r, 14, |r| {
+            let partition = r.i32("partition")?;
+            let error_code = r.i16("error_code")?;
+            let base_offset = r.i64("base_offset")?;
+            let log_append_time_ms = if version >= 2 {
+                r.i64("log_append_time")?
+            } else {
+                -1
+            };
+            let log_start_offset = if version >= 5 {
+                r.i64("log_start_offset")?
+            } else {
+                -1
+            };
+            let mut error_message = None;
+            if version >= 8 {
+                let n = r.array_len("record_errors", 3)?;
+                for _ in 0..n {
+                    r.i32("batch_index")?;
+                    r.nullable_string("batch_index_error_message")?;
+                    r.tags()?;
+                }
+                error_message = r.nullable_string("error_message")?.map(str::to_owned);
+            }
+            r.tags()?;
+            Ok(ProducePartitionResponse {
+                partition,
+                error_code,
+                base_offset,
+                log_append_time_ms,
+                log_start_offset,
+                error_message,
+            })
+        })?;
+        if version >= 1 {
+            r.i32("throttle_time_ms")?;
+        }
+        r.tags()?;
+        Ok(ProduceResponse { topics })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{decode_all, round_trip};
+    use crate::protocol::round_trip_with;
 
     #[test]
-    fn request_records_set_ranges() {
-        let mut buf = Vec::new();
-        encode_request(&mut buf, -1, 500, &[("t", vec![(3, &b"xyz"[..])])]);
-        let req: ProduceRequest = decode_all(&buf).unwrap();
-        assert_eq!(req.acks, -1);
-        let p = &req.topics[0].1[0];
-        assert_eq!((p.partition, &buf[p.set.clone()]), (3, &b"xyz"[..]));
-        for cut in 0..buf.len() {
-            assert!(decode_all::<ProduceRequest>(&buf[..cut]).is_err());
+    fn request_records_set_ranges_at_every_version() {
+        for version in 0..=9 {
+            let mut buf = Vec::new();
+            encode_request(&mut buf, version, -1, 500, &[("t", vec![(3, &b"xyz"[..])])]);
+            let dec = |buf: &[u8]| {
+                let mut r = Reader::new(buf);
+                r.set_flexible(version >= 9);
+                ProduceRequest::decode(&mut r, version).and_then(|q| r.finish().map(|_| q))
+            };
+            let req = dec(&buf).unwrap();
+            assert_eq!((req.acks, req.transactional_id.as_deref()), (-1, None));
+            let p = &req.topics[0].1[0];
+            assert_eq!((p.partition, &buf[p.set.clone()]), (3, &b"xyz"[..]));
+            for cut in 0..buf.len() {
+                assert!(dec(&buf[..cut]).is_err(), "v{version} prefix {cut}");
+            }
         }
     }
 
     #[test]
-    fn response_round_trips() {
-        round_trip(&ProduceResponse {
+    fn response_round_trips_at_every_version() {
+        for version in 0..=9 {
+            let resp = ProduceResponse {
+                topics: vec![(
+                    "t".into(),
+                    vec![ProducePartitionResponse {
+                        partition: 0,
+                        error_code: 0,
+                        base_offset: 42,
+                        log_append_time_ms: if version >= 2 { 1_700_000_000_000 } else { -1 },
+                        log_start_offset: if version >= 5 { 7 } else { -1 },
+                        error_message: (version >= 8).then(|| "why".to_owned()),
+                    }],
+                )],
+            };
+            round_trip_with(
+                &resp,
+                |v, o| v.encode(o, version),
+                |r| {
+                    r.set_flexible(version >= 9);
+                    ProduceResponse::decode(r, version)
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn v9_response_matches_the_schema_byte_for_byte() {
+        // ProduceResponse v9 from Kafka's ProduceResponse.json: compact topic array (2 = one),
+        // compact name "t", compact partitions (2), index 0, error 0, base offset 5,
+        // log_append_time -1, log_start_offset 0, record_errors empty (1), error_message null
+        // (0), partition tags, topic tags, throttle 0, top-level tags.
+        let resp = ProduceResponse {
             topics: vec![(
                 "t".into(),
                 vec![ProducePartitionResponse {
                     partition: 0,
                     error_code: 0,
-                    base_offset: 42,
+                    base_offset: 5,
+                    log_append_time_ms: -1,
+                    log_start_offset: 0,
+                    error_message: None,
                 }],
             )],
-        });
+        };
+        let mut buf = Vec::new();
+        resp.encode(&mut buf, 9);
+        let mut want = vec![2, 2, b't', 2, 0, 0, 0, 0, 0, 0];
+        want.extend_from_slice(&5i64.to_be_bytes());
+        want.extend_from_slice(&(-1i64).to_be_bytes());
+        want.extend_from_slice(&0i64.to_be_bytes());
+        want.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(buf, want);
     }
 }

@@ -4,6 +4,7 @@
 pub mod client;
 pub mod election;
 pub mod groups;
+pub mod ids;
 pub mod kafka_groups;
 pub mod paths;
 

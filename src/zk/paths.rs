@@ -48,6 +48,9 @@ pub struct BrokerRegistration {
 pub struct TopicAssignment {
     pub version: i32,
     pub partitions: BTreeMap<String, Vec<i32>>,
+    /// The topic's UUID (`ids::topic_id`), as Kafka keeps it in this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_id: Option<String>,
 }
 
 /// `/brokers/topics/[topic]/[partition]/leaderAndISR`.
@@ -173,13 +176,14 @@ pub fn topic_assignment(zk: &ZkClient, topic: &str) -> ZkResult<Option<BTreeMap<
 }
 
 /// The JSON body of `/brokers/topics/[topic]` for an assignment.
-fn assignment_json(assignment: &BTreeMap<i32, Vec<i32>>) -> Vec<u8> {
+fn assignment_json(assignment: &BTreeMap<i32, Vec<i32>>, topic_id: Option<String>) -> Vec<u8> {
     to_json(&TopicAssignment {
         version: 1,
         partitions: assignment
             .iter()
             .map(|(p, r)| (p.to_string(), r.clone()))
             .collect(),
+        topic_id,
     })
 }
 
@@ -189,7 +193,8 @@ pub fn create_topic(
     topic: &str,
     assignment: &BTreeMap<i32, Vec<i32>>,
 ) -> ZkResult<()> {
-    zk.create_persistent(&topic_path(topic), assignment_json(assignment))
+    let id = Some(super::ids::new_id());
+    zk.create_persistent(&topic_path(topic), assignment_json(assignment, id))
 }
 
 /// The leader and ISR of a partition with the zk version of the node.
@@ -343,14 +348,23 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(zk: &ZkClient, path: &str) -> ZkR
     }
 }
 
-/// Replaces a topic's whole assignment (reassignment).
+/// Replaces a topic's whole assignment (reassignment, added partitions), keeping its id. The
+/// write is conditional on the node read, so an id given concurrently is not lost.
 pub fn write_topic_assignment(
     zk: &ZkClient,
     topic: &str,
     assignment: &BTreeMap<i32, Vec<i32>>,
 ) -> ZkResult<()> {
-    zk.set_data(&topic_path(topic), assignment_json(assignment), None)
-        .map(|_| ())
+    let path = topic_path(topic);
+    loop {
+        let (data, stat) = zk.get_data(&path)?;
+        let id = from_json::<TopicAssignment>(&path, &data)?.topic_id;
+        match zk.set_data(&path, assignment_json(assignment, id), Some(stat.version)) {
+            Ok(_) => return Ok(()),
+            Err(ZkError::BadVersion) => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
-use gregor::protocol::message::decode_deep;
+use gregor::protocol::records::decode_deep;
 
 use crate::common::Client;
 use crate::env::{Env, PARTITIONS, TOPIC};

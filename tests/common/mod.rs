@@ -22,13 +22,13 @@ use std::time::{Duration, Instant};
 use gregor::broker::Broker;
 use gregor::config::BrokerConfig;
 use gregor::network::BlockingChannel;
+use gregor::protocol::BrokerInfo;
 use gregor::protocol::controller::*;
-use gregor::protocol::fetch::*;
+use gregor::protocol::fetch::{self, *};
 use gregor::protocol::message;
 use gregor::protocol::metadata::*;
 use gregor::protocol::offsets::*;
 use gregor::protocol::produce::*;
-use gregor::protocol::{BrokerInfo, decode_all};
 use parking_lot::Mutex;
 
 /// ZooKeeper session timeout for brokers in tests: short, so expiry tests are quick.
@@ -331,11 +331,12 @@ pub fn message_set(values: &[&[u8]]) -> Vec<u8> {
     set
 }
 
-/// (offset, value) of every complete message in a fetched set.
+/// (offset, value) of every complete message in a fetched set, in any format.
 pub fn values(set: &[u8]) -> Vec<(i64, Vec<u8>)> {
-    message::iter(set)
-        .map(|m| m.unwrap())
-        .map(|m| (m.offset, m.value.unwrap_or_default().to_vec()))
+    gregor::protocol::records::decode_deep(set)
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.offset, m.value.unwrap_or_default()))
         .collect()
 }
 
@@ -356,10 +357,13 @@ impl Client {
     /// The error code of an empty acks=1 produce, `None` on a network failure: "does this broker
     /// lead the partition and serve?"
     pub fn try_produce_empty(&mut self, topic: &str, partition: i32) -> Option<i16> {
-        let body =
-            |b: &mut Vec<u8>| encode_request(b, 1, 10_000, &[(topic, vec![(partition, &[][..])])]);
-        let raw = self.chan.round_trip_raw(0, 0, &body).ok()?;
-        let resp: ProduceResponse = decode_all(&raw).ok()?;
+        let body = |b: &mut Vec<u8>| {
+            encode_request(b, 0, 1, 10_000, &[(topic, vec![(partition, &[][..])])])
+        };
+        let resp = self
+            .chan
+            .call(0, 0, &body, |r| ProduceResponse::decode(r, 0))
+            .ok()?;
         resp.topics.first()?.1.first().map(|p| p.error_code)
     }
 
@@ -434,7 +438,8 @@ impl Client {
 
     pub fn metadata(&mut self, topics: &[&str]) -> MetadataResponse {
         let req = MetadataRequest {
-            topics: topics.iter().map(|t| t.to_string()).collect(),
+            topics: (!topics.is_empty()).then(|| topics.iter().map(|t| t.to_string()).collect()),
+            allow_auto_topic_creation: true,
         };
         self.chan.request(3, &req).unwrap()
     }
@@ -457,16 +462,38 @@ impl Client {
         partition: i32,
         set: &[u8],
     ) -> (i16, i64) {
-        let body =
-            |b: &mut Vec<u8>| encode_request(b, acks, 10_000, &[(topic, vec![(partition, set)])]);
-        if acks == 0 {
-            self.chan.send_only(0, 0, &body).unwrap();
-            return (0, -1);
-        }
-        let raw = self.chan.round_trip_raw(0, 0, &body).unwrap();
-        let resp: ProduceResponse = decode_all(&raw).unwrap();
-        let p = &resp.topics[0].1[0];
+        let p = self.produce_v(0, acks, topic, partition, set);
         (p.error_code, p.base_offset)
+    }
+
+    /// Produces one record set with Produce `version`; the partition's answer.
+    pub fn produce_v(
+        &mut self,
+        version: i16,
+        acks: i16,
+        topic: &str,
+        partition: i32,
+        set: &[u8],
+    ) -> ProducePartitionResponse {
+        let body = |b: &mut Vec<u8>| {
+            encode_request(b, version, acks, 10_000, &[(topic, vec![(partition, set)])])
+        };
+        if acks == 0 {
+            self.chan.send_only(0, version, &body).unwrap();
+            return ProducePartitionResponse {
+                partition,
+                error_code: 0,
+                base_offset: -1,
+                log_append_time_ms: -1,
+                log_start_offset: -1,
+                error_message: None,
+            };
+        }
+        let resp = self
+            .chan
+            .call(0, version, &body, |r| ProduceResponse::decode(r, version))
+            .unwrap();
+        resp.topics[0].1[0].clone()
     }
 
     pub fn fetch_as(
@@ -477,20 +504,41 @@ impl Client {
         offset: i64,
         max_wait_ms: i32,
     ) -> FetchPartitionResponse {
-        let req = FetchRequest {
+        self.fetch_v(
+            fetch::CLIENT_VERSION,
+            replica_id,
+            topic,
+            partition,
+            offset,
+            max_wait_ms,
+        )
+    }
+
+    /// One partition's answer to a Fetch at `version`.
+    pub fn fetch_v(
+        &mut self,
+        version: i16,
+        replica_id: i32,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+    ) -> FetchPartitionResponse {
+        let req = FetchRequest::new(
             replica_id,
             max_wait_ms,
-            min_bytes: 1,
-            topics: vec![(
+            1,
+            vec![(
                 topic.into(),
-                vec![FetchPartition {
-                    partition,
-                    fetch_offset: offset,
-                    max_bytes: 1 << 20,
-                }],
+                vec![FetchPartition::new(partition, offset, 1 << 20)],
             )],
-        };
-        let resp: FetchResponse = self.chan.request(1, &req).unwrap();
+        );
+        let resp = self
+            .chan
+            .call(1, version, &|b| req.encode(b, version), |r| {
+                FetchResponse::decode(r, version)
+            })
+            .unwrap();
         resp.topics
             .into_iter()
             .next()

@@ -17,9 +17,9 @@ use super::{Batch, Shared};
 use crate::client::metadata::{fetch_metadata, list_offset};
 use crate::network::BlockingChannel;
 use crate::protocol::ErrorCode;
-use crate::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
+use crate::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
 use crate::protocol::header::FETCH;
-use crate::protocol::message::decode_deep;
+use crate::protocol::records::decode_deep;
 
 type Tp = (Arc<str>, i32);
 
@@ -216,23 +216,24 @@ fn fetch_once(
     }
     let mut by_topic: Vec<(String, Vec<FetchPartition>)> = Vec::new();
     for ((t, p), offset) in parts.iter() {
-        let fp = FetchPartition {
-            partition: *p,
-            fetch_offset: *offset,
-            max_bytes: shared.config.fetch_max_bytes,
-        };
+        let fp = FetchPartition::new(*p, *offset, shared.config.fetch_max_bytes);
         match by_topic.iter_mut().find(|(x, _)| **x == **t) {
             Some((_, v)) => v.push(fp),
             None => by_topic.push((t.to_string(), vec![fp])),
         }
     }
-    let req = FetchRequest {
-        replica_id: -1,
-        max_wait_ms: shared.config.fetch_max_wait.as_millis() as i32,
-        min_bytes: 1,
-        topics: by_topic,
-    };
-    let resp: FetchResponse = chan.request(FETCH, &req).map_err(|e| e.to_string())?;
+    let req = FetchRequest::new(
+        -1,
+        shared.config.fetch_max_wait.as_millis() as i32,
+        1,
+        by_topic,
+    );
+    let v = fetch::CLIENT_VERSION;
+    let resp = chan
+        .call(FETCH, v, &|b| req.encode(b, v), |r| {
+            FetchResponse::decode(r, v)
+        })
+        .map_err(|e| e.to_string())?;
     let mut moved = Vec::new();
     for (topic, prs) in resp.topics {
         for pr in prs {

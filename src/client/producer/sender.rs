@@ -13,7 +13,21 @@ use crate::client::partitioner::partition_for_key;
 use crate::network::BlockingChannel;
 use crate::protocol::header::PRODUCE;
 use crate::protocol::produce::{ProduceResponse, TopicSets, encode_request};
-use crate::protocol::{ErrorCode, compression, decode_all, message};
+use crate::protocol::record_batch::{BatchBuilder, NewRecord};
+use crate::protocol::{ErrorCode, Reader, compression, message};
+
+fn record_batch(b: &Batch, codec: i8) -> Result<Vec<u8>, message::SetError> {
+    let mut builder = BatchBuilder::new();
+    for r in &b.records {
+        builder.push(&NewRecord {
+            timestamp: r.timestamp,
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+            headers: &[],
+        });
+    }
+    builder.finish(codec)
+}
 
 /// Batches bound for one partition, with the partition they are for.
 type PartitionBatches = Vec<((String, i32), Batch)>;
@@ -22,6 +36,8 @@ type PartitionBatches = Vec<((String, i32), Batch)>;
 struct Pending {
     key: Option<Vec<u8>>,
     value: Option<Vec<u8>>,
+    /// When `send` was called (CreateTime), in ms since the epoch.
+    timestamp: i64,
     done: Sender<Outcome>,
 }
 
@@ -128,7 +144,12 @@ impl SenderState {
                 }
                 let b = q.back_mut().expect("pushed above");
                 b.bytes += size;
-                b.records.push(Pending { key, value, done });
+                b.records.push(Pending {
+                    key,
+                    value,
+                    timestamp: now_ms(),
+                    done,
+                });
             }
         }
     }
@@ -239,18 +260,25 @@ impl SenderState {
             self.config.acks,
             self.config.request_timeout.as_millis() as i32,
         );
-        let body = |b: &mut Vec<u8>| encode_request(b, acks, timeout, &topics);
+        // The first Produce version of each format: v3 carries batches, v2 magic 1.
+        let version = match self.config.magic {
+            2 => 3,
+            1 => 2,
+            _ => 0,
+        };
+        let body = |b: &mut Vec<u8>| encode_request(b, version, acks, timeout, &topics);
         let result = self.connection(addr).and_then(|c| {
             if acks == 0 {
-                c.send_only(PRODUCE, 0, &body)
+                c.send_only(PRODUCE, version, &body)
                     .map(|_| None)
                     .map_err(|e| e.to_string())
             } else {
                 let raw = c
-                    .round_trip_raw(PRODUCE, 0, &body)
+                    .round_trip_raw(PRODUCE, version, &body)
                     .map_err(|e| e.to_string())?;
-                decode_all::<ProduceResponse>(&raw)
-                    .map(Some)
+                let mut r = Reader::new(&raw);
+                ProduceResponse::decode(&mut r, version)
+                    .and_then(|resp| r.finish().map(|_| Some(resp)))
                     .map_err(|e| e.to_string())
             }
         });
@@ -289,26 +317,36 @@ impl SenderState {
         }
     }
 
+    /// The batch as one record batch (format v2) or a magic 0/1 message set, compressed when
+    /// configured (a codec that fails falls back to none).
     fn encode(&self, b: &Batch) -> Vec<u8> {
-        let mut set = Vec::with_capacity(b.bytes + 12 * b.records.len());
+        let magic = self.config.magic;
+        let codec = self.config.compression.unwrap_or(0);
+        if magic == 2 {
+            return record_batch(b, codec).unwrap_or_else(|e| {
+                log::warn!("compression failed ({e:?}); sending the batch uncompressed");
+                record_batch(b, 0).expect("no codec cannot fail")
+            });
+        }
+        let mut set = Vec::with_capacity(b.bytes + 34 * b.records.len());
         for (i, r) in b.records.iter().enumerate() {
             message::encode_entry(
                 &mut set,
                 i as i64,
-                0,
-                -1,
+                magic,
+                r.timestamp,
                 r.key.as_deref(),
                 r.value.as_deref(),
             );
         }
-        match self
-            .config
-            .compression
-            .and_then(|c| compression::compress(c, &set).ok().map(|z| (c, z)))
+        match (codec != 0)
+            .then(|| compression::compress(codec, &set).ok())
+            .flatten()
         {
-            Some((codec, z)) => {
-                let mut w = Vec::with_capacity(z.len() + 26);
-                message::encode_entry_with_attributes(&mut w, 0, 0, codec, -1, None, Some(&z));
+            Some(z) => {
+                let mut w = Vec::with_capacity(z.len() + 34);
+                let ts = b.records.iter().map(|r| r.timestamp).max().unwrap_or(-1);
+                message::encode_entry_with_attributes(&mut w, 0, magic, codec, ts, None, Some(&z));
                 w
             }
             None => set,
@@ -382,4 +420,10 @@ fn complete(batch: Batch, partition: i32, base: i64) {
         let offset = if base < 0 { -1 } else { base + i as i64 };
         let _ = r.done.send(Ok(RecordMetadata { partition, offset }));
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
