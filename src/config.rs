@@ -54,6 +54,8 @@ pub struct BrokerConfig {
     /// One index entry per this many bytes of log.
     pub log_index_interval_bytes: u32,
     pub message_max_bytes: usize,
+    /// `producer.id.expiration.ms`: how long an idle idempotent producer's state is kept.
+    pub producer_id_expiration: Duration,
     /// `log.message.timestamp.type=LogAppendTime`: batches get the broker's clock as their
     /// timestamp (format v2; older formats keep the producer's). `CreateTime` by default.
     pub log_append_time: bool,
@@ -211,6 +213,7 @@ impl BrokerConfig {
             log_flush_interval: flush_ms.map(Duration::from_millis),
             log_index_interval_bytes: p.positive("log.index.interval.bytes", 4096)?,
             message_max_bytes: p.positive("message.max.bytes", 1_000_012)?,
+            producer_id_expiration: p.millis("producer.id.expiration.ms", 86_400_000)?,
             log_append_time: match p.take("log.message.timestamp.type").as_deref() {
                 None | Some("CreateTime") => false,
                 Some("LogAppendTime") => true,

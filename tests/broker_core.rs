@@ -15,17 +15,6 @@ use gregor::zk::{ZkClient, paths};
 const E_OK: i16 = 0;
 
 /// Makes broker `b` the only replica and leader of `topic` partitions 0..n, and publishes it.
-fn lead(b: &TestBroker, c: &mut Client, epoch: i32, topic: &str, n: i32) {
-    let id = b.broker.id();
-    let states: Vec<_> = (0..n)
-        .map(|p| tps(topic, p, partition_state(id, 0, &[id], &[id], epoch)))
-        .collect();
-    let r = c.leader_and_isr(epoch, states.clone(), vec![b.info()], false);
-    assert_eq!(r.error_code, E_OK);
-    assert!(r.partitions.iter().all(|p| p.2 == E_OK), "{r:?}");
-    assert_eq!(c.update_metadata(epoch, states, vec![b.info()]), E_OK);
-}
-
 #[test]
 fn produce_and_fetch_through_the_kafka_protocol() {
     init_logging();

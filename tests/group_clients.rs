@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ impl Member {
             .map(|b| format!("127.0.0.1:{}", b.port))
             .collect::<Vec<_>>()
             .join(",");
-        let mut cmd = Command::new("python3");
+        let mut cmd = common::python();
         cmd.args([script, client, &bootstrap, group, topic])
             .args(opts)
             .stdin(Stdio::piped())

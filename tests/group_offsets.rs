@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::Cluster;
@@ -158,7 +157,7 @@ fn kafka_python_commits_and_resumes_with_a_group_id() {
     );
     let bootstrap = format!("127.0.0.1:{}", c.brokers[&1].port);
     let (ok, out, err) = run_with_deadline(
-        Command::new("python3").args([script, &bootstrap, "pyo"]),
+        common::python().args([script, &bootstrap, "pyo"]),
         "",
         Duration::from_secs(120),
     );

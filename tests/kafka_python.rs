@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::Cluster;
@@ -19,7 +18,7 @@ fn kafka_python_produces_and_consumes_with_its_defaults() {
         "/tests/clients/kafka_python_roundtrip.py"
     );
     let bootstrap = format!("127.0.0.1:{}", c.brokers[&1].port);
-    let mut cmd = Command::new("python3");
+    let mut cmd = common::python();
     cmd.args([script, &bootstrap, "py", "2"]);
     let (ok, out, err) = run_with_deadline(&mut cmd, "", Duration::from_secs(120));
     assert!(

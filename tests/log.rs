@@ -91,8 +91,8 @@ fn append_and_read_across_segment_rolls() {
         .collect();
     names.sort();
     assert_eq!(names[0], "00000000000000000000.index");
-    // .index, .log and .timeindex.
-    assert!(names.iter().all(|n| [26, 24, 30].contains(&n.len())));
+    // .index, .log, .timeindex and the producer state .snapshot of each roll.
+    assert!(names.iter().all(|n| [26, 24, 30, 29].contains(&n.len())));
 }
 
 #[test]

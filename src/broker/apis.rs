@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::group_apis::RequestContext;
 use super::metadata_cache::MetadataCache;
 use super::partition::Partition;
+use super::producer_ids::ProducerIdManager;
 use super::replica_manager::ReplicaManager;
 use crate::client::admin;
 use crate::config::BrokerConfig;
@@ -26,6 +27,7 @@ use crate::protocol::coordinator::is_coordinator_request;
 use crate::protocol::fetch::FetchRequest;
 use crate::protocol::group_offsets::{OffsetCommitRequest, OffsetFetchRequest};
 use crate::protocol::header::{self, RequestHeader};
+use crate::protocol::init_producer_id::InitProducerIdRequest;
 use crate::protocol::metadata::MetadataRequest;
 use crate::protocol::offsets::ListOffsetsRequest;
 use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer};
@@ -42,6 +44,8 @@ pub struct KafkaApis {
     pub controller: Arc<KafkaController>,
     /// Takes over connections that register a consumer.
     pub coordinator: Arc<Coordinator>,
+    /// Gives idempotent producers their ids.
+    pub producer_ids: ProducerIdManager,
 }
 
 impl RequestHandler for KafkaApis {
@@ -117,6 +121,10 @@ impl RequestHandler for KafkaApis {
             header::CONTROLLED_SHUTDOWN => {
                 decode(frame, body_at).map(|req| self.handle_controlled_shutdown(&req, out))
             }
+            header::INIT_PRODUCER_ID => decode_v(frame, body_at, flex, |r| {
+                InitProducerIdRequest::decode(r, version)
+            })
+            .map(|req| self.handle_init_producer_id(&req, version, out)),
             header::OFFSET_COMMIT => decode_v(frame, body_at, flex, |r| {
                 OffsetCommitRequest::decode(r, version)
             })

@@ -16,6 +16,7 @@ mod isr;
 pub mod metadata_cache;
 pub mod notifier;
 pub mod partition;
+pub mod producer_ids;
 pub mod replica_fetcher;
 pub mod replica_manager;
 
@@ -125,6 +126,7 @@ impl Broker {
             zk: zk.clone(),
             controller: controller.clone(),
             coordinator: coordinator.clone(),
+            producer_ids: producer_ids::ProducerIdManager::new(id, zk.clone()),
         });
         let addr = format!("{}:{}", config.host, config.port);
         let server = SocketServer::start(

@@ -17,6 +17,8 @@ use super::partition::{Partition, PartitionState, Role};
 use super::replica_fetcher::ReplicaFetcherManager;
 use crate::config::BrokerConfig;
 use crate::log::LogManager;
+use crate::log::partition_log::BatchOutcome;
+use crate::log::producer_state::ProducerError;
 use crate::protocol::controller::{
     LeaderAndIsrRequest, PartitionErrorsResponse, StopReplicaRequest, TopicPartitionState,
 };
@@ -26,6 +28,15 @@ use crate::zk::ZkClient;
 use crate::zk::paths;
 
 pub type TopicPartition = (String, i32);
+
+/// The protocol's answer to a batch the producer state refuses.
+fn producer_error_code(e: ProducerError) -> ErrorCode {
+    match e {
+        ProducerError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
+        ProducerError::InvalidEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+        ProducerError::UnknownProducer => ErrorCode::UnknownProducerId,
+    }
+}
 
 /// A validated produced set, as the leader appends it, with the number of offsets it takes.
 pub enum Payload<'a> {
@@ -396,12 +407,24 @@ impl ReplicaManager {
                 batch,
                 count,
                 append_time,
-            } => (
-                partition
-                    .log
-                    .append_batch(batch, count, st.leader_epoch, append_time),
-                count,
-            ),
+            } => match partition
+                .log
+                .append_batch(batch, count, st.leader_epoch, append_time)
+            {
+                Ok(BatchOutcome::Appended(first)) => (Ok(first), count),
+                // A producer's retry of what is here already: its offsets, nothing appended.
+                Ok(BatchOutcome::Duplicate(first, last)) => return Ok((first, last)),
+                Ok(BatchOutcome::Refused(e)) => {
+                    log::warn!(
+                        "[Broker {} {}-{}] refused idempotent batch: {e:?}",
+                        self.broker_id,
+                        partition.topic,
+                        partition.partition
+                    );
+                    return Err(producer_error_code(e));
+                }
+                Err(e) => (Err(e), count),
+            },
         };
         let first = appended.map_err(|e| {
             log::error!(

@@ -28,6 +28,8 @@ pub struct LogManager {
     retention_bytes: Option<u64>,
     retention_check_interval: Duration,
     flush_interval: Option<Duration>,
+    /// `producer.id.expiration.ms`: idle idempotent producers are forgotten after it.
+    producer_id_expiration: Duration,
     logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
     /// High watermarks read from the checkpoint files at startup.
     checkpointed: HashMap<TopicPartition, i64>,
@@ -83,6 +85,7 @@ impl LogManager {
             retention_bytes: cfg.log_retention_bytes,
             retention_check_interval: cfg.log_retention_check_interval,
             flush_interval: cfg.log_flush_interval,
+            producer_id_expiration: cfg.producer_id_expiration,
             logs: RwLock::new(logs),
             checkpointed,
             checkpoint_lock: Mutex::new(()),
@@ -207,10 +210,24 @@ impl LogManager {
         }
     }
 
+    /// Deletes old segments by the retention policy, and forgets idle producers.
     pub fn apply_retention(&self) {
+        let cutoff = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .saturating_sub(self.producer_id_expiration)
+            .as_millis() as i64;
         for l in self.all() {
             if let Err(e) = l.delete_old_segments(self.retention, self.retention_bytes) {
                 log::error!("[{}-{}] retention failed: {e}", l.topic, l.partition);
+            }
+            let n = l.expire_producers(cutoff);
+            if n > 0 {
+                log::info!(
+                    "[{}-{}] expired {n} idle producer id(s)",
+                    l.topic,
+                    l.partition
+                );
             }
         }
     }
@@ -222,7 +239,7 @@ impl LogManager {
             let _ = h.join();
         }
         for l in self.all() {
-            if let Err(e) = l.flush() {
+            if let Err(e) = l.flush().and_then(|_| l.snapshot_producers()) {
                 log::error!(
                     "[{}-{}] flush at shutdown failed: {e}",
                     l.topic,

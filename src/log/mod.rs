@@ -3,9 +3,11 @@
 //! `Log`, the high-watermark `checkpoint` file, and the `LogManager` over the data directories.
 
 pub mod checkpoint;
+mod idempotence;
 pub mod index;
 pub mod manager;
 pub mod partition_log;
+pub mod producer_state;
 pub mod segment;
 pub mod time_index;
 

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::producer_state::{Check, ProducerError, ProducerStates};
 use super::segment::{Recovered, Segment};
 use crate::protocol::{message, record_batch};
 
@@ -57,6 +58,16 @@ impl From<io::Error> for LogError {
     }
 }
 
+/// What `append_batch` did with a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOutcome {
+    /// Appended at this first offset.
+    Appended(i64),
+    /// A retry of a batch already in the log at these offsets: nothing appended.
+    Duplicate(i64, i64),
+    Refused(ProducerError),
+}
+
 pub struct Log {
     pub topic: String,
     pub partition: i32,
@@ -66,13 +77,14 @@ pub struct Log {
     segments: RwLock<Vec<Arc<Segment>>>,
     /// Offset the next message gets (LEO). Published after the bytes are in the segment.
     log_end_offset: AtomicI64,
-    append_lock: Mutex<FlushState>,
+    pub(super) append_lock: Mutex<AppendState>,
 }
 
-/// Appender-side bookkeeping for the flush policy.
-struct FlushState {
+/// Appender-side state: the flush policy's bookkeeping and the idempotent producers'.
+pub(super) struct AppendState {
     unflushed_messages: u64,
     last_flush: Instant,
+    pub(super) producers: ProducerStates,
 }
 
 /// Where a partition's directory lives, by Kafka's naming.
@@ -135,21 +147,30 @@ impl Log {
             );
         }
         let leo = active.next_offset();
-        Ok((
-            Log {
-                topic: topic.to_owned(),
-                partition,
-                dir,
-                config,
-                segments: RwLock::new(segments),
-                log_end_offset: AtomicI64::new(leo),
-                append_lock: Mutex::new(FlushState {
-                    unflushed_messages: 0,
-                    last_flush: Instant::now(),
-                }),
-            },
-            recovered,
-        ))
+        let log = Log {
+            topic: topic.to_owned(),
+            partition,
+            dir,
+            config,
+            segments: RwLock::new(segments),
+            log_end_offset: AtomicI64::new(leo),
+            append_lock: Mutex::new(AppendState {
+                unflushed_messages: 0,
+                last_flush: Instant::now(),
+                producers: ProducerStates::default(),
+            }),
+        };
+        log.load_producers()?;
+        Ok((log, recovered))
+    }
+
+    /// The segments that may hold offsets from `offset` on.
+    pub(super) fn segments_from(&self, offset: i64) -> Vec<Arc<Segment>> {
+        let segs = self.segments.read();
+        let i = segs
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
+        segs[i..].to_vec()
     }
 
     pub fn log_end_offset(&self) -> i64 {
@@ -180,19 +201,44 @@ impl Log {
     }
 
     /// Appends one validated format v2 batch of `count` records: its base offset (and the
-    /// leader's epoch, and the append time when given) are written into it in place.
+    /// leader's epoch, and the append time when given) are written into it in place. A batch
+    /// of an idempotent producer is first checked against the producer's state (which the
+    /// append then updates): a retry of a batch already here is not appended again.
     pub fn append_batch(
         &self,
         batch: &mut [u8],
         count: u32,
         leader_epoch: i32,
         append_time: Option<i64>,
-    ) -> io::Result<i64> {
-        let mut flush = self.append_lock.lock();
+    ) -> io::Result<BatchOutcome> {
+        let mut state = self.append_lock.lock();
+        let meta = record_batch::producer_meta(batch);
+        if let Some(m) = &meta {
+            match state
+                .producers
+                .check(m.producer_id, m.epoch, m.base_sequence, m.count)
+            {
+                Ok(Check::Append) => {}
+                Ok(Check::Duplicate {
+                    first_offset,
+                    last_offset,
+                }) => return Ok(BatchOutcome::Duplicate(first_offset, last_offset)),
+                Err(e) => return Ok(BatchOutcome::Refused(e)),
+            }
+        }
         let first = self.log_end_offset();
+        let last = first + i64::from(count) - 1;
         record_batch::assign(batch, first, leader_epoch, append_time);
-        self.append_locked(&mut flush, batch, first, first + i64::from(count) - 1)?;
-        Ok(first)
+        self.append_locked(&mut state, batch, first, last)?;
+        if let Some(m) = meta {
+            state.producers.record(
+                m.producer_id,
+                m.epoch,
+                m.batch_at(first),
+                append_time.unwrap_or(m.max_timestamp),
+            );
+        }
+        Ok(BatchOutcome::Appended(first))
     }
 
     /// Appends `count` messages built by `build` from the first offset they get (a compressed
@@ -221,12 +267,16 @@ impl Log {
                 format!("append of entry {first_entry} but log end offset is {leo}"),
             ));
         }
-        self.append_locked(&mut flush, set, leo, last)
+        self.append_locked(&mut flush, set, leo, last)?;
+        // The leader checked these batches; a follower only keeps the state it would need
+        // if it became leader.
+        self.record_producers(&mut flush.producers, set);
+        Ok(())
     }
 
     fn append_locked(
         &self,
-        flush: &mut FlushState,
+        flush: &mut AppendState,
         set: &[u8],
         first: i64,
         last: i64,
@@ -234,7 +284,7 @@ impl Log {
         if set.is_empty() {
             return Ok(());
         }
-        let active = self.maybe_roll(set.len() as u64, first)?;
+        let active = self.maybe_roll(set.len() as u64, first, &flush.producers)?;
         active.append(set, first, last)?;
         self.log_end_offset.store(last + 1, Ordering::Release);
         flush.unflushed_messages += (last - first + 1) as u64;
@@ -247,15 +297,22 @@ impl Log {
     }
 
     /// Rolls to a new segment when `len` more bytes would pass `log.segment.bytes`.
-    fn maybe_roll(&self, len: u64, next_offset: i64) -> io::Result<Arc<Segment>> {
+    fn maybe_roll(
+        &self,
+        len: u64,
+        next_offset: i64,
+        producers: &ProducerStates,
+    ) -> io::Result<Arc<Segment>> {
         let active = self.segments.read().last().cloned().expect("never empty");
         if active.size() == 0 || active.size() + len <= self.config.segment_bytes {
             return Ok(active);
         }
         // The old segment is complete: seal its time index and make it durable before its
-        // successor takes writes.
+        // successor takes writes; the producers' state as of here is snapshotted, so a
+        // restart rebuilds it from here on.
         active.seal()?;
         active.flush()?;
+        producers.write_snapshot(&self.dir, next_offset)?;
         let seg = Arc::new(Segment::open(
             &self.dir,
             next_offset,
@@ -305,7 +362,7 @@ impl Log {
     /// Cuts the log so that `offset` is its new end (a follower truncating to its high
     /// watermark). Segments wholly above it are deleted.
     pub fn truncate_to(&self, offset: i64) -> io::Result<()> {
-        let _guard = self.append_lock.lock();
+        let mut state = self.append_lock.lock();
         if offset >= self.log_end_offset() {
             return Ok(());
         }
@@ -318,6 +375,9 @@ impl Log {
         let offset = offset.max(active.base_offset);
         active.truncate_to(offset)?;
         self.log_end_offset.store(offset, Ordering::Release);
+        drop(segs);
+        // Batches past `offset` are gone, and with them their producers' sequences.
+        state.producers = self.rebuild_producers()?;
         log::info!(
             "[{}-{}] truncated log to offset {offset}",
             self.topic,
@@ -329,7 +389,9 @@ impl Log {
     /// Drops every segment and starts an empty log at `offset` (a follower whose log ends
     /// before the leader's log starts).
     pub fn truncate_fully_and_start_at(&self, offset: i64) -> io::Result<()> {
-        let _guard = self.append_lock.lock();
+        let mut state = self.append_lock.lock();
+        state.producers = ProducerStates::default();
+        super::producer_state::delete_snapshots(&self.dir)?;
         let mut segs = self.segments.write();
         for s in segs.drain(..) {
             s.delete_files()?;

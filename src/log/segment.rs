@@ -167,10 +167,17 @@ impl Segment {
     fn load_next_offset(&self) -> io::Result<()> {
         let (rel, pos) = self.index.read().lookup(u32::MAX);
         let mut next = self.base_offset + i64::from(rel);
-        self.scan_headers(u64::from(pos), self.size(), |offset, _| {
-            next = offset + 1;
-            true
-        })?;
+        self.scan_headers(
+            u64::from(pos),
+            self.size(),
+            |h, _| match records::last_offset_from_header(h) {
+                Some(last) => {
+                    next = last + 1;
+                    true
+                }
+                None => false,
+            },
+        )?;
         self.next_offset.store(next, Ordering::Release);
         Ok(())
     }
@@ -224,13 +231,14 @@ impl Segment {
         self.maybe_index_time(&mut w, max)
     }
 
-    /// Calls `f(last offset, position)` for each entry header from `from` until `end` or until
-    /// `f` returns false. Reads in chunks so a lookup costs a few syscalls, not one per message.
+    /// Calls `f(header, position)` for each entry from byte `from` until `end` or until `f`
+    /// returns false; `header` is the entry's first `HEADER_PEEK` bytes (fewer for a smaller
+    /// entry). Reads in chunks so a scan costs a few syscalls, not one per message.
     fn scan_headers(
         &self,
         from: u64,
         end: u64,
-        mut f: impl FnMut(i64, u64) -> bool,
+        mut f: impl FnMut(&[u8], u64) -> bool,
     ) -> io::Result<()> {
         let mut buf = vec![0u8; SCAN_CHUNK];
         let mut pos = from;
@@ -240,12 +248,11 @@ impl Segment {
             let mut i = 0;
             while i + LOG_OVERHEAD <= want {
                 let size = BigEndian::read_i32(&buf[i + 8..]).max(0) as usize;
-                let header = &buf[i..want.min(i + HEADER_PEEK.min(LOG_OVERHEAD + size))];
-                let Some(last) = records::last_offset_from_header(header) else {
-                    // The header runs past this chunk: read again from it.
-                    break;
-                };
-                if !f(last, pos + i as u64) {
+                let peek = HEADER_PEEK.min(LOG_OVERHEAD + size);
+                if i + peek > want {
+                    break; // the header runs past this chunk: read again from it
+                }
+                if !f(&buf[i..i + peek], pos + i as u64) {
                     return Ok(());
                 }
                 i += LOG_OVERHEAD + size;
@@ -267,8 +274,8 @@ impl Segment {
         let rel = (offset - self.base_offset).max(0) as u32;
         let (_, start) = self.index.read().lookup(rel);
         let mut found = end;
-        self.scan_headers(u64::from(start), end, |o, p| {
-            if o >= offset {
+        self.scan_headers(u64::from(start), end, |h, p| {
+            if records::last_offset_from_header(h).is_none_or(|o| o >= offset) {
                 found = p;
                 false
             } else {
@@ -276,6 +283,16 @@ impl Segment {
             }
         })?;
         Ok(found)
+    }
+
+    /// Calls `f` with the header (first `HEADER_PEEK` bytes) of every entry from the one
+    /// holding `offset` to the end.
+    pub fn for_each_header_from(&self, offset: i64, mut f: impl FnMut(&[u8])) -> io::Result<()> {
+        let start = self.position_of(offset)?;
+        self.scan_headers(start, self.size(), |h, _| {
+            f(h);
+            true
+        })
     }
 
     /// Appends to `out` up to `max_bytes` from the entry holding `offset`, stopping before

@@ -21,6 +21,7 @@ pub const SYNC_GROUP: i16 = 14;
 pub const DESCRIBE_GROUPS: i16 = 15;
 pub const LIST_GROUPS: i16 = 16;
 pub const API_VERSIONS: i16 = 18;
+pub const INIT_PRODUCER_ID: i16 = 22;
 pub const DELETE_GROUPS: i16 = 42;
 
 /// One API this broker serves: its key, the versions served, and the first version that uses
@@ -68,6 +69,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DESCRIBE_GROUPS, 0, 4, 5),
     api(LIST_GROUPS, 0, 2, 3),
     api(API_VERSIONS, 0, 3, 3),
+    api(INIT_PRODUCER_ID, 0, 4, 2),
     api(DELETE_GROUPS, 0, 1, 2),
 ];
 

@@ -15,6 +15,7 @@ pub mod group_admin;
 pub mod group_membership;
 pub mod group_offsets;
 pub mod header;
+pub mod init_producer_id;
 pub mod message;
 pub mod metadata;
 pub mod offsets;

@@ -208,6 +208,48 @@ fn varint_bytes<'a>(
     }
 }
 
+/// The idempotent producer's fields of a batch header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerMeta {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub base_sequence: i32,
+    pub count: i32,
+    pub base_offset: i64,
+    pub last_offset_delta: i32,
+    pub max_timestamp: i64,
+}
+
+impl ProducerMeta {
+    /// The batch's sequence and offset ranges once its first offset is `first`.
+    pub fn batch_at(&self, first: i64) -> crate::log::producer_state::BatchMeta {
+        crate::log::producer_state::BatchMeta {
+            first_seq: self.base_sequence,
+            last_seq: crate::log::producer_state::last_seq(self.base_sequence, self.count),
+            first_offset: first,
+            last_offset: first + i64::from(self.last_offset_delta),
+        }
+    }
+}
+
+/// The producer fields of the batch whose header starts `header` (at least `BATCH_OVERHEAD`
+/// bytes), when it is a batch from an idempotent producer; `None` otherwise.
+pub fn producer_meta(header: &[u8]) -> Option<ProducerMeta> {
+    if header.len() < BATCH_OVERHEAD || header[MAGIC_AT] as i8 != MAGIC {
+        return None;
+    }
+    let producer_id = BigEndian::read_i64(&header[PRODUCER_ID_AT..]);
+    (producer_id >= 0).then(|| ProducerMeta {
+        producer_id,
+        epoch: BigEndian::read_i16(&header[PRODUCER_EPOCH_AT..]),
+        base_sequence: BigEndian::read_i32(&header[BASE_SEQUENCE_AT..]),
+        count: BigEndian::read_i32(&header[COUNT_AT..]),
+        base_offset: BigEndian::read_i64(header),
+        last_offset_delta: BigEndian::read_i32(&header[LAST_OFFSET_DELTA_AT..]),
+        max_timestamp: BigEndian::read_i64(&header[MAX_TIMESTAMP_AT..]),
+    })
+}
+
 /// What the leader learned about a produced batch while validating it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValidBatch {
@@ -289,6 +331,8 @@ pub struct BatchBuilder {
     count: i32,
     base_timestamp: i64,
     max_timestamp: i64,
+    /// Producer id, epoch and base sequence (-1s: not idempotent).
+    producer: (i64, i16, i32),
 }
 
 impl BatchBuilder {
@@ -298,7 +342,14 @@ impl BatchBuilder {
             count: 0,
             base_timestamp: -1,
             max_timestamp: -1,
+            producer: (NO_PRODUCER_ID, -1, -1),
         }
+    }
+
+    /// Marks the batch as an idempotent producer's.
+    pub fn idempotent(mut self, producer_id: i64, epoch: i16, base_sequence: i32) -> Self {
+        self.producer = (producer_id, epoch, base_sequence);
+        self
     }
 
     pub fn len(&self) -> usize {
@@ -355,9 +406,9 @@ impl BatchBuilder {
         out.put_i32(self.count - 1);
         out.put_i64(self.base_timestamp);
         out.put_i64(self.max_timestamp);
-        out.put_i64(NO_PRODUCER_ID);
-        out.put_i16(-1);
-        out.put_i32(-1);
+        out.put_i64(self.producer.0);
+        out.put_i16(self.producer.1);
+        out.put_i32(self.producer.2);
         out.put_i32(self.count);
         out.extend_from_slice(&block);
         let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);

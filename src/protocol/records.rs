@@ -62,8 +62,9 @@ pub fn last_offset_from_header(header: &[u8]) -> Option<i64> {
     Some(offset + i64::from(delta))
 }
 
-/// Bytes of header `last_offset_from_header` needs at most.
-pub const HEADER_PEEK: usize = 27;
+/// Bytes of an entry's header that describe it: a whole batch header (offsets, timestamps,
+/// producer id, epoch and sequence).
+pub const HEADER_PEEK: usize = record_batch::BATCH_OVERHEAD;
 
 /// Iterates the complete entries of a set; stops quietly at a trailing partial entry (a fetch
 /// is cut at a byte limit) and yields the error for a corrupt one.

@@ -7,6 +7,7 @@ pub mod groups;
 pub mod ids;
 pub mod kafka_groups;
 pub mod paths;
+pub mod producer_ids;
 
 pub use client::{SessionListener, ZkClient};
 pub use election::{ElectionListener, ZkElection};

@@ -285,6 +285,19 @@ impl Drop for TestBroker {
     }
 }
 
+/// Makes `b` the only replica and leader of partitions 0..n of `topic` at `epoch`, as a
+/// controller would (LeaderAndIsr, then UpdateMetadata).
+pub fn lead(b: &TestBroker, c: &mut Client, epoch: i32, topic: &str, n: i32) {
+    let id = b.broker.id();
+    let states: Vec<_> = (0..n)
+        .map(|p| tps(topic, p, partition_state(id, 0, &[id], &[id], epoch)))
+        .collect();
+    let r = c.leader_and_isr(epoch, states.clone(), vec![b.info()], false);
+    assert_eq!(r.error_code, 0);
+    assert!(r.partitions.iter().all(|p| p.2 == 0), "{r:?}");
+    assert_eq!(c.update_metadata(epoch, states, vec![b.info()]), 0);
+}
+
 /// A raw Kafka-protocol client over `BlockingChannel`.
 pub struct Client {
     pub chan: BlockingChannel,
@@ -746,6 +759,17 @@ pub fn assert_cli_fails(args: &[&str], want: &str) {
 }
 
 /// Runs kcat (installed by scripts/test.sh) under a deadline and returns its stdout.
+/// `python3` with the Python clients scripts/test.sh installs under `target/python-clients`
+/// (kafka-python, confluent-kafka, aiokafka) ahead of anything installed elsewhere.
+pub fn python() -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.env(
+        "PYTHONPATH",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/target/python-clients"),
+    );
+    cmd
+}
+
 pub fn kcat(args: &[&str], stdin: &str) -> String {
     let (ok, out, err) = run_with_deadline(
         Command::new("kcat").args(args),

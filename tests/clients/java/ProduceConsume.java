@@ -1,6 +1,7 @@
-// The official Java client (kafka-clients) against gregor: produces records with a key,
-// headers and a timestamp, with the codec given, then reads them back by assign() and
-// prints one line per record, so the Rust test can check what arrived.
+// The official Java client (kafka-clients) against gregor, with its defaults (idempotence
+// on, acks=all): produces records with a key, a header and a timestamp, with the codec
+// given, then reads them back by assign() and prints one line per record, so the Rust test
+// can check what arrived.
 //   java -cp <jars>:. ProduceConsume <bootstrap> <topic> <count> <codec>
 // Prints "sent <partition> <offset>" per acknowledged record, then
 // "got <offset> <key> <value> <timestamp> <header>=<value>" per record read.
@@ -27,9 +28,6 @@ public class ProduceConsume {
         String codec = args[3];
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
-        p.put("acks", "all");
-        // Idempotence needs InitProducerId, which gregor does not serve yet.
-        p.put("enable.idempotence", "false");
         p.put("compression.type", codec);
         p.put("key.serializer", StringSerializer.class.getName());
         p.put("value.serializer", StringSerializer.class.getName());
@@ -40,7 +38,7 @@ public class ProduceConsume {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 ProducerRecord<String, String> r =
-                        new ProducerRecord<>(topic, 0, ts + i, "k" + i, "v" + i);
+                        new ProducerRecord<>(topic, 0, ts + i, "k" + i, codec + i);
                 r.headers().add("h", ("x" + i).getBytes());
                 sent.add(producer.send(r));
             }

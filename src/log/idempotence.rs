@@ -1,0 +1,78 @@
+//! The `Log`'s side of idempotent producers: keeping `ProducerStates` in step with the
+//! batches appended, and rebuilding it from snapshots and batch headers after a restart or a
+//! truncation (see `producer_state`).
+
+use std::io;
+
+use super::partition_log::Log;
+use super::producer_state::{self, ProducerStates};
+use crate::protocol::record_batch;
+use crate::protocol::records;
+
+impl Log {
+    /// Records the idempotent batches of `set` (entries with offsets assigned).
+    pub(super) fn record_producers(&self, producers: &mut ProducerStates, set: &[u8]) {
+        for e in records::entries(set).map_while(Result::ok) {
+            record_header(producers, e.bytes);
+        }
+    }
+
+    /// Rebuilds the producers' state for the log as it is now: the newest snapshot at or
+    /// below the log end offset, then every batch header after it. Called with the append
+    /// lock held (or before the log is shared).
+    pub(super) fn rebuild_producers(&self) -> io::Result<ProducerStates> {
+        let leo = self.log_end_offset();
+        let (from, mut producers) = producer_state::load_snapshot(&self.dir, leo)?
+            .unwrap_or((self.log_start_offset(), ProducerStates::default()));
+        let from = from.max(self.log_start_offset());
+        for seg in self.segments_from(from) {
+            seg.for_each_header_from(from.max(seg.base_offset), |h| {
+                record_header(&mut producers, h)
+            })?;
+        }
+        Ok(producers)
+    }
+
+    /// Rebuilds the state at open (no other thread has the log yet).
+    pub(super) fn load_producers(&self) -> io::Result<()> {
+        let producers = self.rebuild_producers()?;
+        if !producers.is_empty() {
+            log::info!(
+                "[{}-{}] {} idempotent producer(s) restored",
+                self.topic,
+                self.partition,
+                producers.len()
+            );
+        }
+        self.append_lock.lock().producers = producers;
+        Ok(())
+    }
+
+    /// Forgets producers whose last batch is older than `cutoff` ms
+    /// (`producer.id.expiration.ms`); their next batch must start a new sequence.
+    pub fn expire_producers(&self, cutoff: i64) -> usize {
+        self.append_lock.lock().producers.expire(cutoff)
+    }
+
+    /// Snapshots the producers' state at the log end offset (at shutdown), so that the next
+    /// start reads no batch header. Written when empty too: it records that nothing before
+    /// the log end needs reading.
+    pub fn snapshot_producers(&self) -> io::Result<()> {
+        let state = self.append_lock.lock();
+        state
+            .producers
+            .write_snapshot(&self.dir, self.log_end_offset())
+    }
+}
+
+/// Records one batch from its header, when it is an idempotent producer's.
+fn record_header(producers: &mut ProducerStates, header: &[u8]) {
+    if let Some(m) = record_batch::producer_meta(header) {
+        producers.record(
+            m.producer_id,
+            m.epoch,
+            m.batch_at(m.base_offset),
+            m.max_timestamp,
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! Idempotent producers' state in one partition (KIP-98): per producer id, its epoch and the
+//! sequence and offset ranges of its last `MAX_BATCHES` batches. The leader checks each
+//! produced batch against it before the batch gets offsets — a retry of a batch already
+//! appended is answered with its original offsets instead of being stored twice, a gap or an
+//! old epoch is refused — and every replica updates it as batches are appended, so a new
+//! leader already holds it.
+//!
+//! The state is derived from the log: it is rebuilt from the batch headers after a restart or
+//! a truncation, starting from the newest snapshot (`<offset>.snapshot`, written when a segment
+//! rolls and at shutdown) so that a restart reads only the log after it.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Batches remembered per producer: the most a producer keeps in flight per partition.
+pub const MAX_BATCHES: usize = 5;
+/// Snapshots kept per partition.
+const SNAPSHOTS_KEPT: usize = 2;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchMeta {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub first_offset: i64,
+    pub last_offset: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Producer {
+    epoch: i16,
+    batches: VecDeque<BatchMeta>,
+    /// Largest batch timestamp seen (ms), for expiration.
+    last_timestamp: i64,
+}
+
+/// What to do with a batch from an idempotent producer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    Append,
+    /// Already in the log at these offsets: answer with them, append nothing.
+    Duplicate {
+        first_offset: i64,
+        last_offset: i64,
+    },
+}
+
+/// Why a batch is refused; each is a protocol error of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProducerError {
+    /// The sequence does not follow the last one appended.
+    OutOfOrderSequence { expected: i32, got: i32 },
+    /// The producer was re-initialised with a newer epoch since.
+    InvalidEpoch { current: i16, got: i16 },
+    /// No state for this producer and a sequence other than 0 (its state expired, or its
+    /// batches were removed by retention).
+    UnknownProducer,
+}
+
+/// The sequence after `seq` (sequences wrap from `i32::MAX` to 0).
+pub fn next_seq(seq: i32) -> i32 {
+    if seq == i32::MAX { 0 } else { seq + 1 }
+}
+
+/// The last sequence of a batch of `count` records starting at `first`.
+pub fn last_seq(first: i32, count: i32) -> i32 {
+    let n = i64::from(first) + i64::from(count) - 1;
+    (n % (i64::from(i32::MAX) + 1)) as i32
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProducerStates {
+    producers: HashMap<i64, Producer>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Snapshot {
+    /// The log end offset the state covers.
+    offset: i64,
+    state: ProducerStates,
+}
+
+impl ProducerStates {
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+
+    /// Checks a batch (`count` records from sequence `first_seq`) against the state.
+    pub fn check(
+        &self,
+        pid: i64,
+        epoch: i16,
+        first_seq: i32,
+        count: i32,
+    ) -> Result<Check, ProducerError> {
+        let Some(p) = self.producers.get(&pid) else {
+            return if first_seq == 0 {
+                Ok(Check::Append)
+            } else {
+                Err(ProducerError::UnknownProducer)
+            };
+        };
+        if epoch < p.epoch {
+            return Err(ProducerError::InvalidEpoch {
+                current: p.epoch,
+                got: epoch,
+            });
+        }
+        if epoch > p.epoch {
+            // A new epoch starts its sequences again.
+            return if first_seq == 0 {
+                Ok(Check::Append)
+            } else {
+                Err(ProducerError::OutOfOrderSequence {
+                    expected: 0,
+                    got: first_seq,
+                })
+            };
+        }
+        let last = last_seq(first_seq, count);
+        if let Some(b) = p
+            .batches
+            .iter()
+            .find(|b| b.first_seq == first_seq && b.last_seq == last)
+        {
+            return Ok(Check::Duplicate {
+                first_offset: b.first_offset,
+                last_offset: b.last_offset,
+            });
+        }
+        let expected = p.batches.back().map_or(0, |b| next_seq(b.last_seq));
+        if first_seq == expected {
+            Ok(Check::Append)
+        } else {
+            Err(ProducerError::OutOfOrderSequence {
+                expected,
+                got: first_seq,
+            })
+        }
+    }
+
+    /// Records a batch appended to the log (by the leader after `check`, or by a follower, or
+    /// while rebuilding).
+    pub fn record(&mut self, pid: i64, epoch: i16, batch: BatchMeta, timestamp: i64) {
+        let p = self.producers.entry(pid).or_insert_with(|| Producer {
+            epoch,
+            batches: VecDeque::new(),
+            last_timestamp: timestamp,
+        });
+        if epoch != p.epoch {
+            p.epoch = epoch;
+            p.batches.clear();
+        }
+        if p.batches.len() == MAX_BATCHES {
+            p.batches.pop_front();
+        }
+        p.batches.push_back(batch);
+        p.last_timestamp = p.last_timestamp.max(timestamp);
+    }
+
+    /// Forgets producers idle (by their batches' timestamps) since before `cutoff` ms;
+    /// returns how many.
+    pub fn expire(&mut self, cutoff: i64) -> usize {
+        let before = self.producers.len();
+        self.producers.retain(|_, p| p.last_timestamp >= cutoff);
+        before - self.producers.len()
+    }
+
+    /// Writes a snapshot of the state at log end offset `offset` (via a temporary file and a
+    /// rename, so a crash leaves the old one or the new one) and keeps the newest few.
+    pub fn write_snapshot(&self, dir: &Path, offset: i64) -> std::io::Result<()> {
+        let path = snapshot_path(dir, offset);
+        let tmp = path.with_extension("snapshot.tmp");
+        let body = serde_json::to_vec(&Snapshot {
+            offset,
+            state: self.clone(),
+        })
+        .map_err(std::io::Error::other)?;
+        std::fs::write(&tmp, body)?;
+        std::fs::rename(&tmp, &path)?;
+        let mut all = snapshots(dir)?;
+        while all.len() > SNAPSHOTS_KEPT {
+            std::fs::remove_file(all.remove(0).1)?;
+        }
+        Ok(())
+    }
+}
+
+fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
+    dir.join(format!("{offset:020}.snapshot"))
+}
+
+/// The partition's snapshots, oldest first.
+fn snapshots(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let path = e?.path();
+        let offset = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".snapshot"))
+            .and_then(|n| n.parse::<i64>().ok());
+        if let Some(o) = offset {
+            out.push((o, path));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The newest readable snapshot at or below `max_offset`: (offset, state). Snapshots above it
+/// (of log that a truncation removed) are deleted.
+pub fn load_snapshot(
+    dir: &Path,
+    max_offset: i64,
+) -> std::io::Result<Option<(i64, ProducerStates)>> {
+    let mut found = None;
+    for (offset, path) in snapshots(dir)?.into_iter().rev() {
+        if offset > max_offset {
+            std::fs::remove_file(&path)?;
+            continue;
+        }
+        match std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok())
+        {
+            Some(s) if s.offset == offset => {
+                found = Some((offset, s.state));
+                break;
+            }
+            _ => log::warn!("{}: unreadable producer snapshot, ignored", path.display()),
+        }
+    }
+    Ok(found)
+}
+
+/// Deletes every snapshot (the log was emptied).
+pub fn delete_snapshots(dir: &Path) -> std::io::Result<()> {
+    for (_, path) in snapshots(dir)? {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(first_seq: i32, last_seq: i32, first_offset: i64) -> BatchMeta {
+        BatchMeta {
+            first_seq,
+            last_seq,
+            first_offset,
+            last_offset: first_offset + i64::from(last_seq - first_seq),
+        }
+    }
+
+    #[test]
+    fn sequences_are_checked_per_producer_and_epoch() {
+        let mut s = ProducerStates::default();
+        assert_eq!(s.check(7, 0, 0, 3), Ok(Check::Append));
+        assert_eq!(
+            s.check(7, 0, 3, 1),
+            Ok(Check::Append),
+            "no state is needed to start at 0 only"
+        );
+        assert_eq!(s.check(8, 0, 5, 1), Err(ProducerError::UnknownProducer));
+        s.record(7, 0, meta(0, 2, 100), 1);
+        assert_eq!(
+            s.check(7, 0, 0, 3),
+            Ok(Check::Duplicate {
+                first_offset: 100,
+                last_offset: 102
+            })
+        );
+        assert_eq!(s.check(7, 0, 3, 2), Ok(Check::Append));
+        assert_eq!(
+            s.check(7, 0, 4, 1),
+            Err(ProducerError::OutOfOrderSequence {
+                expected: 3,
+                got: 4
+            })
+        );
+        s.record(7, 1, meta(0, 0, 200), 2);
+        assert_eq!(
+            s.check(7, 0, 3, 1),
+            Err(ProducerError::InvalidEpoch { current: 1, got: 0 })
+        );
+        // Only the last MAX_BATCHES are remembered.
+        for i in 1..=MAX_BATCHES as i32 {
+            s.record(7, 1, meta(i, i, 200 + i64::from(i)), 3);
+        }
+        assert!(matches!(s.check(7, 1, 1, 1), Ok(Check::Duplicate { .. })));
+        assert!(s.check(7, 1, 0, 1).is_err());
+    }
+
+    #[test]
+    fn sequences_wrap() {
+        assert_eq!(next_seq(i32::MAX), 0);
+        assert_eq!(last_seq(i32::MAX - 1, 3), 0);
+        assert_eq!(last_seq(5, 1), 5);
+    }
+
+    #[test]
+    fn snapshots_round_trip_and_later_ones_are_dropped_by_truncation() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = ProducerStates::default();
+        s.record(1, 0, meta(0, 0, 0), 5);
+        s.write_snapshot(d.path(), 10).unwrap();
+        s.record(1, 0, meta(1, 1, 10), 6);
+        s.write_snapshot(d.path(), 20).unwrap();
+        s.write_snapshot(d.path(), 30).unwrap();
+        assert_eq!(snapshots(d.path()).unwrap().len(), SNAPSHOTS_KEPT);
+        let (o, loaded) = load_snapshot(d.path(), 25).unwrap().unwrap();
+        assert_eq!(o, 20);
+        assert_eq!(loaded, s);
+        assert_eq!(
+            snapshots(d.path()).unwrap().len(),
+            1,
+            "the one past 25 is gone"
+        );
+        assert_eq!(s.expire(6), 0);
+        assert_eq!(s.expire(7), 1);
+    }
+}
