@@ -769,6 +769,7 @@ fn groups_tool_lists_and_describes_with_lag() {
             name: "range".into(),
             metadata: Vec::new(),
         }],
+        reason: None,
     };
     let raw = common::Client::connect(b.addr())
         .chan

@@ -55,7 +55,7 @@ fn fetch(c: &mut Client, version: i16, group: &str, topic: &str, p: i32) -> (i64
     };
     let raw = c
         .chan
-        .round_trip_raw(9, version, &|b| req.encode(b))
+        .round_trip_raw(9, version, &|b| req.encode(b, version))
         .unwrap();
     let r = OffsetFetchResponse::decode(&mut Reader::new(&raw), version).unwrap();
     let x = &r.topics[0].1[0];

@@ -143,12 +143,15 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
         .encode(&mut b, v);
         b
     };
-    let mut offset_fetch = Vec::new();
-    OffsetFetchRequest {
-        group_id: "hg".into(),
-        topics: Some(vec![(TOPIC.into(), vec![0])]),
-    }
-    .encode(&mut offset_fetch);
+    let offset_fetch = |v: i16| {
+        let mut b = Vec::new();
+        OffsetFetchRequest {
+            group_id: "hg".into(),
+            topics: Some(vec![(TOPIC.into(), vec![0])]),
+        }
+        .encode(&mut b, v);
+        b
+    };
     let register = RegisterRequest {
         group_id: "hg".into(),
         consumer_id: "hostile".into(),
@@ -300,7 +303,7 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
 /// answers MEMBER_ID_REQUIRED at once.
 fn group_api_requests(
     commit: &dyn Fn(i16) -> Vec<u8>,
-    offset_fetch: &[u8],
+    offset_fetch: &dyn Fn(i16) -> Vec<u8>,
 ) -> Vec<(String, Vec<u8>, bool)> {
     use gregor::protocol::group_admin::DescribeGroupsRequest as KafkaDescribe;
     use gregor::protocol::group_membership::*;
@@ -314,13 +317,13 @@ fn group_api_requests(
         member_id: "m".into(),
         group_instance_id: None,
     };
-    for ver in 0..=7 {
+    for ver in 0..=8 {
         add(format!("OffsetCommit v{ver}"), 8, ver, commit(ver));
     }
-    for ver in 0..=5 {
-        add(format!("OffsetFetch v{ver}"), 9, ver, offset_fetch.to_vec());
+    for ver in 0..=7 {
+        add(format!("OffsetFetch v{ver}"), 9, ver, offset_fetch(ver));
     }
-    for ver in 0..=2 {
+    for ver in 0..=3 {
         let mut b = Vec::new();
         FindCoordinatorRequest {
             key: "hg".into(),
@@ -328,9 +331,13 @@ fn group_api_requests(
         }
         .encode(&mut b, ver);
         add(format!("FindCoordinator v{ver}"), 10, ver, b);
-        add(format!("ListGroups v{ver}"), 16, ver, Vec::new());
     }
-    for ver in 4..=5 {
+    for ver in 0..=4 {
+        let mut b = Vec::new();
+        gregor::protocol::group_admin::encode_list_groups_request(&mut b, &["Stable"], ver);
+        add(format!("ListGroups v{ver}"), 16, ver, b);
+    }
+    for ver in 4..=9 {
         let mut b = Vec::new();
         JoinGroupRequest {
             group_id: "hg".into(),
@@ -343,17 +350,22 @@ fn group_api_requests(
                 name: "range".into(),
                 metadata: vec![0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff],
             }],
+            reason: (ver >= 8).then(|| "hostile".into()),
         }
         .encode(&mut b, ver);
         add(format!("JoinGroup v{ver}"), 11, ver, b);
     }
-    for ver in 0..=3 {
-        let mut b = Vec::new();
-        member.encode(&mut b, ver);
-        add(format!("Heartbeat v{ver}"), 12, ver, b);
+    for ver in 0..=5 {
+        if ver <= 4 {
+            let mut b = Vec::new();
+            member.encode_heartbeat(&mut b, ver);
+            add(format!("Heartbeat v{ver}"), 12, ver, b);
+        }
         let mut b = Vec::new();
         SyncGroupRequest {
             member: member.clone(),
+            protocol_type: (ver >= 5).then(|| "consumer".into()),
+            protocol_name: (ver >= 5).then(|| "range".into()),
             assignments: vec![("m".into(), vec![0, 0])],
         }
         .encode(&mut b, ver);
@@ -364,12 +376,13 @@ fn group_api_requests(
             members: vec![LeavingMember {
                 member_id: "m".into(),
                 group_instance_id: None,
+                reason: None,
             }],
         }
         .encode(&mut b, ver);
         add(format!("LeaveGroup v{ver}"), 13, ver, b);
     }
-    for ver in 0..=4 {
+    for ver in 0..=5 {
         let mut b = Vec::new();
         KafkaDescribe {
             groups: vec!["hg".into(), "none".into()],
@@ -377,13 +390,10 @@ fn group_api_requests(
         .encode(&mut b, ver);
         add(format!("DescribeGroups v{ver}"), 15, ver, b);
     }
-    for ver in 0..=1 {
-        add(
-            format!("DeleteGroups v{ver}"),
-            42,
-            ver,
-            body(&GroupIds(vec!["nope".into()])),
-        );
+    for ver in 0..=2 {
+        let mut b = Vec::new();
+        gregor::protocol::group_admin::encode_delete_groups_request(&mut b, &["nope".into()], ver);
+        add(format!("DeleteGroups v{ver}"), 42, ver, b);
     }
     v
 }

@@ -79,6 +79,7 @@ fn join_req(
                 metadata: m.clone(),
             })
             .collect(),
+        reason: None,
     }
 }
 
@@ -135,6 +136,8 @@ fn heartbeat(c: &mut Client, m: &GenerationMember) -> i16 {
 fn sync(c: &mut Client, m: &GenerationMember, assignments: &[(&str, &[u8])]) -> SyncGroupResponse {
     let req = SyncGroupRequest {
         member: m.clone(),
+        protocol_type: None,
+        protocol_name: None,
         assignments: assignments
             .iter()
             .map(|(id, a)| ((*id).to_owned(), a.to_vec()))
@@ -175,7 +178,7 @@ fn fetch_all(c: &mut Client, group: &str) -> OffsetFetchResponse {
         group_id: group.into(),
         topics: None,
     };
-    let raw = c.chan.round_trip_raw(9, 5, &|b| req.encode(b)).unwrap();
+    let raw = c.chan.round_trip_raw(9, 5, &|b| req.encode(b, 5)).unwrap();
     OffsetFetchResponse::decode(&mut Reader::new(&raw), 5).unwrap()
 }
 
@@ -187,6 +190,7 @@ fn leave(c: &mut Client, group: &str, ids: &[&str]) -> LeaveGroupResponse {
             .map(|id| LeavingMember {
                 member_id: (*id).into(),
                 group_instance_id: None,
+                reason: None,
             })
             .collect(),
     };
@@ -208,7 +212,7 @@ fn delete(c: &mut Client, group: &str) -> i16 {
     let raw = c
         .chan
         .round_trip_raw(42, 1, &|b| {
-            gregor::protocol::Encode::encode(&GroupIds(vec![group.into()]), b)
+            gregor::protocol::group_admin::encode_delete_groups_request(b, &[group.into()], 1)
         })
         .unwrap();
     decode_delete_groups(&mut Reader::new(&raw)).unwrap()[0].1

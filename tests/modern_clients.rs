@@ -112,6 +112,7 @@ fn java_classpath() -> PathBuf {
     dir
 }
 
+/// Produces, reads by assign() and by timestamp, then consumes in a group and commits.
 #[test]
 fn the_java_client_produces_and_consumes_with_its_defaults() {
     let jars = java_classpath();
@@ -190,5 +191,6 @@ fn the_java_client_produces_and_consumes_with_its_defaults() {
             .collect();
         assert_eq!(got, want, "{out}");
         assert!(lines.contains(&"for_time 2"), "{out}");
+        assert!(lines.contains(&"group 5 committed 5"), "{out}");
     }
 }

@@ -64,11 +64,21 @@ fn decode_data_apis(bytes: &[u8]) {
 
 /// Every decoder of the group and offset APIs, at every version served.
 fn decode_group_apis(bytes: &[u8]) {
+    for flex in [false, true] {
+        decode_group_apis_in(bytes, flex);
+    }
+}
+
+fn decode_group_apis_in(bytes: &[u8], flex: bool) {
     use gregor::protocol::group_admin::*;
     use gregor::protocol::group_membership::*;
     use gregor::protocol::group_offsets::*;
-    let r = || Reader::new(bytes);
-    for v in 0..=7 {
+    let r = || {
+        let mut r = Reader::new(bytes);
+        r.set_flexible(flex);
+        r
+    };
+    for v in 0..=9 {
         let _ = OffsetCommitRequest::decode(&mut r(), v);
         let _ = OffsetCommitResponse::decode(&mut r(), v);
         let _ = OffsetFetchRequest::decode(&mut r(), v);
@@ -86,7 +96,7 @@ fn decode_group_apis(bytes: &[u8]) {
         let _ = decode_describe_groups(&mut r(), v);
         let _ = decode_list_groups(&mut r(), v);
     }
-    let _ = decode_all::<GroupIds>(bytes);
+    let _ = decode_delete_groups_request(&mut r());
     let _ = decode_delete_groups(&mut r());
     let _ = subscription_topics(bytes);
     let _ = decode_assignment(bytes);

@@ -143,6 +143,7 @@ impl RequestHandler for KafkaApis {
             | header::DELETE_GROUPS => {
                 let cx = RequestContext {
                     version,
+                    flexible: flex,
                     client_id: h.client_id.unwrap_or(""),
                     peer,
                 };

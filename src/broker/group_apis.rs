@@ -10,15 +10,16 @@ use super::apis::KafkaApis;
 use crate::coordinator::group_protocol::Join;
 use crate::network::Action;
 use crate::protocol::group_admin::{
-    DescribeGroupsRequest, encode_delete_groups, encode_describe_groups, encode_list_groups,
+    DescribeGroupsRequest, decode_delete_groups_request, decode_list_groups_request,
+    encode_delete_groups, encode_describe_groups, encode_list_groups,
 };
 use crate::protocol::group_membership::{
     GenerationMember, JoinGroupRequest, LeaveGroupRequest, LeaveGroupResponse, SyncGroupRequest,
-    encode_error_response,
+    encode_heartbeat_response,
 };
-use crate::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse, GroupIds};
+use crate::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
 use crate::protocol::header;
-use crate::protocol::{Decode, DecodeResult, ErrorCode, Reader};
+use crate::protocol::{DecodeResult, ErrorCode, Reader};
 use crate::zk::paths::{self, COORDINATOR, ElectedBroker};
 
 /// FindCoordinator's key types (v1+).
@@ -28,6 +29,8 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 /// What the dispatcher knows of a request besides its body.
 pub struct RequestContext<'a> {
     pub version: i16,
+    /// Whether the body is in the flexible encoding.
+    pub flexible: bool,
     pub client_id: &'a str,
     pub peer: &'a SocketAddr,
 }
@@ -43,6 +46,7 @@ impl KafkaApis {
     ) -> DecodeResult<Action> {
         let v = cx.version;
         let mut r = Reader::new(body);
+        r.set_flexible(cx.flexible);
         match key {
             header::FIND_COORDINATOR => {
                 let req = FindCoordinatorRequest::decode(&mut r, v)?;
@@ -67,9 +71,9 @@ impl KafkaApis {
                 self.coordinator.sync_group(&req).encode(out, v);
             }
             header::HEARTBEAT => {
-                let req = GenerationMember::decode(&mut r, v)?;
+                let req = GenerationMember::decode_heartbeat(&mut r, v)?;
                 r.finish()?;
-                encode_error_response(out, self.coordinator.heartbeat(&req).code(), v);
+                encode_heartbeat_response(out, self.coordinator.heartbeat(&req).code(), v);
             }
             header::LEAVE_GROUP => {
                 let req = LeaveGroupRequest::decode(&mut r, v)?;
@@ -87,17 +91,22 @@ impl KafkaApis {
                 encode_describe_groups(out, &self.coordinator.describe_groups(&req.groups), v);
             }
             header::LIST_GROUPS => {
+                let states = decode_list_groups_request(&mut r, v)?;
                 r.finish()?;
-                let (code, groups) = match self.coordinator.list_groups() {
+                let (code, mut groups) = match self.coordinator.list_groups() {
                     Ok(g) => (ErrorCode::None, g),
                     Err(e) => (e, Vec::new()),
                 };
+                if let Some(states) = states {
+                    // Kafka matches state names without regard to case.
+                    groups.retain(|g| states.iter().any(|s| s.eq_ignore_ascii_case(&g.2)));
+                }
                 encode_list_groups(out, code.code(), &groups, v);
             }
             header::DELETE_GROUPS => {
-                let req = GroupIds::decode(&mut r)?;
+                let names = decode_delete_groups_request(&mut r)?;
                 r.finish()?;
-                encode_delete_groups(out, &self.coordinator.delete_groups(&req.0));
+                encode_delete_groups(out, &self.coordinator.delete_groups(&names), v);
             }
             _ => unreachable!("the dispatcher sends only group api keys here"),
         }

@@ -242,7 +242,7 @@ fn committed_offsets(
         topics: None,
     };
     let raw = c
-        .round_trip_raw(header::OFFSET_FETCH, 5, &|b| req.encode(b))
+        .round_trip_raw(header::OFFSET_FETCH, 5, &|b| req.encode(b, 5))
         .map_err(|e| e.to_string())?;
     let r = OffsetFetchResponse::decode(&mut Reader::new(&raw), 5)
         .map_err(|e| format!("bad answer: {e}"))?;

@@ -33,22 +33,25 @@ impl Coordinator {
     }
 
     /// `(group, protocol type)` for every group this coordinator knows of.
-    pub fn list_groups(&self) -> Result<Vec<(String, String)>, ErrorCode> {
+    /// Every group: (name, protocol type, Kafka's state name). A spec-protocol group with
+    /// sessions is Stable between rebalances as far as a Kafka client can tell; without, Empty.
+    pub fn list_groups(&self) -> Result<Vec<(String, String, String)>, ErrorCode> {
         let term = self.serving_term()?;
-        let mut out: BTreeMap<String, String> = BTreeMap::new();
+        let mut out: BTreeMap<String, (String, String)> = BTreeMap::new();
         for g in groups::all_groups(&self.zk).map_err(|_| ErrorCode::CoordinatorNotAvailable)? {
-            let kind = if !term.has_sessions(&g) {
-                ""
+            let (kind, state) = if !term.has_sessions(&g) {
+                ("", GroupState::Empty)
             } else {
-                SPEC_PROTOCOL_TYPE
+                (SPEC_PROTOCOL_TYPE, GroupState::Stable)
             };
-            out.insert(g, kind.to_owned());
+            out.insert(g, (kind.to_owned(), state.name().to_owned()));
         }
         for (name, g) in term.kafka_groups.lock().iter() {
             let d = g.data.lock();
-            out.insert(name.clone(), d.protocol_type.clone().unwrap_or_default());
+            let kind = d.protocol_type.clone().unwrap_or_default();
+            out.insert(name.clone(), (kind, d.state.name().to_owned()));
         }
-        Ok(out.into_iter().collect())
+        Ok(out.into_iter().map(|(n, (k, s))| (n, k, s)).collect())
     }
 
     /// Deletes groups that have no members, with their committed offsets.

@@ -84,10 +84,7 @@ impl Coordinator {
     }
 
     pub fn sync_group(&self, req: &SyncGroupRequest) -> SyncGroupResponse {
-        let fail = |e: ErrorCode| SyncGroupResponse {
-            error_code: e.code(),
-            assignment: Vec::new(),
-        };
+        let fail = SyncGroupResponse::from;
         match self.serving_term() {
             Ok(t) => t.sync_group(req),
             Err(e) => fail(e),
@@ -394,6 +391,14 @@ impl Term {
     fn sync_group(&self, req: &SyncGroupRequest) -> SyncGroupResponse {
         let me = req.member.member_id.as_str();
         self.with_generation_member(&req.member, |g, d| {
+            // v5+: a member that believes the group chose another protocol is not in it.
+            let differs =
+                |asked: &Option<String>, ours: &Option<String>| asked.is_some() && asked != ours;
+            if differs(&req.protocol_type, &d.protocol_type)
+                || differs(&req.protocol_name, &d.protocol)
+            {
+                return ErrorCode::InconsistentGroupProtocol.into();
+            }
             match d.state {
                 GroupState::PreparingRebalance | GroupState::Empty => {
                     return ErrorCode::RebalanceInProgress.into();
@@ -501,6 +506,8 @@ fn session_of(req: &JoinGroupRequest) -> Duration {
 fn assignment_of(d: &GroupData, member_id: &str) -> SyncGroupResponse {
     SyncGroupResponse {
         error_code: 0,
+        protocol_type: d.protocol_type.clone(),
+        protocol_name: d.protocol.clone(),
         assignment: d
             .members
             .get(member_id)
@@ -513,6 +520,8 @@ impl From<ErrorCode> for SyncGroupResponse {
     fn from(e: ErrorCode) -> Self {
         SyncGroupResponse {
             error_code: e.code(),
+            protocol_type: None,
+            protocol_name: None,
             assignment: Vec::new(),
         }
     }

@@ -225,6 +225,7 @@ impl GroupData {
         JoinGroupResponse {
             error_code: 0,
             generation_id: self.generation,
+            protocol_type: self.protocol_type.clone(),
             protocol_name: protocol,
             leader,
             member_id: member_id.to_owned(),

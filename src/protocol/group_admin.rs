@@ -1,10 +1,16 @@
-//! Looking at and removing groups: DescribeGroups (15) v0–v4, ListGroups (16) v0–v2,
-//! DeleteGroups (42) v0–v1; and the "consumer" protocol's subscription and assignment, which
+//! Looking at and removing groups: DescribeGroups (15) v0–v5, ListGroups (16) v0–v4,
+//! DeleteGroups (42) v0–v2 (flexible from v5, v3 and v2); and the "consumer" protocol's subscription and assignment, which
 //! the coordinator reads (to know a group's topics) and writes (to show a spec-protocol
 //! group's ownership in Kafka's own shape).
 
 use super::group_membership::bytes;
-use super::{DecodeResult, Reader, Writer, read_array, read_topics, write_array, write_topics};
+use super::{
+    DecodeResult, Reader, Writer, read_array, read_topics, write_array, write_array_v, write_topics,
+};
+
+const DESCRIBE_FLEX: i16 = 5;
+const LIST_FLEX: i16 = 3;
+const DELETE_FLEX: i16 = 2;
 
 /// DescribeGroups request: v3+ add `include_authorized_operations` (gregor has no ACLs and
 /// answers operations unknown).
@@ -15,18 +21,21 @@ pub struct DescribeGroupsRequest {
 
 impl DescribeGroupsRequest {
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
-        let groups = read_array(r, "groups", 2, |r| Ok(r.string("group")?.to_owned()))?;
+        let groups = read_array(r, "groups", 1, |r| Ok(r.string("group")?.to_owned()))?;
         if version >= 3 {
             r.bool("include_authorized_operations")?;
         }
+        r.tags()?;
         Ok(DescribeGroupsRequest { groups })
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        write_array(out, &self.groups, |o, g| o.put_string(g));
+        let flex = version >= DESCRIBE_FLEX;
+        write_array_v(out, flex, &self.groups, |o, g| o.put_str(flex, g));
         if version >= 3 {
             out.put_i8(0);
         }
+        out.put_tags(flex);
     }
 }
 
@@ -57,29 +66,33 @@ pub struct DescribedGroup {
 const OPERATIONS_UNKNOWN: i32 = i32::MIN;
 
 pub fn encode_describe_groups(out: &mut Vec<u8>, groups: &[DescribedGroup], version: i16) {
+    let flex = version >= DESCRIBE_FLEX;
     if version >= 1 {
         out.put_i32(0);
     }
-    write_array(out, groups, |o, g| {
+    write_array_v(out, flex, groups, |o, g| {
         o.put_i16(g.error_code);
-        o.put_string(&g.group_id);
-        o.put_string(&g.state);
-        o.put_string(&g.protocol_type);
-        o.put_string(&g.protocol);
-        write_array(o, &g.members, |o, m| {
-            o.put_string(&m.member_id);
+        o.put_str(flex, &g.group_id);
+        o.put_str(flex, &g.state);
+        o.put_str(flex, &g.protocol_type);
+        o.put_str(flex, &g.protocol);
+        write_array_v(o, flex, &g.members, |o, m| {
+            o.put_str(flex, &m.member_id);
             if version >= 4 {
-                o.put_nullable_string(m.group_instance_id.as_deref());
+                o.put_nstr(flex, m.group_instance_id.as_deref());
             }
-            o.put_string(&m.client_id);
-            o.put_string(&m.client_host);
-            o.put_nullable_bytes(Some(&m.metadata));
-            o.put_nullable_bytes(Some(&m.assignment));
+            o.put_str(flex, &m.client_id);
+            o.put_str(flex, &m.client_host);
+            o.put_bytes(flex, Some(&m.metadata));
+            o.put_bytes(flex, Some(&m.assignment));
+            o.put_tags(flex);
         });
         if version >= 3 {
             o.put_i32(OPERATIONS_UNKNOWN);
         }
+        o.put_tags(flex);
     });
+    out.put_tags(flex);
 }
 
 pub fn decode_describe_groups(
@@ -89,15 +102,15 @@ pub fn decode_describe_groups(
     if version >= 1 {
         r.i32("throttle_time_ms")?;
     }
-    read_array(r, "groups", 14, |r| {
+    let groups = read_array(r, "groups", 9, |r| {
         let g = DescribedGroup {
             error_code: r.i16("error_code")?,
             group_id: r.string("group_id")?.to_owned(),
             state: r.string("group_state")?.to_owned(),
             protocol_type: r.string("protocol_type")?.to_owned(),
             protocol: r.string("protocol_data")?.to_owned(),
-            members: read_array(r, "members", 16, |r| {
-                Ok(DescribedMember {
+            members: read_array(r, "members", 8, |r| {
+                let m = DescribedMember {
                     member_id: r.string("member_id")?.to_owned(),
                     group_instance_id: if version >= 4 {
                         r.nullable_string("group_instance_id")?.map(str::to_owned)
@@ -108,26 +121,62 @@ pub fn decode_describe_groups(
                     client_host: r.string("client_host")?.to_owned(),
                     metadata: bytes(r, "member_metadata")?,
                     assignment: bytes(r, "member_assignment")?,
-                })
+                };
+                r.tags()?;
+                Ok(m)
             })?,
         };
         if version >= 3 {
             r.i32("authorized_operations")?;
         }
+        r.tags()?;
         Ok(g)
-    })
+    })?;
+    r.tags()?;
+    Ok(groups)
 }
 
-/// ListGroups response (the v0–v2 request is empty): `(group id, protocol type)`.
-pub fn encode_list_groups(out: &mut Vec<u8>, error_code: i16, groups: &[(String, String)], v: i16) {
+/// ListGroups request: empty before v3, a tag buffer from v3, and from v4 the states to list
+/// (empty: all). `None` when every state is wanted.
+pub fn decode_list_groups_request(r: &mut Reader<'_>, v: i16) -> DecodeResult<Option<Vec<String>>> {
+    let states = if v >= 4 {
+        Some(r.string_array("states_filter")?).filter(|s| !s.is_empty())
+    } else {
+        None
+    };
+    r.tags()?;
+    Ok(states)
+}
+
+pub fn encode_list_groups_request(out: &mut Vec<u8>, states: &[&str], v: i16) {
+    let flex = v >= LIST_FLEX;
+    if v >= 4 {
+        write_array_v(out, flex, states, |o, s| o.put_str(flex, s));
+    }
+    out.put_tags(flex);
+}
+
+/// ListGroups response: `(group id, protocol type, state)`; the state is written from v4.
+pub fn encode_list_groups(
+    out: &mut Vec<u8>,
+    error_code: i16,
+    groups: &[(String, String, String)],
+    v: i16,
+) {
+    let flex = v >= LIST_FLEX;
     if v >= 1 {
         out.put_i32(0);
     }
     out.put_i16(error_code);
-    write_array(out, groups, |o, (g, t)| {
-        o.put_string(g);
-        o.put_string(t);
+    write_array_v(out, flex, groups, |o, (g, t, state)| {
+        o.put_str(flex, g);
+        o.put_str(flex, t);
+        if v >= 4 {
+            o.put_str(flex, state);
+        }
+        o.put_tags(flex);
     });
+    out.put_tags(flex);
 }
 
 pub fn decode_list_groups(
@@ -138,29 +187,55 @@ pub fn decode_list_groups(
         r.i32("throttle_time_ms")?;
     }
     let code = r.i16("error_code")?;
-    let groups = read_array(r, "groups", 4, |r| {
-        Ok((
+    let groups = read_array(r, "groups", 2, |r| {
+        let g = (
             r.string("group_id")?.to_owned(),
             r.string("protocol_type")?.to_owned(),
-        ))
+        );
+        if v >= 4 {
+            r.string("group_state")?;
+        }
+        r.tags()?;
+        Ok(g)
     })?;
+    r.tags()?;
     Ok((code, groups))
 }
 
-/// DeleteGroups response (v0 and v1 share it): an error per group.
-pub fn encode_delete_groups(out: &mut Vec<u8>, results: &[(String, i16)]) {
+/// DeleteGroups request: the groups' names (v2 flexible).
+pub fn decode_delete_groups_request(r: &mut Reader<'_>) -> DecodeResult<Vec<String>> {
+    let groups = r.string_array("groups_names")?;
+    r.tags()?;
+    Ok(groups)
+}
+
+pub fn encode_delete_groups_request(out: &mut Vec<u8>, groups: &[String], v: i16) {
+    let flex = v >= DELETE_FLEX;
+    write_array_v(out, flex, groups, |o, g| o.put_str(flex, g));
+    out.put_tags(flex);
+}
+
+/// DeleteGroups response (v0 and v1 share it; v2 is flexible): an error per group.
+pub fn encode_delete_groups(out: &mut Vec<u8>, results: &[(String, i16)], v: i16) {
+    let flex = v >= DELETE_FLEX;
     out.put_i32(0);
-    write_array(out, results, |o, (g, e)| {
-        o.put_string(g);
+    write_array_v(out, flex, results, |o, (g, e)| {
+        o.put_str(flex, g);
         o.put_i16(*e);
+        o.put_tags(flex);
     });
+    out.put_tags(flex);
 }
 
 pub fn decode_delete_groups(r: &mut Reader<'_>) -> DecodeResult<Vec<(String, i16)>> {
     r.i32("throttle_time_ms")?;
-    read_array(r, "results", 4, |r| {
-        Ok((r.string("group_id")?.to_owned(), r.i16("error_code")?))
-    })
+    let results = read_array(r, "results", 3, |r| {
+        let g = (r.string("group_id")?.to_owned(), r.i16("error_code")?);
+        r.tags()?;
+        Ok(g)
+    })?;
+    r.tags()?;
+    Ok(results)
 }
 
 /// The topics of a "consumer" protocol subscription (version, topics, then fields the
@@ -207,13 +282,14 @@ mod tests {
 
     #[test]
     fn describe_round_trips_at_every_version() {
-        for v in 0..=4 {
+        for v in 0..=5 {
             let req = DescribeGroupsRequest {
                 groups: vec!["a".into(), "b".into()],
             };
             let mut b = Vec::new();
             req.encode(&mut b, v);
             let mut r = Reader::new(&b);
+            r.set_flexible(v >= DESCRIBE_FLEX);
             assert_eq!(DescribeGroupsRequest::decode(&mut r, v).unwrap(), req);
             r.finish().unwrap();
             let groups = vec![DescribedGroup {
@@ -234,6 +310,7 @@ mod tests {
             let mut b = Vec::new();
             encode_describe_groups(&mut b, &groups, v);
             let mut r = Reader::new(&b);
+            r.set_flexible(v >= DESCRIBE_FLEX);
             assert_eq!(decode_describe_groups(&mut r, v).unwrap(), groups);
             r.finish().unwrap();
         }
@@ -249,17 +326,42 @@ mod tests {
         assert_eq!(decode_assignment(&[]).unwrap(), Vec::new());
     }
 
+    fn reader(b: &[u8], flex: bool) -> Reader<'_> {
+        let mut r = Reader::new(b);
+        r.set_flexible(flex);
+        r
+    }
+
     #[test]
     fn list_and_delete_round_trip() {
-        for v in 0..=2 {
-            let g = vec![("g".to_owned(), "consumer".to_owned())];
+        for v in 0..=4 {
+            let g = vec![("g".to_owned(), "consumer".to_owned(), "Stable".to_owned())];
             let mut b = Vec::new();
             encode_list_groups(&mut b, 0, &g, v);
-            assert_eq!(decode_list_groups(&mut Reader::new(&b), v).unwrap(), (0, g));
+            let mut r = reader(&b, v >= LIST_FLEX);
+            let want = vec![("g".to_owned(), "consumer".to_owned())];
+            assert_eq!(decode_list_groups(&mut r, v).unwrap(), (0, want));
+            r.finish().unwrap();
+            let mut b = Vec::new();
+            encode_list_groups_request(&mut b, &["Stable"], v);
+            let mut r = reader(&b, v >= LIST_FLEX);
+            let states = decode_list_groups_request(&mut r, v).unwrap();
+            assert_eq!(states, (v >= 4).then(|| vec!["Stable".to_owned()]));
+            r.finish().unwrap();
         }
-        let res = vec![("g".to_owned(), 69)];
-        let mut b = Vec::new();
-        encode_delete_groups(&mut b, &res);
-        assert_eq!(decode_delete_groups(&mut Reader::new(&b)).unwrap(), res);
+        for v in 0..=2 {
+            let res = vec![("g".to_owned(), 69)];
+            let mut b = Vec::new();
+            encode_delete_groups(&mut b, &res, v);
+            let mut r = reader(&b, v >= DELETE_FLEX);
+            assert_eq!(decode_delete_groups(&mut r).unwrap(), res);
+            r.finish().unwrap();
+            let names = vec!["g".to_owned()];
+            let mut b = Vec::new();
+            encode_delete_groups_request(&mut b, &names, v);
+            let mut r = reader(&b, v >= DELETE_FLEX);
+            assert_eq!(decode_delete_groups_request(&mut r).unwrap(), names);
+            r.finish().unwrap();
+        }
     }
 }

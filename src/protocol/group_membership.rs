@@ -1,10 +1,16 @@
-//! Kafka's group membership APIs at their non-flexible versions: JoinGroup (11) v0–v5,
-//! Heartbeat (12) v0–v3, LeaveGroup (13) v0–v3, SyncGroup (14) v0–v3.
+//! Kafka's group membership APIs: JoinGroup (11) v0–v9 (flexible from v6), Heartbeat (12)
+//! v0–v4, LeaveGroup (13) v0–v5 and SyncGroup (14) v0–v5 (flexible from v4). Decoders read
+//! the encoding the reader is in; encoders write compact types and tag buffers for flexible
+//! versions (`flex`).
 //!
 //! Member metadata and assignments are opaque bytes here: the coordinator relays them, the
 //! clients' own assignors read them (`consumer_protocol` decodes the "consumer" kind).
 
-use super::{DecodeResult, Reader, Writer, read_array, write_array};
+use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
+
+/// First flexible versions.
+const JOIN_FLEX: i16 = 6;
+const MEMBER_FLEX: i16 = 4;
 
 /// One protocol a joining member supports, with its metadata (for "consumer": a subscription).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +30,8 @@ pub struct JoinGroupRequest {
     pub group_instance_id: Option<String>,
     pub protocol_type: String,
     pub protocols: Vec<JoinProtocol>,
+    /// v8+: why the member (re)joins, for the coordinator's log.
+    pub reason: Option<String>,
 }
 
 impl JoinGroupRequest {
@@ -42,12 +50,20 @@ impl JoinGroupRequest {
             None
         };
         let protocol_type = r.string("protocol_type")?.to_owned();
-        let protocols = read_array(r, "protocols", 6, |r| {
-            Ok(JoinProtocol {
+        let protocols = read_array(r, "protocols", 3, |r| {
+            let p = JoinProtocol {
                 name: r.string("protocol_name")?.to_owned(),
                 metadata: bytes(r, "protocol_metadata")?,
-            })
+            };
+            r.tags()?;
+            Ok(p)
         })?;
+        let reason = if version >= 8 {
+            r.nullable_string("reason")?.map(str::to_owned)
+        } else {
+            None
+        };
+        r.tags()?;
         Ok(JoinGroupRequest {
             group_id,
             session_timeout_ms,
@@ -56,24 +72,31 @@ impl JoinGroupRequest {
             group_instance_id,
             protocol_type,
             protocols,
+            reason,
         })
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        out.put_string(&self.group_id);
+        let flex = version >= JOIN_FLEX;
+        out.put_str(flex, &self.group_id);
         out.put_i32(self.session_timeout_ms);
         if version >= 1 {
             out.put_i32(self.rebalance_timeout_ms);
         }
-        out.put_string(&self.member_id);
+        out.put_str(flex, &self.member_id);
         if version >= 5 {
-            out.put_nullable_string(self.group_instance_id.as_deref());
+            out.put_nstr(flex, self.group_instance_id.as_deref());
         }
-        out.put_string(&self.protocol_type);
-        write_array(out, &self.protocols, |o, p| {
-            o.put_string(&p.name);
-            o.put_nullable_bytes(Some(&p.metadata));
+        out.put_str(flex, &self.protocol_type);
+        write_array_v(out, flex, &self.protocols, |o, p| {
+            o.put_str(flex, &p.name);
+            o.put_bytes(flex, Some(&p.metadata));
+            o.put_tags(flex);
         });
+        if version >= 8 {
+            out.put_nstr(flex, self.reason.as_deref());
+        }
+        out.put_tags(flex);
     }
 }
 
@@ -90,6 +113,8 @@ pub struct JoinedMember {
 pub struct JoinGroupResponse {
     pub error_code: i16,
     pub generation_id: i32,
+    /// v7+; `None` in an error answer.
+    pub protocol_type: Option<String>,
     pub protocol_name: String,
     pub leader: String,
     pub member_id: String,
@@ -104,6 +129,7 @@ impl JoinGroupResponse {
         JoinGroupResponse {
             error_code: code.code(),
             generation_id: -1,
+            protocol_type: None,
             protocol_name: String::new(),
             leader: String::new(),
             member_id: member_id.to_owned(),
@@ -112,44 +138,79 @@ impl JoinGroupResponse {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= JOIN_FLEX;
         if version >= 2 {
             out.put_i32(0);
         }
         out.put_i16(self.error_code);
         out.put_i32(self.generation_id);
-        out.put_string(&self.protocol_name);
-        out.put_string(&self.leader);
-        out.put_string(&self.member_id);
-        write_array(out, &self.members, |o, m| {
-            o.put_string(&m.member_id);
+        if version >= 7 {
+            out.put_nstr(flex, self.protocol_type.as_deref());
+            // Nullable from v7: an error answer names no protocol.
+            let name = (self.error_code == 0).then_some(self.protocol_name.as_str());
+            out.put_nstr(flex, name);
+        } else {
+            out.put_str(flex, &self.protocol_name);
+        }
+        out.put_str(flex, &self.leader);
+        if version >= 9 {
+            out.put_i8(0); // skip_assignment: the leader always assigns
+        }
+        out.put_str(flex, &self.member_id);
+        write_array_v(out, flex, &self.members, |o, m| {
+            o.put_str(flex, &m.member_id);
             if version >= 5 {
-                o.put_nullable_string(m.group_instance_id.as_deref());
+                o.put_nstr(flex, m.group_instance_id.as_deref());
             }
-            o.put_nullable_bytes(Some(&m.metadata));
+            o.put_bytes(flex, Some(&m.metadata));
+            o.put_tags(flex);
         });
+        out.put_tags(flex);
     }
 
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         if version >= 2 {
             r.i32("throttle_time_ms")?;
         }
+        let error_code = r.i16("error_code")?;
+        let generation_id = r.i32("generation_id")?;
+        let (protocol_type, protocol_name) = if version >= 7 {
+            (
+                r.nullable_string("protocol_type")?.map(str::to_owned),
+                r.nullable_string("protocol_name")?
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        } else {
+            (None, r.string("protocol_name")?.to_owned())
+        };
+        let leader = r.string("leader")?.to_owned();
+        if version >= 9 {
+            r.bool("skip_assignment")?;
+        }
+        let member_id = r.string("member_id")?.to_owned();
+        let members = read_array(r, "members", 3, |r| {
+            let m = JoinedMember {
+                member_id: r.string("member_id")?.to_owned(),
+                group_instance_id: if version >= 5 {
+                    r.nullable_string("group_instance_id")?.map(str::to_owned)
+                } else {
+                    None
+                },
+                metadata: bytes(r, "metadata")?,
+            };
+            r.tags()?;
+            Ok(m)
+        })?;
+        r.tags()?;
         Ok(JoinGroupResponse {
-            error_code: r.i16("error_code")?,
-            generation_id: r.i32("generation_id")?,
-            protocol_name: r.string("protocol_name")?.to_owned(),
-            leader: r.string("leader")?.to_owned(),
-            member_id: r.string("member_id")?.to_owned(),
-            members: read_array(r, "members", 6, |r| {
-                Ok(JoinedMember {
-                    member_id: r.string("member_id")?.to_owned(),
-                    group_instance_id: if version >= 5 {
-                        r.nullable_string("group_instance_id")?.map(str::to_owned)
-                    } else {
-                        None
-                    },
-                    metadata: bytes(r, "metadata")?,
-                })
-            })?,
+            error_code,
+            generation_id,
+            protocol_type,
+            protocol_name,
+            leader,
+            member_id,
+            members,
         })
     }
 }
@@ -165,6 +226,7 @@ pub struct GenerationMember {
 }
 
 impl GenerationMember {
+    /// The fields alone; a Heartbeat request is these and its tag buffer (`decode_heartbeat`).
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         Ok(GenerationMember {
             group_id: r.string("group_id")?.to_owned(),
@@ -179,38 +241,76 @@ impl GenerationMember {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        out.put_string(&self.group_id);
+        let flex = version >= MEMBER_FLEX;
+        out.put_str(flex, &self.group_id);
         out.put_i32(self.generation_id);
-        out.put_string(&self.member_id);
+        out.put_str(flex, &self.member_id);
         if version >= 3 {
-            out.put_nullable_string(self.group_instance_id.as_deref());
+            out.put_nstr(flex, self.group_instance_id.as_deref());
         }
+    }
+
+    /// A whole Heartbeat request.
+    pub fn decode_heartbeat(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let m = Self::decode(r, version)?;
+        r.tags()?;
+        Ok(m)
+    }
+
+    pub fn encode_heartbeat(&self, out: &mut Vec<u8>, version: i16) {
+        self.encode(out, version);
+        out.put_tags(version >= MEMBER_FLEX);
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncGroupRequest {
     pub member: GenerationMember,
+    /// v5+: the protocol type and name the member believes the group chose.
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
     /// member id → assignment; only the leader sends any.
     pub assignments: Vec<(String, Vec<u8>)>,
 }
 
 impl SyncGroupRequest {
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let member = GenerationMember::decode(r, version)?;
+        let (protocol_type, protocol_name) = if version >= 5 {
+            (
+                r.nullable_string("protocol_type")?.map(str::to_owned),
+                r.nullable_string("protocol_name")?.map(str::to_owned),
+            )
+        } else {
+            (None, None)
+        };
+        let assignments = read_array(r, "assignments", 3, |r| {
+            let a = (r.string("member_id")?.to_owned(), bytes(r, "assignment")?);
+            r.tags()?;
+            Ok(a)
+        })?;
+        r.tags()?;
         Ok(SyncGroupRequest {
-            member: GenerationMember::decode(r, version)?,
-            assignments: read_array(r, "assignments", 6, |r| {
-                Ok((r.string("member_id")?.to_owned(), bytes(r, "assignment")?))
-            })?,
+            member,
+            protocol_type,
+            protocol_name,
+            assignments,
         })
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= MEMBER_FLEX;
         self.member.encode(out, version);
-        write_array(out, &self.assignments, |o, (m, a)| {
-            o.put_string(m);
-            o.put_nullable_bytes(Some(a));
+        if version >= 5 {
+            out.put_nstr(flex, self.protocol_type.as_deref());
+            out.put_nstr(flex, self.protocol_name.as_deref());
+        }
+        write_array_v(out, flex, &self.assignments, |o, (m, a)| {
+            o.put_str(flex, m);
+            o.put_bytes(flex, Some(a));
+            o.put_tags(flex);
         });
+        out.put_tags(flex);
     }
 }
 
@@ -218,30 +318,53 @@ impl SyncGroupRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncGroupResponse {
     pub error_code: i16,
+    /// v5+: the group's protocol type and name.
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
     pub assignment: Vec<u8>,
 }
 
 impl SyncGroupResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= MEMBER_FLEX;
         if version >= 1 {
             out.put_i32(0);
         }
         out.put_i16(self.error_code);
-        out.put_nullable_bytes(Some(&self.assignment));
+        if version >= 5 {
+            out.put_nstr(flex, self.protocol_type.as_deref());
+            out.put_nstr(flex, self.protocol_name.as_deref());
+        }
+        out.put_bytes(flex, Some(&self.assignment));
+        out.put_tags(flex);
     }
 
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         if version >= 1 {
             r.i32("throttle_time_ms")?;
         }
+        let error_code = r.i16("error_code")?;
+        let (protocol_type, protocol_name) = if version >= 5 {
+            (
+                r.nullable_string("protocol_type")?.map(str::to_owned),
+                r.nullable_string("protocol_name")?.map(str::to_owned),
+            )
+        } else {
+            (None, None)
+        };
+        let assignment = bytes(r, "assignment")?;
+        r.tags()?;
         Ok(SyncGroupResponse {
-            error_code: r.i16("error_code")?,
-            assignment: bytes(r, "assignment")?,
+            error_code,
+            protocol_type,
+            protocol_name,
+            assignment,
         })
     }
 }
 
-/// Heartbeat's and LeaveGroup v0–v2's answer: `throttle_time_ms` from v1, then the error.
+/// Heartbeat's answer, and LeaveGroup v0–v2's: `throttle_time_ms` from v1, then the error
+/// (and a tag buffer when flexible, v4+).
 pub fn encode_error_response(out: &mut Vec<u8>, error_code: i16, version: i16) {
     if version >= 1 {
         out.put_i32(0);
@@ -256,11 +379,24 @@ pub fn decode_error_response(r: &mut Reader<'_>, version: i16) -> DecodeResult<i
     r.i16("error_code")
 }
 
+pub fn encode_heartbeat_response(out: &mut Vec<u8>, error_code: i16, version: i16) {
+    encode_error_response(out, error_code, version);
+    out.put_tags(version >= MEMBER_FLEX);
+}
+
+pub fn decode_heartbeat_response(r: &mut Reader<'_>, version: i16) -> DecodeResult<i16> {
+    let e = decode_error_response(r, version)?;
+    r.tags()?;
+    Ok(e)
+}
+
 /// A member leaving: v0–v2 name one by member id, v3+ a batch with instance ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeavingMember {
     pub member_id: String,
     pub group_instance_id: Option<String>,
+    /// v5+: why it leaves, for the coordinator's log.
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,32 +409,47 @@ impl LeaveGroupRequest {
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         let group_id = r.string("group_id")?.to_owned();
         let members = if version >= 3 {
-            read_array(r, "members", 4, |r| {
-                Ok(LeavingMember {
+            read_array(r, "members", 2, |r| {
+                let m = LeavingMember {
                     member_id: r.string("member_id")?.to_owned(),
                     group_instance_id: r.nullable_string("group_instance_id")?.map(str::to_owned),
-                })
+                    reason: if version >= 5 {
+                        r.nullable_string("reason")?.map(str::to_owned)
+                    } else {
+                        None
+                    },
+                };
+                r.tags()?;
+                Ok(m)
             })?
         } else {
             vec![LeavingMember {
                 member_id: r.string("member_id")?.to_owned(),
                 group_instance_id: None,
+                reason: None,
             }]
         };
+        r.tags()?;
         Ok(LeaveGroupRequest { group_id, members })
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        out.put_string(&self.group_id);
+        let flex = version >= MEMBER_FLEX;
+        out.put_str(flex, &self.group_id);
         if version >= 3 {
-            write_array(out, &self.members, |o, m| {
-                o.put_string(&m.member_id);
-                o.put_nullable_string(m.group_instance_id.as_deref());
+            write_array_v(out, flex, &self.members, |o, m| {
+                o.put_str(flex, &m.member_id);
+                o.put_nstr(flex, m.group_instance_id.as_deref());
+                if version >= 5 {
+                    o.put_nstr(flex, m.reason.as_deref());
+                }
+                o.put_tags(flex);
             });
         } else {
             let first = self.members.first().map_or("", |m| m.member_id.as_str());
             out.put_string(first);
         }
+        out.put_tags(flex);
     }
 }
 
@@ -311,29 +462,36 @@ pub struct LeaveGroupResponse {
 
 impl LeaveGroupResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= MEMBER_FLEX;
         encode_error_response(out, self.error_code, version);
         if version >= 3 {
-            write_array(out, &self.members, |o, (m, e)| {
-                o.put_string(&m.member_id);
-                o.put_nullable_string(m.group_instance_id.as_deref());
+            write_array_v(out, flex, &self.members, |o, (m, e)| {
+                o.put_str(flex, &m.member_id);
+                o.put_nstr(flex, m.group_instance_id.as_deref());
                 o.put_i16(*e);
+                o.put_tags(flex);
             });
         }
+        out.put_tags(flex);
     }
 
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         let error_code = decode_error_response(r, version)?;
         let members = if version >= 3 {
-            read_array(r, "members", 6, |r| {
+            read_array(r, "members", 4, |r| {
                 let m = LeavingMember {
                     member_id: r.string("member_id")?.to_owned(),
                     group_instance_id: r.nullable_string("group_instance_id")?.map(str::to_owned),
+                    reason: None,
                 };
-                Ok((m, r.i16("error_code")?))
+                let e = r.i16("error_code")?;
+                r.tags()?;
+                Ok((m, e))
             })?
         } else {
             Vec::new()
         };
+        r.tags()?;
         Ok(LeaveGroupResponse {
             error_code,
             members,
@@ -354,7 +512,7 @@ mod tests {
 
     #[test]
     fn join_round_trips_at_every_version() {
-        for v in 0..=5 {
+        for v in 0..=9 {
             let req = JoinGroupRequest {
                 group_id: "g".into(),
                 session_timeout_ms: 10_000,
@@ -366,15 +524,20 @@ mod tests {
                     name: "range".into(),
                     metadata: vec![0, 1, 2],
                 }],
+                reason: (v >= 8).then(|| "rebalance needed".into()),
             };
             check(
                 &req,
                 |x, b| x.encode(b, v),
-                |r| JoinGroupRequest::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= JOIN_FLEX);
+                    JoinGroupRequest::decode(r, v)
+                },
             );
             let resp = JoinGroupResponse {
                 error_code: 0,
                 generation_id: 4,
+                protocol_type: (v >= 7).then(|| "consumer".into()),
                 protocol_name: "range".into(),
                 leader: "m-1".into(),
                 member_id: "m-1".into(),
@@ -387,7 +550,10 @@ mod tests {
             check(
                 &resp,
                 |x, b| x.encode(b, v),
-                |r| JoinGroupResponse::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= JOIN_FLEX);
+                    JoinGroupResponse::decode(r, v)
+                },
             );
         }
     }
@@ -405,6 +571,7 @@ mod tests {
                 name: "r".into(),
                 metadata: vec![7],
             }],
+            reason: None,
         };
         let mut b = Vec::new();
         req.encode(&mut b, 0);
@@ -418,7 +585,7 @@ mod tests {
 
     #[test]
     fn sync_heartbeat_and_leave_round_trip() {
-        for v in 0..=3 {
+        for v in 0..=5 {
             let member = GenerationMember {
                 group_id: "g".into(),
                 generation_id: 2,
@@ -427,43 +594,62 @@ mod tests {
             };
             check(
                 &member,
-                |x, b| x.encode(b, v),
-                |r| GenerationMember::decode(r, v),
+                |x, b| x.encode_heartbeat(b, v),
+                |r| {
+                    r.set_flexible(v >= MEMBER_FLEX);
+                    GenerationMember::decode_heartbeat(r, v)
+                },
             );
             let sync = SyncGroupRequest {
                 member,
+                protocol_type: (v >= 5).then(|| "consumer".into()),
+                protocol_name: (v >= 5).then(|| "range".into()),
                 assignments: vec![("m".into(), vec![1, 2])],
             };
             check(
                 &sync,
                 |x, b| x.encode(b, v),
-                |r| SyncGroupRequest::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= MEMBER_FLEX);
+                    SyncGroupRequest::decode(r, v)
+                },
             );
             let resp = SyncGroupResponse {
                 error_code: 27,
+                protocol_type: (v >= 5).then(|| "consumer".into()),
+                protocol_name: None,
                 assignment: vec![3],
             };
             check(
                 &resp,
                 |x, b| x.encode(b, v),
-                |r| SyncGroupResponse::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= MEMBER_FLEX);
+                    SyncGroupResponse::decode(r, v)
+                },
             );
             let leave = LeaveGroupRequest {
                 group_id: "g".into(),
                 members: vec![LeavingMember {
                     member_id: "m".into(),
                     group_instance_id: (v >= 3).then(|| "i".into()),
+                    reason: (v >= 5).then(|| "shutting down".into()),
                 }],
             };
             check(
                 &leave,
                 |x, b| x.encode(b, v),
-                |r| LeaveGroupRequest::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= MEMBER_FLEX);
+                    LeaveGroupRequest::decode(r, v)
+                },
             );
             let lr = LeaveGroupResponse {
                 error_code: 0,
                 members: if v >= 3 {
-                    vec![(leave.members[0].clone(), 25)]
+                    let mut m = leave.members[0].clone();
+                    m.reason = None; // not in the response
+                    vec![(m, 25)]
                 } else {
                     Vec::new()
                 },
@@ -471,7 +657,10 @@ mod tests {
             check(
                 &lr,
                 |x, b| x.encode(b, v),
-                |r| LeaveGroupResponse::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= MEMBER_FLEX);
+                    LeaveGroupResponse::decode(r, v)
+                },
             );
         }
     }

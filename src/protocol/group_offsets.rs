@@ -1,13 +1,14 @@
-//! Committed consumer offsets and where to find them: OffsetCommit (key 8) v0–v7, OffsetFetch
-//! (key 9) v0–v5 and FindCoordinator (key 10) v0–v2 (0.8's GroupCoordinator is its v0).
+//! Committed consumer offsets and where to find them: OffsetCommit (key 8) v0–v8 (flexible
+//! from v8), OffsetFetch (key 9) v0–v7 (from v6) and FindCoordinator (key 10) v0–v3 (from v3;
+//! 0.8's GroupCoordinator is its v0).
 //!
-//! Every layout here is Kafka's non-flexible one; a field's versions are written beside it, as
-//! the published JSON schemas give them.
+//! A field's versions are written beside it, as the published JSON schemas give them.
 
-use super::{
-    Decode, DecodeResult, Encode, Reader, Writer, read_array, read_topics, read_topics_n,
-    write_topics,
-};
+use super::{DecodeResult, Reader, Writer, read_topics, read_topics_n, write_topics_v};
+
+const COMMIT_FLEX: i16 = 8;
+const FETCH_FLEX: i16 = 6;
+const FIND_FLEX: i16 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitPartition {
@@ -67,6 +68,7 @@ impl OffsetCommitRequest {
                 -1
             };
             let metadata = r.nullable_string("metadata")?.map(str::to_owned);
+            r.tags()?;
             Ok(CommitPartition {
                 partition,
                 offset,
@@ -75,6 +77,7 @@ impl OffsetCommitRequest {
                 metadata,
             })
         })?;
+        r.tags()?;
         Ok(OffsetCommitRequest {
             group_id,
             generation_id,
@@ -86,18 +89,19 @@ impl OffsetCommitRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        out.put_string(&self.group_id);
+        let flex = version >= COMMIT_FLEX;
+        out.put_str(flex, &self.group_id);
         if version >= 1 {
             out.put_i32(self.generation_id);
-            out.put_string(&self.member_id);
+            out.put_str(flex, &self.member_id);
         }
         if version >= 7 {
-            out.put_nullable_string(self.group_instance_id.as_deref());
+            out.put_nstr(flex, self.group_instance_id.as_deref());
         }
         if (2..=4).contains(&version) {
             out.put_i64(self.retention_time_ms);
         }
-        write_topics(out, &self.topics, |o, p| {
+        write_topics_v(out, flex, &self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i64(p.offset);
             if version >= 6 {
@@ -106,8 +110,10 @@ impl OffsetCommitRequest {
             if version == 1 {
                 o.put_i64(p.timestamp);
             }
-            o.put_nullable_string(p.metadata.as_deref());
+            o.put_nstr(flex, p.metadata.as_deref());
+            o.put_tags(flex);
         });
+        out.put_tags(flex);
     }
 }
 
@@ -119,31 +125,42 @@ pub struct OffsetCommitResponse {
 
 impl OffsetCommitResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= COMMIT_FLEX;
         if version >= 3 {
             out.put_i32(0);
         }
-        write_topics(out, &self.topics, |o, (p, e)| {
+        write_topics_v(out, flex, &self.topics, |o, (p, e)| {
             o.put_i32(*p);
             o.put_i16(*e);
+            o.put_tags(flex);
         });
+        out.put_tags(flex);
     }
 
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         if version >= 3 {
             r.i32("throttle_time_ms")?;
         }
-        Ok(OffsetCommitResponse {
-            topics: read_topics(r, 6, |r| Ok((r.i32("partition")?, r.i16("error_code")?)))?,
-        })
+        let topics = read_topics(r, 6, |r| {
+            let p = (r.i32("partition")?, r.i16("error_code")?);
+            r.tags()?;
+            Ok(p)
+        })?;
+        r.tags()?;
+        Ok(OffsetCommitResponse { topics })
     }
 }
 
-/// OffsetFetch v0–v5. `topics: None` (v2+) asks for every partition the group has committed.
+/// OffsetFetch v0–v7. `topics: None` (v2+) asks for every partition the group has committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetFetchRequest {
     pub group_id: String,
     pub topics: Option<Vec<(String, Vec<i32>)>>,
 }
+
+/// OffsetFetch v7's `require_stable`: wait for pending transactional commits. gregor has no
+/// transactions, so every commit is stable and the flag changes nothing.
+const REQUIRE_STABLE_DEFAULT: bool = false;
 
 impl OffsetFetchRequest {
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
@@ -156,15 +173,24 @@ impl OffsetFetchRequest {
         } else {
             Some(read_topics(r, 4, |r| r.i32("partition"))?)
         };
+        if version >= 7 {
+            r.bool("require_stable")?;
+        }
+        r.tags()?;
         Ok(OffsetFetchRequest { group_id, topics })
     }
 
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.put_string(&self.group_id);
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= FETCH_FLEX;
+        out.put_str(flex, &self.group_id);
         match &self.topics {
-            Some(t) => write_topics(out, t, |o, p| o.put_i32(*p)),
-            None => out.put_i32(-1),
+            Some(t) => write_topics_v(out, flex, t, |o, p| o.put_i32(*p)),
+            None => out.put_len(flex, None),
         }
+        if version >= 7 {
+            out.put_i8(i8::from(REQUIRE_STABLE_DEFAULT));
+        }
+        out.put_tags(flex);
     }
 }
 
@@ -188,29 +214,32 @@ pub struct OffsetFetchResponse {
 
 impl OffsetFetchResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= FETCH_FLEX;
         if version >= 3 {
             out.put_i32(0);
         }
-        write_topics(out, &self.topics, |o, p| {
+        write_topics_v(out, flex, &self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i64(p.offset);
             if version >= 5 {
                 o.put_i32(p.leader_epoch);
             }
-            o.put_string(&p.metadata);
+            o.put_nstr(flex, Some(&p.metadata));
             o.put_i16(p.error_code);
+            o.put_tags(flex);
         });
         if version >= 2 {
             out.put_i16(self.error_code);
         }
+        out.put_tags(flex);
     }
 
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         if version >= 3 {
             r.i32("throttle_time_ms")?;
         }
-        let topics = read_topics(r, 16, |r| {
-            Ok(FetchedOffset {
+        let topics = read_topics(r, 15, |r| {
+            let p = FetchedOffset {
                 partition: r.i32("partition")?,
                 offset: r.i64("offset")?,
                 leader_epoch: if version >= 5 {
@@ -218,15 +247,21 @@ impl OffsetFetchResponse {
                 } else {
                     -1
                 },
-                metadata: r.string("metadata")?.to_owned(),
+                metadata: r
+                    .nullable_string("metadata")?
+                    .unwrap_or_default()
+                    .to_owned(),
                 error_code: r.i16("error_code")?,
-            })
+            };
+            r.tags()?;
+            Ok(p)
         })?;
         let error_code = if version >= 2 {
             r.i16("error_code")?
         } else {
             0
         };
+        r.tags()?;
         Ok(OffsetFetchResponse { topics, error_code })
     }
 }
@@ -241,17 +276,21 @@ pub struct FindCoordinatorRequest {
 
 impl FindCoordinatorRequest {
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
-        Ok(FindCoordinatorRequest {
+        let req = FindCoordinatorRequest {
             key: r.string("key")?.to_owned(),
             key_type: if version >= 1 { r.i8("key_type")? } else { 0 },
-        })
+        };
+        r.tags()?;
+        Ok(req)
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        out.put_string(&self.key);
+        let flex = version >= FIND_FLEX;
+        out.put_str(flex, &self.key);
         if version >= 1 {
             out.put_i8(self.key_type);
         }
+        out.put_tags(flex);
     }
 }
 
@@ -267,16 +306,18 @@ pub struct FindCoordinatorResponse {
 
 impl FindCoordinatorResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= FIND_FLEX;
         if version >= 1 {
             out.put_i32(0);
         }
         out.put_i16(self.error_code);
         if version >= 1 {
-            out.put_nullable_string(self.error_message.as_deref());
+            out.put_nstr(flex, self.error_message.as_deref());
         }
         out.put_i32(self.node_id);
-        out.put_string(&self.host);
+        out.put_str(flex, &self.host);
         out.put_i32(self.port);
+        out.put_tags(flex);
     }
 
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
@@ -289,31 +330,15 @@ impl FindCoordinatorResponse {
         } else {
             None
         };
-        Ok(FindCoordinatorResponse {
+        let resp = FindCoordinatorResponse {
             error_code,
             error_message,
             node_id: r.i32("node_id")?,
             host: r.string("host")?.to_owned(),
             port: r.i32("port")?,
-        })
-    }
-}
-
-/// A list of group ids (DeleteGroups v0–v1, DescribeGroups v0–v2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupIds(pub Vec<String>);
-
-impl Encode for GroupIds {
-    fn encode(&self, out: &mut Vec<u8>) {
-        super::write_array(out, &self.0, |o, g| o.put_string(g));
-    }
-}
-
-impl<'a> Decode<'a> for GroupIds {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Ok(GroupIds(read_array(r, "groups", 2, |r| {
-            Ok(r.string("group_id")?.to_owned())
-        })?))
+        };
+        r.tags()?;
+        Ok(resp)
     }
 }
 
@@ -324,7 +349,7 @@ mod tests {
 
     #[test]
     fn commit_requests_round_trip_at_every_version() {
-        for v in 0..=7 {
+        for v in 0..=8 {
             let req = OffsetCommitRequest {
                 group_id: "g".into(),
                 generation_id: if v >= 1 { 3 } else { -1 },
@@ -345,7 +370,10 @@ mod tests {
             versioned(
                 &req,
                 |x, b| x.encode(b, v),
-                |r| OffsetCommitRequest::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= COMMIT_FLEX);
+                    OffsetCommitRequest::decode(r, v)
+                },
             );
             let resp = OffsetCommitResponse {
                 topics: vec![("t".into(), vec![(0, 22)])],
@@ -353,7 +381,10 @@ mod tests {
             versioned(
                 &resp,
                 |x, b| x.encode(b, v),
-                |r| OffsetCommitResponse::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= COMMIT_FLEX);
+                    OffsetCommitResponse::decode(r, v)
+                },
             );
         }
     }
@@ -391,15 +422,18 @@ mod tests {
 
     #[test]
     fn fetch_round_trips_and_null_topics_mean_all() {
-        for v in 0..=5 {
+        for v in 0..=7 {
             let req = OffsetFetchRequest {
                 group_id: "g".into(),
                 topics: Some(vec![("t".into(), vec![0, 1])]),
             };
             versioned(
                 &req,
-                |x, b| x.encode(b),
-                |r| OffsetFetchRequest::decode(r, v),
+                |x, b| x.encode(b, v),
+                |r| {
+                    r.set_flexible(v >= FETCH_FLEX);
+                    OffsetFetchRequest::decode(r, v)
+                },
             );
             let resp = OffsetFetchResponse {
                 topics: vec![(
@@ -417,7 +451,10 @@ mod tests {
             versioned(
                 &resp,
                 |x, b| x.encode(b, v),
-                |r| OffsetFetchResponse::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= FETCH_FLEX);
+                    OffsetFetchResponse::decode(r, v)
+                },
             );
         }
         let all = OffsetFetchRequest {
@@ -426,18 +463,18 @@ mod tests {
         };
         versioned(
             &all,
-            |x, b| x.encode(b),
+            |x, b| x.encode(b, 2),
             |r| OffsetFetchRequest::decode(r, 2),
         );
         // v1 has no null array.
         let mut b = Vec::new();
-        all.encode(&mut b);
+        all.encode(&mut b, 1);
         assert!(OffsetFetchRequest::decode(&mut Reader::new(&b), 1).is_err());
     }
 
     #[test]
     fn find_coordinator_round_trips() {
-        for v in 0..=2 {
+        for v in 0..=3 {
             let req = FindCoordinatorRequest {
                 key: "g".into(),
                 key_type: 0,
@@ -445,7 +482,10 @@ mod tests {
             versioned(
                 &req,
                 |x, b| x.encode(b, v),
-                |r| FindCoordinatorRequest::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= FIND_FLEX);
+                    FindCoordinatorRequest::decode(r, v)
+                },
             );
             let resp = FindCoordinatorResponse {
                 error_code: 0,
@@ -457,7 +497,10 @@ mod tests {
             versioned(
                 &resp,
                 |x, b| x.encode(b, v),
-                |r| FindCoordinatorResponse::decode(r, v),
+                |r| {
+                    r.set_flexible(v >= FIND_FLEX);
+                    FindCoordinatorResponse::decode(r, v)
+                },
             );
         }
     }

@@ -1,7 +1,7 @@
 // The official Java client (kafka-clients) against gregor, with its defaults (idempotence
 // on, acks=all): produces records with a key, a header and a timestamp, with the codec
 // given, then reads them back by assign() and prints one line per record, so the Rust test
-// can check what arrived.
+// can check what arrived; then consumes the topic again in a consumer group and commits.
 //   java -cp <jars>:. ProduceConsume <bootstrap> <topic> <count> <codec>
 // Prints "sent <partition> <offset>" per acknowledged record, then
 // "got <offset> <key> <value> <timestamp> <header>=<value>" per record read.
@@ -69,6 +69,22 @@ public class ProduceConsume {
             }
             var times = consumer.offsetsForTimes(java.util.Map.of(tp, ts + 2));
             System.out.println("for_time " + times.get(tp).offset());
+        }
+        // In a group (the classic protocol at the versions this client picks): every record
+        // once, then a commit the group's next member starts from.
+        c.put("group.id", "java-" + topic);
+        c.put("group.protocol", "classic");
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
+            consumer.subscribe(List.of(topic));
+            int got = 0;
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (got < count && System.currentTimeMillis() < deadline) {
+                got += consumer.poll(Duration.ofMillis(500)).count();
+            }
+            consumer.commitSync();
+            var committed = consumer.committed(java.util.Set.of(new TopicPartition(topic, 0)));
+            System.out.println("group " + got + " committed "
+                    + committed.get(new TopicPartition(topic, 0)).offset());
         }
     }
 }
