@@ -53,10 +53,9 @@ fn read_all(log: &Log, from: i64) -> Vec<(i64, Vec<u8>)> {
         let mut buf = Vec::new();
         log.read(offset, 4096, None, &mut buf).unwrap();
         let before = out.len();
-        for m in message::iter(&buf) {
-            let m = m.unwrap();
+        for m in gregor::protocol::records::decode_deep(&buf).unwrap() {
             if m.offset >= offset {
-                out.push((m.offset, m.value.unwrap().to_vec()));
+                out.push((m.offset, m.value.unwrap()));
             }
         }
         assert!(out.len() > before, "no progress at offset {offset}");
@@ -310,4 +309,49 @@ fn restart_keeps_flushed_messages_and_the_high_watermark() {
         lm.checkpointed_high_watermark(&lm.get("orders", 2).unwrap()),
         0
     );
+}
+
+/// A batch is kept whole or not at all: truncating to an offset inside one removes it and
+/// leaves the log ending before it, so that a follower fetches the leader's batch from the
+/// new end. Cutting at the offset itself (as magic 0 logs could) once left a log whose end
+/// offset lay inside a removed batch, and the follower refused the leader's batch forever
+/// ("append of entry 49 but log end offset is 52": the chaos run).
+#[test]
+fn truncating_inside_a_batch_removes_the_whole_batch() {
+    use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
+    let d = tempfile::tempdir().unwrap();
+    let (log, _) = open(d.path(), 1 << 20);
+    let batch = |n: usize| {
+        let mut b = BatchBuilder::new();
+        for i in 0..n {
+            b.push(&NewRecord {
+                timestamp: 1000 + i as i64,
+                key: None,
+                value: Some(b"v"),
+                headers: &[],
+            });
+        }
+        b.finish(0).unwrap()
+    };
+    for _ in 0..3 {
+        log.append_batch(&mut batch(3), 3, 0, None).unwrap();
+    }
+    assert_eq!(log.log_end_offset(), 9);
+    log.truncate_to(7).unwrap();
+    assert_eq!(log.log_end_offset(), 6, "the batch 6..8 went whole");
+    let offsets: Vec<i64> = read_all(&log, 0).iter().map(|m| m.0).collect();
+    assert_eq!(offsets, (0..6).collect::<Vec<_>>());
+    // The leader's batch from 6 on appends where the log now ends.
+    let mut b = batch(2);
+    gregor::protocol::record_batch::assign(&mut b, 6, 1, None);
+    log.append_with_offsets(&b, 6, 7).unwrap();
+    assert_eq!(log.log_end_offset(), 8);
+    // A cut at a batch's first offset keeps everything before it; at the start, nothing.
+    log.truncate_to(3).unwrap();
+    assert_eq!(log.log_end_offset(), 3);
+    log.truncate_to(1).unwrap();
+    assert_eq!(log.log_end_offset(), 0);
+    drop(log);
+    let (log, _) = open(d.path(), 1 << 20);
+    assert_eq!(log.log_end_offset(), 0, "and so after a restart");
 }

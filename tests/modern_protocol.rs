@@ -158,6 +158,29 @@ fn log_append_time_replaces_the_producers_timestamps() {
 }
 
 #[test]
+fn a_topic_can_choose_its_own_timestamp_type() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("modern-topic-time"));
+    let _controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    // As `gregor topics --create --config message.timestamp.type=LogAppendTime` writes it.
+    let z = gregor::zk::ZkClient::connect(&zk, std::time::Duration::from_secs(6)).unwrap();
+    let config =
+        gregor::zk::topic_config::parse(&["message.timestamp.type=LogAppendTime".into()]).unwrap();
+    gregor::zk::topic_config::write(&z, "appended", &config).unwrap();
+    z.close();
+    lead(&b, &mut c, 1, "appended", 1);
+    lead(&b, &mut c, 1, "created", 1);
+    let p = c.produce_v(3, 1, "appended", 0, &batch(&["a"], 0));
+    assert!(p.log_append_time_ms > T0, "{p:?}");
+    let q = c.produce_v(3, 1, "created", 0, &batch(&["a"], 0));
+    assert_eq!(q.log_append_time_ms, -1);
+    let msgs = decode_deep(&c.fetch("created", 0, 0, 0).message_set).unwrap();
+    assert_eq!(msgs[0].timestamp, T0, "the producer's time");
+}
+
+#[test]
 fn list_offsets_by_timestamp_is_exact_and_survives_a_restart_and_an_upgrade() {
     init_logging();
     let zk = format!("{}{}", zk_address(), chroot("modern-times"));
@@ -409,4 +432,52 @@ fn idempotent_producers_are_deduplicated_across_a_restart() {
         })
         .unwrap();
     assert_eq!(r.error_code, ErrorCode::InvalidRequest.code());
+}
+
+/// The followers keep the producers' state too: after the leader dies, a producer's retry of
+/// a batch the old leader acknowledged is answered by the new leader with the same offsets,
+/// and stored once.
+#[test]
+fn a_leader_change_never_lets_a_retried_batch_in_twice() {
+    let mut c = common::cluster::Cluster::start("modern-idem-failover", 3, &[]);
+    c.create_topic("fo", 1, 3);
+    let leader = c.leader("fo", 0);
+    let mut client = c.client(leader);
+    let pid = init_producer(&mut client, 4, -1, -1).producer_id;
+    let first = builder(&["a", "b"])
+        .idempotent(pid, 0, 0)
+        .finish(0)
+        .unwrap();
+    let second = builder(&["c"]).idempotent(pid, 0, 2).finish(0).unwrap();
+    assert_eq!(client.produce_v(9, -1, "fo", 0, &first).base_offset, 0);
+    assert_eq!(client.produce_v(9, -1, "fo", 0, &second).base_offset, 2);
+    drop(client);
+    c.kill9(leader);
+    wait_until(std::time::Duration::from_secs(30), "a new leader", || {
+        let l = c.leader("fo", 0);
+        l >= 0 && l != leader
+    });
+    let new_leader = c.leader("fo", 0);
+    let mut client = c.client(new_leader);
+    let mut answer = |set: &[u8]| loop {
+        let p = client.produce_v(9, -1, "fo", 0, set);
+        if p.error_code != ErrorCode::NotLeaderForPartition.code() {
+            return (p.error_code, p.base_offset);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(
+        answer(&second),
+        (0, 2),
+        "the retry gets its original offset"
+    );
+    assert_eq!(answer(&first), (0, 0));
+    let next = builder(&["d"]).idempotent(pid, 0, 3).finish(0).unwrap();
+    assert_eq!(answer(&next), (0, 3), "and the sequence goes on");
+    let msgs = decode_deep(&client.fetch("fo", 0, 0, 0).message_set).unwrap();
+    let values: Vec<_> = msgs.iter().map(|m| m.value.clone().unwrap()).collect();
+    assert_eq!(
+        values,
+        [b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]
+    );
 }

@@ -138,7 +138,9 @@ impl KafkaApis {
             if valid.count == 0 {
                 return Err((ErrorCode::InvalidRecord, Some("empty batch")));
             }
-            let append_time = self.config.log_append_time.then(now_ms);
+            let append_time = part
+                .log_append_time(self.config.log_append_time)
+                .then(now_ms);
             Payload::Batch {
                 batch: set,
                 count: valid.count,

@@ -45,9 +45,30 @@ pub struct Partition {
     /// without taking `state`.
     high_watermark: AtomicI64,
     state: Mutex<PartitionState>,
+    /// The topic's `message.timestamp.type` when it overrides the broker's, read from
+    /// ZooKeeper when this broker becomes its leader: 1 LogAppendTime, 0 CreateTime, -1 none.
+    log_append_time: std::sync::atomic::AtomicI8,
 }
 
 impl Partition {
+    /// Records the topic's timestamp type override (`None`: the broker's applies).
+    pub fn set_log_append_time(&self, v: Option<bool>) {
+        let n = v.map_or(-1, i8::from);
+        self.log_append_time
+            .store(n, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether batches get the broker's clock, given the broker's own setting.
+    pub fn log_append_time(&self, broker_default: bool) -> bool {
+        match self
+            .log_append_time
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            -1 => broker_default,
+            n => n == 1,
+        }
+    }
+
     pub fn new(
         topic: &str,
         partition: i32,
@@ -63,6 +84,7 @@ impl Partition {
             log,
             high_watermark: AtomicI64::new(hw),
             state: Mutex::new(state),
+            log_append_time: std::sync::atomic::AtomicI8::new(-1),
         }
     }
 

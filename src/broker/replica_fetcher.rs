@@ -302,10 +302,34 @@ fn append_fetched(f: &mut Followed, set: &[u8], leader_hw: i64) -> std::io::Resu
         pos += e.bytes.len();
     }
     if let Some(start) = start {
+        let leo = log.log_end_offset();
+        if first < leo {
+            // The leader's batch begins below our end: what we hold from there is not the
+            // leader's (below the high watermark every replica is byte for byte the same), so
+            // it goes, and the leader's entries are fetched again from our new end.
+            cut_to(f, first)?;
+            log::warn!(
+                "[{}-{}] the leader's batch from {first} overlaps our log end {leo}: cut to {}",
+                partition.topic,
+                partition.partition,
+                f.fetch_offset
+            );
+            set_follower_hw(f, leader_hw);
+            return Ok(());
+        }
         log.append_with_offsets(&set[start..end], first, last)?;
         f.fetch_offset = last + 1;
     }
     set_follower_hw(f, leader_hw);
+    Ok(())
+}
+
+/// Truncates our log at `offset` (or at the start of the entry holding it) and fetches and
+/// compares from the new end on.
+fn cut_to(f: &mut Followed, offset: i64) -> std::io::Result<()> {
+    f.partition.log.truncate_to(offset)?;
+    f.fetch_offset = f.partition.log.log_end_offset();
+    f.verify_until = f.fetch_offset;
     Ok(())
 }
 
@@ -366,13 +390,18 @@ fn verify_held(f: &mut Followed, set: &[u8]) -> std::io::Result<Option<usize>> {
             if read.is_ok() && matched && ours.peek().is_none() {
                 return Ok(None); // our read ended before this entry: compare it next time
             }
-            log.truncate_to(f.fetch_offset)?;
+            // A batch of the leader's that starts below our fetch offset goes in whole.
+            let at = f.fetch_offset.min(m.first_offset.max(0));
+            let at = if m.magic == 2 { at } else { f.fetch_offset };
+            cut_to(f, at)?;
             log::warn!(
                 "[{t}-{p}] our entry ending at offset {} differs from the leader's: log cut at {}",
                 m.last_offset,
                 f.fetch_offset
             );
-            f.verify_until = f.fetch_offset;
+            if m.magic == 2 && m.first_offset != f.fetch_offset {
+                return Ok(None); // our end is not where this entry starts: fetch from it
+            }
             return Ok(Some(pos));
         }
         f.fetch_offset = m.last_offset + 1;
@@ -381,12 +410,11 @@ fn verify_held(f: &mut Followed, set: &[u8]) -> std::io::Result<Option<usize>> {
     }
     if !any && set.is_empty() {
         // The leader has nothing from `fetch_offset` on: what we hold past it is not in its log.
-        log.truncate_to(f.fetch_offset)?;
+        cut_to(f, f.fetch_offset)?;
         log::warn!(
-            "[{t}-{p}] our log goes past the leader's end {}: cut there",
+            "[{t}-{p}] our log goes past the leader's end: cut at {}",
             f.fetch_offset
         );
-        f.verify_until = f.fetch_offset;
         return Ok(Some(set.len()));
     }
     if f.fetch_offset >= f.verify_until {
@@ -406,16 +434,16 @@ fn handle_offset_out_of_range(
     f: &mut Followed,
 ) -> Result<(), String> {
     let leader_end = leader_offset(chan, me, &f.partition, LATEST_TIME)?;
-    let log = &f.partition.log;
-    let (t, p) = (&f.partition.topic, f.partition.partition);
+    let partition = f.partition.clone();
+    let log = &partition.log;
+    let (t, p) = (&partition.topic, partition.partition);
     if leader_end < f.fetch_offset {
-        log.truncate_to(leader_end).map_err(|e| e.to_string())?;
+        let ours = f.fetch_offset;
+        cut_to(f, leader_end).map_err(|e| e.to_string())?;
         log::warn!(
-            "{tag} {t}-{p}: our offset {} is past the leader's end {leader_end}; truncated to it",
+            "{tag} {t}-{p}: our offset {ours} is past the leader's end {leader_end}; truncated to {}",
             f.fetch_offset
         );
-        f.fetch_offset = leader_end;
-        f.verify_until = leader_end;
     } else {
         let leader_start = leader_offset(chan, me, &f.partition, EARLIEST_TIME)?;
         log.truncate_fully_and_start_at(leader_start)

@@ -154,12 +154,19 @@ impl ReplicaManager {
             .map(|s| (s.topic.clone(), s.partition))
             .collect();
         let mut errors = Vec::new();
+        let configs = self.read_topic_configs(cmd);
         // step 2: act on each partition P in set_p.
         for s in &cmd.partition_states {
             let code = match self.apply_partition_state(s, cmd.controller_id, &cmd.live_leaders) {
                 Ok(()) => ErrorCode::None,
                 Err(e) => e,
             };
+            if let (Some(v), Some(p)) = (
+                configs.get(&s.topic),
+                self.get_partition(&s.topic, s.partition),
+            ) {
+                p.set_log_append_time(*v);
+            }
             errors.push((s.topic.clone(), s.partition, code.code()));
         }
         // step 3: with INIT, delete all local partitions not in set_p.
@@ -439,6 +446,35 @@ impl ReplicaManager {
         drop(st);
         self.notifier.notify();
         Ok((first, first + i64::from(count) - 1))
+    }
+
+    /// The topic-level timestamp type (`/config/topics/[topic]`) of each topic this command
+    /// makes us lead, read once per topic before the partitions are taken. A topic whose node
+    /// cannot be read keeps the broker's setting, with a warning.
+    fn read_topic_configs(&self, cmd: &LeaderAndIsrRequest) -> HashMap<String, Option<bool>> {
+        let mut topics: HashMap<String, Option<bool>> = HashMap::new();
+        for s in cmd
+            .partition_states
+            .iter()
+            .filter(|s| s.state.leader == self.broker_id)
+        {
+            if topics.contains_key(&s.topic) {
+                continue;
+            }
+            let v = match crate::zk::topic_config::read(&self.zk, &s.topic) {
+                Ok(c) => crate::zk::topic_config::log_append_time(&c),
+                Err(e) => {
+                    log::warn!(
+                        "[Broker {}] cannot read the configuration of topic {}: {e:?}",
+                        self.broker_id,
+                        s.topic
+                    );
+                    None
+                }
+            };
+            topics.insert(s.topic.clone(), v);
+        }
+        topics
     }
 
     /// Outcome of an acks=all wait on one partition, checked under the partition lock.

@@ -43,6 +43,10 @@ pub struct TopicsArgs {
     /// With --describe: only partitions without a live leader.
     #[arg(long)]
     unavailable: bool,
+    /// With --create: a topic-level setting, `key=value` (repeatable). gregor serves
+    /// `message.timestamp.type=CreateTime|LogAppendTime`.
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    config: Vec<String>,
 }
 
 #[derive(Args)]
@@ -77,6 +81,12 @@ pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
                     .ok_or("--replication-factor is required (or --replica-assignment)")?,
             ),
         };
+        let config = gregor::zk::topic_config::parse(&a.config)?;
+        // The configuration first: the leaders read it when they take the partitions.
+        if !config.is_empty() {
+            gregor::zk::topic_config::write(&zk, &t, &config)
+                .map_err(|e| format!("cannot write the configuration of {t}: {e:?}"))?;
+        }
         let created = admin::create_topic(&zk, &t, p, rf, assignment).map_err(|e| e.to_string())?;
         println!("Created topic \"{t}\" with {} partition(s).", created.len());
     } else if a.alter {

@@ -360,7 +360,8 @@ impl Log {
     }
 
     /// Cuts the log so that `offset` is its new end (a follower truncating to its high
-    /// watermark). Segments wholly above it are deleted.
+    /// watermark), or the end of the entry before it when `offset` falls inside a batch:
+    /// `log_end_offset` tells which. Segments wholly above it are deleted.
     pub fn truncate_to(&self, offset: i64) -> io::Result<()> {
         let mut state = self.append_lock.lock();
         if offset >= self.log_end_offset() {
@@ -372,8 +373,10 @@ impl Log {
             s.delete_files()?;
         }
         let active = segs.last().expect("never empty");
-        let offset = offset.max(active.base_offset);
-        active.truncate_to(offset)?;
+        active.truncate_to(offset.max(active.base_offset))?;
+        // At `offset`, or before it when it fell inside an entry (a batch is kept whole or not
+        // at all).
+        let offset = active.next_offset();
         self.log_end_offset.store(offset, Ordering::Release);
         drop(segs);
         // Batches past `offset` are gone, and with them their producers' sequences.

@@ -231,6 +231,18 @@ impl Segment {
         self.maybe_index_time(&mut w, max)
     }
 
+    /// The offset after the last entry that ends at or before byte `end`.
+    fn next_offset_before(&self, end: u64) -> io::Result<i64> {
+        let mut next = self.base_offset;
+        self.scan_headers(0, end, |h, _| {
+            if let Some(last) = records::last_offset_from_header(h) {
+                next = last + 1;
+            }
+            true
+        })?;
+        Ok(next)
+    }
+
     /// Calls `f(header, position)` for each entry from byte `from` until `end` or until `f`
     /// returns false; `header` is the entry's first `HEADER_PEEK` bytes (fewer for a smaller
     /// entry). Reads in chunks so a scan costs a few syscalls, not one per message.
@@ -320,13 +332,32 @@ impl Segment {
     }
 
     /// Cuts the segment so that `offset` is the next offset to be appended.
+    /// An entry is never cut in two: when `offset` falls inside a batch (or a compressed
+    /// wrapper) the whole entry goes, and the segment then ends before `offset`, at the end
+    /// of the entry before it (`next_offset` tells where).
     pub fn truncate_to(&self, offset: i64) -> io::Result<()> {
         let pos = self.position_of(offset)?;
+        // The end of the last entry kept: scan from the index entry below it.
+        let (_, from) = self
+            .index
+            .read()
+            .lookup((offset - self.base_offset).max(0) as u32);
+        let mut next = self.base_offset;
+        self.scan_headers(u64::from(from), pos, |h, _| {
+            if let Some(last) = records::last_offset_from_header(h) {
+                next = last + 1;
+            }
+            true
+        })?;
+        if from > 0 && next == self.base_offset {
+            // Nothing between the index entry and the cut: the index entry starts the cut.
+            next = self.next_offset_before(u64::from(from))?;
+        }
         let mut w = self.writer.lock();
         self.log.set_len(pos)?;
         self.size.store(pos, Ordering::Release);
-        self.next_offset
-            .store(offset.max(self.base_offset), Ordering::Release);
+        let offset = next.min(offset).max(self.base_offset);
+        self.next_offset.store(offset, Ordering::Release);
         let rel = (offset - self.base_offset).max(0) as u32;
         let mut idx = self.index.write();
         idx.truncate_from(rel);

@@ -8,6 +8,7 @@ pub mod ids;
 pub mod kafka_groups;
 pub mod paths;
 pub mod producer_ids;
+pub mod topic_config;
 
 pub use client::{SessionListener, ZkClient};
 pub use election::{ElectionListener, ZkElection};

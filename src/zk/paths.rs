@@ -1,4 +1,4 @@
-//! The ZooKeeper layout of `doc/../shared/design/architecture.md`, as typed functions. JSON
+//! The ZooKeeper layout (Kafka 0.8's, listed in `doc/protocol.md`), as typed functions. JSON
 //! bodies use `serde_json`; every reader treats a malformed body as an error naming the path.
 
 use std::collections::BTreeMap;
