@@ -143,9 +143,23 @@ fn produce_consume_and_status_happy_paths_and_errors() {
                 "--topic",
                 "lines",
                 "--compression",
-                "lz4",
+                "brotli",
             ],
-            "--compression must be none, gzip or snappy",
+            "--compression must be none, gzip, snappy, lz4 or zstd",
+        ),
+        (
+            &[
+                "produce",
+                "--bootstrap",
+                &b,
+                "--topic",
+                "lines",
+                "--magic",
+                "0",
+                "--compression",
+                "zstd",
+            ],
+            "--compression zstd needs --magic 2",
         ),
         (
             &[

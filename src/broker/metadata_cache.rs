@@ -14,6 +14,9 @@ use crate::protocol::{BrokerInfo, ErrorCode};
 /// LeaderDuringDelete): the cache drops the partition.
 pub const LEADER_DURING_DELETE: i32 = -2;
 
+/// The leader epoch Metadata v7+ answers: unknown.
+const UNADVERTISED_LEADER_EPOCH: i32 = -1;
+
 struct Cache {
     brokers: Vec<BrokerInfo>,
     topics: BTreeMap<String, BTreeMap<i32, PartitionState>>,
@@ -165,7 +168,10 @@ fn partition_metadata(
         error_code: error.code(),
         partition,
         leader,
-        leader_epoch: s.leader_epoch,
+        // Not advertised (-1, unknown) until OffsetForLeaderEpoch is served: a client that
+        // sees a leader epoch grow validates its position with that API (KIP-320), and
+        // kafka-python 3.0.12 stops fetching while it cannot.
+        leader_epoch: UNADVERTISED_LEADER_EPOCH,
         replicas,
         isr,
         offline_replicas: offline,

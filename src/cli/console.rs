@@ -28,9 +28,13 @@ pub struct ProduceArgs {
     /// 0, 1 or all (-1).
     #[arg(long, default_value = "1", allow_hyphen_values = true)]
     acks: String,
-    /// none, gzip or snappy.
+    /// none, gzip, snappy, lz4 or zstd (zstd needs format 2).
     #[arg(long, default_value = "none")]
     compression: String,
+    /// Message format: 2 (record batches with timestamps) by default; 1 or 0 for a broker of
+    /// the 0.10 / 0.8 era.
+    #[arg(long, default_value_t = 2)]
+    magic: i8,
 }
 
 #[derive(Args)]
@@ -92,6 +96,13 @@ pub fn produce(a: ProduceArgs) -> Result<(), String> {
         other => return Err(format!("--acks must be 0, 1 or all, got `{other}`")),
     };
     cfg.compression = compression::codec_by_name(&a.compression)?;
+    if !matches!(a.magic, 0..=2) {
+        return Err(format!("--magic must be 0, 1 or 2, got {}", a.magic));
+    }
+    if a.magic < 2 && cfg.compression == Some(compression::ZSTD) {
+        return Err("--compression zstd needs --magic 2".into());
+    }
+    cfg.magic = a.magic;
     let producer = Producer::new(cfg).map_err(|e| e.to_string())?;
     let mut handles = Vec::new();
     for line in std::io::stdin().lock().lines() {
