@@ -1,0 +1,206 @@
+//! Tests of `group_offsets`: every version round-trips, and layouts match the published
+//! schemas byte for byte.
+
+use super::*;
+use crate::protocol::round_trip_with as versioned;
+
+#[test]
+fn commit_requests_round_trip_at_every_version() {
+    for v in 0..=8 {
+        let req = OffsetCommitRequest {
+            group_id: "g".into(),
+            generation_id: if v >= 1 { 3 } else { -1 },
+            member_id: if v >= 1 { "m-1".into() } else { String::new() },
+            group_instance_id: (v >= 7).then(|| "i".into()),
+            retention_time_ms: if (2..=4).contains(&v) { 1000 } else { -1 },
+            topics: vec![(
+                "t".into(),
+                vec![CommitPartition {
+                    partition: 1,
+                    offset: 42,
+                    timestamp: -1,
+                    leader_epoch: if v >= 6 { 5 } else { -1 },
+                    metadata: Some("m".into()),
+                }],
+            )],
+        };
+        versioned(
+            &req,
+            |x, b| x.encode(b, v),
+            |r| {
+                r.set_flexible(v >= COMMIT_FLEX);
+                OffsetCommitRequest::decode(r, v)
+            },
+        );
+        let resp = OffsetCommitResponse {
+            topics: vec![("t".into(), vec![(0, 22)])],
+        };
+        versioned(
+            &resp,
+            |x, b| x.encode(b, v),
+            |r| {
+                r.set_flexible(v >= COMMIT_FLEX);
+                OffsetCommitResponse::decode(r, v)
+            },
+        );
+    }
+}
+
+#[test]
+fn a_v3_commit_is_kafkas_layout() {
+    let req = OffsetCommitRequest {
+        group_id: "g".into(),
+        generation_id: 2,
+        member_id: "m".into(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        topics: vec![(
+            "t".into(),
+            vec![CommitPartition {
+                partition: 0,
+                offset: 7,
+                timestamp: -1,
+                leader_epoch: -1,
+                metadata: None,
+            }],
+        )],
+    };
+    let mut b = Vec::new();
+    req.encode(&mut b, 3);
+    #[rustfmt::skip]
+    let want = [
+        0, 1, b'g', 0, 0, 0, 2, 0, 1, b'm',
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // retention_time_ms -1
+        0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 1,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0xff, 0xff, // offset 7, null metadata
+    ];
+    assert_eq!(b, want);
+}
+
+#[test]
+fn fetch_round_trips_and_null_topics_mean_all() {
+    for v in 0..=7 {
+        let req = OffsetFetchRequest {
+            group_id: "g".into(),
+            topics: Some(vec![("t".into(), vec![0, 1])]),
+        };
+        versioned(
+            &req,
+            |x, b| x.encode(b, v),
+            |r| {
+                r.set_flexible(v >= FETCH_FLEX);
+                OffsetFetchRequest::decode(r, v)
+            },
+        );
+        let resp = OffsetFetchResponse {
+            topics: vec![(
+                "t".into(),
+                vec![FetchedOffset {
+                    partition: 0,
+                    offset: 9,
+                    leader_epoch: if v >= 5 { 2 } else { -1 },
+                    metadata: "x".into(),
+                    error_code: 0,
+                }],
+            )],
+            error_code: if v >= 2 { 16 } else { 0 },
+        };
+        versioned(
+            &resp,
+            |x, b| x.encode(b, v),
+            |r| {
+                r.set_flexible(v >= FETCH_FLEX);
+                OffsetFetchResponse::decode(r, v)
+            },
+        );
+    }
+    let all = OffsetFetchRequest {
+        group_id: "g".into(),
+        topics: None,
+    };
+    versioned(
+        &all,
+        |x, b| x.encode(b, 2),
+        |r| OffsetFetchRequest::decode(r, 2),
+    );
+    // v1 has no null array.
+    let mut b = Vec::new();
+    all.encode(&mut b, 1);
+    assert!(OffsetFetchRequest::decode(&mut Reader::new(&b), 1).is_err());
+}
+
+#[test]
+fn find_coordinator_round_trips() {
+    for v in 0..=3 {
+        let req = FindCoordinatorRequest {
+            key: "g".into(),
+            key_type: 0,
+        };
+        versioned(
+            &req,
+            |x, b| x.encode(b, v),
+            |r| {
+                r.set_flexible(v >= FIND_FLEX);
+                FindCoordinatorRequest::decode(r, v)
+            },
+        );
+        let resp = FindCoordinatorResponse {
+            error_code: 0,
+            error_message: (v >= 1).then(|| "ok".into()),
+            node_id: 2,
+            host: "127.0.0.1".into(),
+            port: 9092,
+        };
+        versioned(
+            &resp,
+            |x, b| x.encode(b, v),
+            |r| {
+                r.set_flexible(v >= FIND_FLEX);
+                FindCoordinatorResponse::decode(r, v)
+            },
+        );
+    }
+}
+
+/// OffsetCommit v8 (flexible) and OffsetFetch v7 as the schemas lay them out.
+#[test]
+fn flexible_commit_and_fetch_match_the_schemas_byte_for_byte() {
+    let req = OffsetCommitRequest {
+        group_id: "g".into(),
+        generation_id: 1,
+        member_id: "m".into(),
+        group_instance_id: None,
+        retention_time_ms: -1,
+        topics: vec![(
+            "t".into(),
+            vec![CommitPartition {
+                partition: 0,
+                offset: 7,
+                timestamp: -1,
+                leader_epoch: -1,
+                metadata: None,
+            }],
+        )],
+    };
+    let mut b = Vec::new();
+    req.encode(&mut b, 8);
+    #[rustfmt::skip]
+    let want = [
+        2, b'g', 0, 0, 0, 1, 2, b'm', 0, // group, generation, member, null instance
+        2, 2, b't', 2, 0, 0, 0, 0, // one topic "t", one partition 0
+        0, 0, 0, 0, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff, 0, // offset 7, epoch -1, null metadata
+        0, 0, 0, // partition, topic and request tags
+    ];
+    assert_eq!(b, want);
+    let mut b = Vec::new();
+    OffsetFetchRequest {
+        group_id: "g".into(),
+        topics: None,
+    }
+    .encode(&mut b, 7);
+    assert_eq!(
+        b,
+        [2, b'g', 0, 0, 0],
+        "null topics, require_stable false, tags"
+    );
+}
