@@ -1,6 +1,6 @@
 //! kafka-python (the PyPI release, with its default settings) against a 3-broker cluster:
-//! it sends magic-1 messages inside Produce v0, uncompressed, gzip and xerial-framed snappy,
-//! and reads them back with an assign()-based consumer.
+//! it sends format v2 batches (idempotent, acks=all), uncompressed, gzip and xerial-framed
+//! snappy, and reads them back with an assign()-based consumer.
 
 mod common;
 
