@@ -11,7 +11,7 @@ ensure_packages zookeeper kcat default-jdk-headless unzip
 # The Python clients, pinned, into a folder of the suite's own (tests put it first on
 # PYTHONPATH): kafka-python (with snappy), confluent-kafka (librdkafka in its wheel), aiokafka.
 py=target/python-clients
-if ! PYTHONPATH=$py python3 -c 'import kafka, snappy, confluent_kafka, aiokafka' 2>/dev/null; then
+if ! PYTHONPATH=$py python3 -S -c 'import kafka, snappy, confluent_kafka, aiokafka' 2>/dev/null; then
   echo "installing the Python clients into $py ..." >&2
   python3 -m pip install -q --disable-pip-version-check --upgrade --target "$py" \
     kafka-python==3.0.12 python-snappy==0.7.3 confluent-kafka==2.16.1 aiokafka==0.14.0 \
