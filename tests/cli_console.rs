@@ -3,7 +3,9 @@
 mod common;
 
 use common::cluster::Cluster;
-use common::{assert_cli_fails, gregor_cli};
+use std::time::Duration;
+
+use common::{assert_cli_fails, gregor_cli, poll_until, wait_until};
 
 #[test]
 fn produce_consume_and_status_happy_paths_and_errors() {
@@ -192,5 +194,53 @@ fn produce_consume_and_status_happy_paths_and_errors() {
     ];
     for (args, want) in bad {
         assert_cli_fails(args, want);
+    }
+}
+
+/// A dead broker stays in `gregor status`'s replica lists, named as on a dead broker, and its
+/// partitions count as under-replicated once it has left the ISRs (0.8's Metadata v0, which
+/// status read before, cut it from the lists and reported everything ok).
+#[test]
+fn status_shows_the_replicas_of_a_dead_broker() {
+    let mut c = Cluster::start("console-dead", 3, &[]);
+    c.create_topic("rf3", 2, 3);
+    c.kill9(3);
+    wait_until(
+        Duration::from_secs(60),
+        "broker 3 to leave every ISR",
+        || (0..2).all(|p| c.state("rf3", p).is_some_and(|s| !s.isr.contains(&3))),
+    );
+    let b = format!("127.0.0.1:{}", c.brokers[&1].port);
+    let ok_status = || {
+        let (ok, out, err) = gregor_cli(&["status", "--bootstrap", &b], "");
+        assert!(ok, "{err}");
+        out
+    };
+    let mut out = String::new();
+    let settled = poll_until(Duration::from_secs(30), Duration::from_millis(200), || {
+        out = ok_status();
+        out.contains("Partitions: 2, under-replicated: 2, offline: 0")
+    });
+    assert!(settled, "{out}");
+    for line in out.lines().filter(|l| l.trim_start().starts_with("partition ")) {
+        assert!(
+            line.contains("under-replicated (replicas on dead brokers: 3)"),
+            "{line}"
+        );
+        let replicas = line.split("replicas ").nth(1).unwrap();
+        assert!(
+            replicas.starts_with(|ch: char| ch.is_ascii_digit()),
+            "{line}"
+        );
+        assert_eq!(
+            replicas
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .split(',')
+                .count(),
+            3,
+            "{line}"
+        );
     }
 }

@@ -321,8 +321,13 @@ pub fn status(a: StatusArgs) -> Result<(), String> {
                     .collect::<Vec<_>>()
                     .join(",")
             };
+            let offline_replicas = if p.offline_replicas.is_empty() {
+                String::new()
+            } else {
+                format!(" (replicas on dead brokers: {})", ids(&p.offline_replicas))
+            };
             println!(
-                "    partition {:>3}  leader {:>3}  replicas {:<10} isr {:<10} {state}",
+                "    partition {:>3}  leader {:>3}  replicas {:<10} isr {:<10} {state}{offline_replicas}",
                 p.partition,
                 p.leader,
                 ids(&p.replicas),

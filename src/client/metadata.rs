@@ -9,6 +9,10 @@ use crate::protocol::header::{LIST_OFFSETS, METADATA};
 use crate::protocol::metadata::{MetadataRequest, MetadataResponse};
 use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition};
 
+/// The Metadata version gregor's clients and tools ask with: whole replica and ISR lists,
+/// and the replicas on dead brokers named (`offline_replicas`), where v0 cut them out.
+pub const METADATA_VERSION: i16 = 5;
+
 /// Asks each `host:port` of the comma-separated `bootstrap` in turn.
 pub fn fetch_metadata(
     bootstrap: &str,
@@ -22,12 +26,17 @@ pub fn fetch_metadata(
         .filter(|a| !a.is_empty())
     {
         match BlockingChannel::connect(addr, client_id, Duration::from_secs(10)) {
-            Ok(mut c) => match c.request(
+            Ok(mut c) => match c.call(
                 METADATA,
-                &MetadataRequest {
-                    topics: (!topics.is_empty()).then(|| topics.to_vec()),
-                    allow_auto_topic_creation: true,
+                METADATA_VERSION,
+                &|b| {
+                    MetadataRequest {
+                        topics: (!topics.is_empty()).then(|| topics.to_vec()),
+                        allow_auto_topic_creation: true,
+                    }
+                    .encode_v(b, METADATA_VERSION)
                 },
+                |r| MetadataResponse::decode_v(r, METADATA_VERSION),
             ) {
                 Ok(m) => return Ok(m),
                 Err(e) => last = format!("{addr}: {e}"),
