@@ -24,10 +24,10 @@ echo "== creating topic quickstart (3 partitions, replication factor 3)"
 all_led() { ! "$bin" topics --zookeeper "$zk" --describe --topic quickstart --unavailable | grep -q Partition; }
 wait_for all_led 30 || { echo "partitions did not get leaders" >&2; exit 1; }
 
-echo "== producing 5 messages with kcat"
-printf 'hello\ngregor\nthis is\na replicated\ncommit log\n' | kcat -P -b "$bootstrap" -t quickstart -K: 2>&1
+echo "== producing 5 keyed messages with kcat (key:value; the key picks the partition)"
+printf 'k1:hello\nk2:gregor\nk3:this is\nk4:a replicated\nk5:commit log\n' | kcat -P -b "$bootstrap" -t quickstart -K: 2>&1
 echo "== consuming them back"
-kcat -C -b "$bootstrap" -t quickstart -o beginning -e -f 'partition %p offset %o: %s\n' 2>/dev/null
+kcat -C -b "$bootstrap" -t quickstart -o beginning -e -f 'partition %p offset %o: %k %s\n' 2>/dev/null
 
 echo "== cluster state"
 "$here/cluster.sh" status
@@ -37,5 +37,7 @@ The cluster keeps running in the background (data and logs under ${GREGOR_HOME:-
   Produce:  kcat -P -b $bootstrap -t quickstart
   Consume:  kcat -C -b $bootstrap -t quickstart -o beginning
   Describe: $bin topics --zookeeper $zk --describe
+  Status:   $bin status --bootstrap $bootstrap --zookeeper $zk
+  The README's commands call it \`gregor\`: export PATH="$(cd "$(dirname "$bin")" && pwd):\$PATH"
   Stop:     scripts/cluster.sh stop
 MSG

@@ -40,10 +40,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // A broker logs its work; the tools only their warnings. The ZooKeeper client's own
-    // connection chatter is left out of both (RUST_LOG overrides).
+    // A broker logs its work; the tools only their warnings. The ZooKeeper client crate's own
+    // lines are left out of both (RUST_LOG overrides): they carry no broker context, and at
+    // every start it reports the end of the throwaway session `zk::client` opens to learn its
+    // session id as a WARN and an ERROR. `zk::client` logs what the sessions do itself.
     let default = match cli.command {
-        Command::Broker(_) => "info,zookeeper=warn",
+        Command::Broker(_) => "info,zookeeper=off",
         _ => "warn,zookeeper=off",
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default)).init();

@@ -847,3 +847,29 @@ fn a_frame_trickled_one_byte_at_a_time_is_cut_off_and_others_are_served() {
     // An idle connection is closed too.
     assert!(closed_after(b.addr(), &[]));
 }
+
+/// A start-up failure reads as a message, not as Rust's debug form of the error
+/// (`Os { code: 98, kind: AddrInUse, … }`, as it was).
+#[test]
+fn a_busy_port_is_reported_in_words() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("busyport"));
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let listener = format!("PLAINTEXT://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = broker_config(1, &zk, dir.path(), &[("listeners", &listener)]);
+    let Err(e) = gregor::broker::Broker::start(cfg) else {
+        panic!("a broker started on a port already taken");
+    };
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("Address already in use (os error 98)"),
+        "{msg}"
+    );
+    assert!(!msg.contains("Os {"), "{msg}");
+}

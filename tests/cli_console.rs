@@ -204,6 +204,15 @@ fn produce_consume_and_status_happy_paths_and_errors() {
 fn status_shows_the_replicas_of_a_dead_broker() {
     let mut c = Cluster::start("console-dead", 3, &[]);
     c.create_topic("rf3", 2, 3);
+    // A normal start logs nothing alarming.
+    for id in 1..=3 {
+        let log = c.log_of(id);
+        let alarming: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+            .collect();
+        assert!(alarming.is_empty(), "broker {id}: {alarming:?}");
+    }
     c.kill9(3);
     wait_until(
         Duration::from_secs(60),
@@ -222,7 +231,10 @@ fn status_shows_the_replicas_of_a_dead_broker() {
         out.contains("Partitions: 2, under-replicated: 2, offline: 0")
     });
     assert!(settled, "{out}");
-    for line in out.lines().filter(|l| l.trim_start().starts_with("partition ")) {
+    for line in out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("partition "))
+    {
         assert!(
             line.contains("under-replicated (replicas on dead brokers: 3)"),
             "{line}"

@@ -76,8 +76,9 @@ impl Broker {
     pub fn start(config: BrokerConfig) -> Result<Arc<Broker>, StartupError> {
         let config = Arc::new(config);
         let id = config.broker_id;
-        let err = |what: &str, e: &dyn std::fmt::Debug| {
-            StartupError(format!("broker {id}: {what}: {e:?}"))
+        // Display, not Debug: "Address already in use (os error 98)", not `Os { code: 98, … }`.
+        let err = |what: &str, e: &dyn std::fmt::Display| {
+            StartupError(format!("broker {id}: {what}: {e}"))
         };
         let log_manager = LogManager::open(&config).map_err(|e| err("cannot open log dirs", &e))?;
         let zk = ZkClient::connect(&config.zookeeper_connect, config.zookeeper_session_timeout)
