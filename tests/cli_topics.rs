@@ -119,6 +119,13 @@ fn topics_cli_happy_paths_and_errors() {
     }
     let (ok, _, err) = gregor_cli(&["topics", "--zookeeper", zk, "--bogus"], "");
     assert!(!ok && err.contains("--bogus"), "{err}");
+    // The chroot forgotten: an error naming it, not an empty answer.
+    let root = zk.split('/').next().unwrap();
+    let nowhere = format!("{root}/no-such-chroot");
+    assert_cli_fails(
+        &["topics", "--zookeeper", &nowhere, "--describe"],
+        "no gregor cluster at",
+    );
 
     // Reassignment: execute, then verify until complete.
     let file = c.data_dir(1).join("../move.json");

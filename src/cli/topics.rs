@@ -61,9 +61,22 @@ pub struct ReassignArgs {
     verify: Option<std::path::PathBuf>,
 }
 
+/// Connects, and checks that a gregor cluster lives there: a ZooKeeper path without
+/// `/brokers` (a chroot forgotten or misspelt) would otherwise answer every command with
+/// nothing, as if the cluster were empty.
 fn connect(zk: &str) -> Result<std::sync::Arc<ZkClient>, String> {
-    ZkClient::connect(zk, Duration::from_secs(10))
-        .map_err(|e| format!("cannot reach ZooKeeper at {zk}: {e:?}"))
+    let client = ZkClient::connect(zk, Duration::from_secs(10))
+        .map_err(|e| format!("cannot reach ZooKeeper at {zk}: {e:?}"))?;
+    match client.exists("/brokers") {
+        Ok(Some(_)) => Ok(client),
+        Ok(None) => {
+            client.close();
+            Err(format!(
+                "no gregor cluster at {zk} (no /brokers there): is the chroot missing, as in 127.0.0.1:2181/gregor?"
+            ))
+        }
+        Err(e) => Err(format!("cannot read ZooKeeper at {zk}: {e:?}")),
+    }
 }
 
 pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
