@@ -461,12 +461,20 @@ fn a_leader_change_never_lets_a_retried_batch_in_twice() {
     });
     let new_leader = c.leader("fo", 0);
     let mut client = c.client(new_leader);
-    let mut answer = |set: &[u8]| loop {
-        let p = client.produce_v(9, -1, "fo", 0, set);
-        if p.error_code != ErrorCode::NotLeaderForPartition.code() {
-            return (p.error_code, p.base_offset);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    // Until the new leader has taken the partition, it answers NOT_LEADER_FOR_PARTITION.
+    let mut answer = |set: &[u8]| {
+        let mut got = (0, -1);
+        let led = poll_until(
+            std::time::Duration::from_secs(30),
+            std::time::Duration::from_millis(50),
+            || {
+                let p = client.produce_v(9, -1, "fo", 0, set);
+                got = (p.error_code, p.base_offset);
+                p.error_code != ErrorCode::NotLeaderForPartition.code()
+            },
+        );
+        assert!(led, "broker {new_leader} never took the partition");
+        got
     };
     assert_eq!(
         answer(&second),
