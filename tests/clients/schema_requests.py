@@ -1,0 +1,59 @@
+"""Request bodies (Metadata, ListOffsets, Heartbeat, OffsetFetch, FindCoordinator, JoinGroup,
+OffsetCommit, Fetch) encoded by kafka-python's protocol classes, which are generated from
+Kafka's published JSON message schemas: an encoder independent of gregor's. Prints one line
+per (api key, version): `KEY VERSION HEX`. The Rust test decodes each with gregor and
+encodes it again, and the bytes must be the same."""
+from kafka.protocol.broker_version_data import FindCoordinatorRequest, MetadataRequest, OffsetFetchRequest
+from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, ListOffsetsRequest, OffsetCommitRequest
+
+
+def out(key, version, req):
+    print(key, version, bytes(req.encode()).hex())
+
+
+for v in range(0, 13):
+    topics = [MetadataRequest.MetadataRequestTopic(topic_id=None, name="t")]
+    out(3, v, MetadataRequest(version=v, topics=topics, allow_auto_topic_creation=True,
+                              include_cluster_authorized_operations=False,
+                              include_topic_authorized_operations=False))
+for v in range(0, 8):
+    T = ListOffsetsRequest.ListOffsetsTopic
+    parts = [T.ListOffsetsPartition(partition_index=3, current_leader_epoch=-1, timestamp=-2,
+                                    max_num_offsets=1)]
+    out(2, v, ListOffsetsRequest(version=v, replica_id=-1, isolation_level=0,
+                                 topics=[T(name="t", partitions=parts)]))
+for v in range(0, 5):
+    out(12, v, HeartbeatRequest(version=v, group_id="g", generation_id=3, member_id="m",
+                                group_instance_id="i" if v >= 3 else None))
+for v in range(0, 8):
+    topics = [OffsetFetchRequest.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]
+    out(9, v, OffsetFetchRequest(version=v, group_id="g", topics=topics, require_stable=False))
+for v in range(0, 4):
+    out(10, v, FindCoordinatorRequest(version=v, key="g", key_type=0))
+for v in range(0, 10):
+    P = JoinGroupRequest.JoinGroupRequestProtocol
+    out(11, v, JoinGroupRequest(version=v, group_id="g", session_timeout_ms=10000,
+                                rebalance_timeout_ms=10000 if v >= 1 else -1, member_id="m",
+                                group_instance_id="i" if v >= 5 else None,
+                                protocol_type="consumer",
+                                protocols=[P(name="range", metadata=b"\x00\x01")],
+                                reason="because" if v >= 8 else None))
+for v in range(0, 9):
+    T = OffsetCommitRequest.OffsetCommitRequestTopic
+    parts = [T.OffsetCommitRequestPartition(partition_index=1, committed_offset=42,
+                                            committed_leader_epoch=5 if v >= 6 else -1,
+                                            commit_timestamp=-1, committed_metadata="md")]
+    out(8, v, OffsetCommitRequest(version=v, group_id="g", generation_id_or_member_epoch=2,
+                                  member_id="m", group_instance_id="i" if v >= 7 else None,
+                                  retention_time_ms=-1, topics=[T(name="t", partitions=parts)]))
+from kafka.protocol.consumer import FetchRequest
+
+for v in range(0, 13):
+    T = FetchRequest.FetchTopic
+    parts = [T.FetchPartition(partition=2, current_leader_epoch=-1, fetch_offset=7,
+                              last_fetched_epoch=-1, log_start_offset=-1,
+                              partition_max_bytes=1048576)]
+    out(1, v, FetchRequest(version=v, replica_id=-1, max_wait_ms=500, min_bytes=1,
+                           max_bytes=52428800, isolation_level=0, session_id=0, session_epoch=-1,
+                           topics=[T(topic="t", partitions=parts)], forgotten_topics_data=[],
+                           rack_id=""))
