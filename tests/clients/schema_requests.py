@@ -57,3 +57,34 @@ for v in range(0, 13):
                            max_bytes=52428800, isolation_level=0, session_id=0, session_epoch=-1,
                            topics=[T(topic="t", partitions=parts)], forgotten_topics_data=[],
                            rack_id=""))
+from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.consumer import LeaveGroupRequest, SyncGroupRequest
+from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+
+for v in range(0, 6):
+    A = SyncGroupRequest.SyncGroupRequestAssignment
+    out(14, v, SyncGroupRequest(version=v, group_id="g", generation_id=3, member_id="m",
+                                group_instance_id="i" if v >= 3 else None,
+                                protocol_type="consumer" if v >= 5 else None,
+                                protocol_name="range" if v >= 5 else None,
+                                assignments=[A(member_id="m", assignment=b"\x01\x02")]))
+for v in range(0, 6):
+    M = LeaveGroupRequest.MemberIdentity
+    out(13, v, LeaveGroupRequest(version=v, group_id="g", member_id="m",
+                                 members=[M(member_id="m", group_instance_id="i",
+                                            reason="bye" if v >= 5 else None)]))
+for v in range(0, 6):
+    out(15, v, DescribeGroupsRequest(version=v, groups=["a", "b"],
+                                     include_authorized_operations=False))
+for v in range(0, 5):
+    out(16, v, ListGroupsRequest(version=v, states_filter=["Stable"]))
+for v in range(0, 3):
+    out(42, v, DeleteGroupsRequest(version=v, groups_names=["g"]))
+for v in range(0, 5):
+    out(22, v, InitProducerIdRequest(version=v, transactional_id=None, transaction_timeout_ms=60000,
+                                     producer_id=-1, producer_epoch=-1))
+for v in range(0, 10):
+    T = ProduceRequest.TopicProduceData
+    parts = [T.PartitionProduceData(index=0, records=b"\x00\x01\x02\x03")]
+    out(0, v, ProduceRequest(version=v, transactional_id=None, acks=-1, timeout_ms=30000,
+                             topic_data=[T(name="t", partition_data=parts)]))
