@@ -13,7 +13,8 @@ use gregor::zk::ZkClient;
 use gregor::zk::paths::{self, LeaderAndIsr};
 
 use super::{
-    Client, SESSION_TIMEOUT_MS, chroot, free_port, spawn_broker_process, wait_until, zk_address,
+    Client, SESSION_TIMEOUT_MS, chroot, free_port, poll_until, spawn_broker_process, wait_until,
+    zk_address,
 };
 
 pub struct BrokerProcess {
@@ -83,12 +84,26 @@ impl Cluster {
         b.child = Some(spawn_broker_process(&b.dir, &text));
     }
 
-    pub fn wait_registered(&self, id: i32) {
-        wait_until(
-            Duration::from_secs(30),
-            &format!("broker {id} to register"),
-            || matches!(self.zk.exists(&paths::broker_path(id)), Ok(Some(_))),
-        );
+    /// Waits for broker `id`'s registration; when it does not come, the failure shows why:
+    /// whether the process has exited, and the end of its log.
+    pub fn wait_registered(&mut self, id: i32) {
+        let registered = poll_until(Duration::from_secs(30), Duration::from_millis(50), || {
+            matches!(self.zk.exists(&paths::broker_path(id)), Ok(Some(_)))
+        });
+        if !registered {
+            let exited = self
+                .brokers
+                .get_mut(&id)
+                .and_then(|b| b.child.as_mut())
+                .map(|c| c.try_wait());
+            let log = self.log_of(id);
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            panic!(
+                "broker {id} did not register within 30 s (process: {exited:?}); its log ends:\n{}",
+                tail.join("\n")
+            );
+        }
     }
 
     pub fn pid(&self, id: i32) -> i32 {
