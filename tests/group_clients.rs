@@ -218,32 +218,22 @@ fn cover_leave_and_kill(client: &str) {
         "a generation of the two left",
         || stored_cover(&c, "g3", 2, &all),
     );
-    // A kafka-python 3.0.12 member sometimes stops for good after a rebalance (about one run
-    // in seven): faulthandler stacks show its main thread in `fetch_records`, waiting on a wait
-    // bounded by the 100 ms poll timeout whose timer its own I/O thread, idle in select, never
-    // runs — a client bug no broker answer can cause. So only librdkafka's members are asked
-    // to show the takeover themselves.
-    let clients_follow = client == "confluent";
-    if clients_follow {
-        wait_until(LIMIT, "the two left to take over", || {
-            covers(&[&ms[0], &ms[1]], &all)
-        });
-    }
+    wait_until(LIMIT, "the two left to take over", || {
+        covers(&[&ms[0], &ms[1]], &all)
+    });
     ms[1].kill9();
     wait_until(LIMIT, "the killed member's partitions to move", || {
         stored_cover(&c, "g3", 1, &all)
     });
-    if clients_follow {
-        wait_until(LIMIT, "the last member to get every partition", || {
-            ms[0].assignment() == all
-        });
-        let second: Vec<String> = (0..60).map(|i| format!("b{i}")).collect();
-        produce(&c, "six", &second);
-        let every: Vec<String> = first.iter().chain(&second).cloned().collect();
-        wait_until(LIMIT, "every message to be consumed", || {
-            all_consumed(&[&ms[0], &ms[1], &ms[2]], &every)
-        });
-    }
+    wait_until(LIMIT, "the last member to get every partition", || {
+        ms[0].assignment() == all
+    });
+    let second: Vec<String> = (0..60).map(|i| format!("b{i}")).collect();
+    produce(&c, "six", &second);
+    let every: Vec<String> = first.iter().chain(&second).cloned().collect();
+    wait_until(LIMIT, "every message to be consumed", || {
+        all_consumed(&[&ms[0], &ms[1], &ms[2]], &every)
+    });
     // `gregor groups` shows the Kafka-protocol group: its kind, state and one member owning
     // all six partitions.
     let addr = format!("127.0.0.1:{}", c.brokers[&1].port);

@@ -13,6 +13,8 @@ partitions it hands over: all of them for eager assignors, the added ones for co
 on stdin closes the consumer cleanly (it sends LeaveGroup) and exits; EOF on stdin does too.
 """
 import faulthandler
+import logging
+import os
 import signal
 import sys
 import threading
@@ -24,6 +26,10 @@ heartbeat_ms = int(opts.get("heartbeat_ms", "500"))
 instance_id = opts.get("instance_id")
 commit = opts.get("commit") == "1"
 stop = threading.Event()
+# GROUP_MEMBER_LOG=PREFIX writes the client's debug log to PREFIX.PID, to see what it did.
+if os.environ.get("GROUP_MEMBER_LOG"):
+    logging.basicConfig(filename="%s.%d" % (os.environ["GROUP_MEMBER_LOG"], os.getpid()), level=logging.DEBUG,
+                        format="%(asctime)s %(threadName)s %(name)s %(message)s")
 # SIGUSR1 prints every thread's stack, to see where a member that stopped answering is stuck.
 faulthandler.register(signal.SIGUSR1, all_threads=True)
 
@@ -108,7 +114,15 @@ def run_kafka_python():
 
     c.subscribe([topic], listener=Listener())
     while not stop.is_set():
-        batch = c.poll(timeout_ms=100)
+        # kafka-python 3.0.12 loses a rebalance when poll() times out while its JoinGroup or
+        # SyncGroup is in flight and the rejoin was asked for by a metadata change (its
+        # need_rejoin() compares snapshots but does not count a pending join, and the leader's
+        # assignment refreshes the snapshot): the member then stays Stable with no partitions
+        # and never fetches. Seen in its own debug log, SyncGroup answered with both
+        # partitions; with poll(100) on a loaded 2-core machine in 2 of 2 loops, with
+        # poll(1000) in none of 25. A one-member join here takes milliseconds, so a one-second
+        # poll keeps the client out of that path.
+        batch = c.poll(timeout_ms=1000)
         report_owned(c.assignment())
         for tp, msgs in batch.items():
             for m in msgs:
