@@ -128,28 +128,39 @@ fn read_bytes<'a>(msg: &'a [u8], pos: &mut usize) -> Result<Option<&'a [u8]>, Me
     Ok(Some(b))
 }
 
-/// Iterates the complete messages of a fetched set; stops quietly at a trailing partial entry
-/// (the broker cuts sets at a byte limit) and yields the error for a corrupt one.
-pub struct MessageIter<'a> {
+/// Reads one entry at the start of a set: the entry and the bytes it takes.
+pub type ParseEntry<'a, T> = fn(&'a [u8]) -> Result<(T, usize), MessageError>;
+
+/// Iterates the complete entries of a set; stops quietly at a trailing partial entry (the
+/// broker cuts sets at a byte limit) and yields the error for a corrupt one. Shared by the
+/// message view here and the any-format entry view of `records`.
+pub struct SetIter<'a, T> {
     buf: &'a [u8],
     done: bool,
+    parse: ParseEntry<'a, T>,
 }
 
-pub fn iter(buf: &[u8]) -> MessageIter<'_> {
-    MessageIter { buf, done: false }
+impl<'a, T> SetIter<'a, T> {
+    pub fn new(buf: &'a [u8], parse: ParseEntry<'a, T>) -> Self {
+        SetIter {
+            buf,
+            done: false,
+            parse,
+        }
+    }
 }
 
-impl<'a> Iterator for MessageIter<'a> {
-    type Item = Result<Message<'a>, MessageError>;
+impl<'a, T> Iterator for SetIter<'a, T> {
+    type Item = Result<T, MessageError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done || self.buf.is_empty() {
             return None;
         }
-        match parse_entry(self.buf) {
-            Ok(m) => {
-                self.buf = &self.buf[m.entry_len..];
-                Some(Ok(m))
+        match (self.parse)(self.buf) {
+            Ok((entry, len)) => {
+                self.buf = &self.buf[len..];
+                Some(Ok(entry))
             }
             Err(MessageError::Incomplete) => {
                 self.done = true;
@@ -161,6 +172,16 @@ impl<'a> Iterator for MessageIter<'a> {
             }
         }
     }
+}
+
+/// The messages (magic 0 and 1) of a fetched set.
+pub fn iter(buf: &[u8]) -> SetIter<'_, Message<'_>> {
+    SetIter::new(buf, |b| {
+        parse_entry(b).map(|m| {
+            let len = m.entry_len;
+            (m, len)
+        })
+    })
 }
 
 /// The result of checking a produced set before it is appended.

@@ -9,7 +9,7 @@
 use byteorder::{BigEndian, ByteOrder};
 
 use super::compression;
-use super::message::{self, LOG_OVERHEAD, MessageError, SetError};
+use super::message::{self, LOG_OVERHEAD, MessageError, SetError, SetIter};
 use super::record_batch::{self, MAGIC_AT};
 
 /// One complete entry whose CRC has been checked.
@@ -66,39 +66,9 @@ pub fn last_offset_from_header(header: &[u8]) -> Option<i64> {
 /// producer id, epoch and sequence).
 pub const HEADER_PEEK: usize = record_batch::BATCH_OVERHEAD;
 
-/// Iterates the complete entries of a set; stops quietly at a trailing partial entry (a fetch
-/// is cut at a byte limit) and yields the error for a corrupt one.
-pub struct Entries<'a> {
-    buf: &'a [u8],
-    done: bool,
-}
-
-pub fn entries(buf: &[u8]) -> Entries<'_> {
-    Entries { buf, done: false }
-}
-
-impl<'a> Iterator for Entries<'a> {
-    type Item = Result<Entry<'a>, MessageError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done || self.buf.is_empty() {
-            return None;
-        }
-        match parse_entry(self.buf) {
-            Ok(e) => {
-                self.buf = &self.buf[e.bytes.len()..];
-                Some(Ok(e))
-            }
-            Err(MessageError::Incomplete) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
-    }
+/// The entries of a set, any magic.
+pub fn entries(buf: &[u8]) -> SetIter<'_, Entry<'_>> {
+    SetIter::new(buf, |b| parse_entry(b).map(|e| (e, e.bytes.len())))
 }
 
 /// A message as a client sees it, decompressed, with its absolute offset.
