@@ -156,13 +156,11 @@ pub fn encode_list_groups_request(out: &mut Vec<u8>, states: &[&str], v: i16) {
     out.put_tags(flex);
 }
 
-/// ListGroups response: `(group id, protocol type, state)`; the state is written from v4.
-pub fn encode_list_groups(
-    out: &mut Vec<u8>,
-    error_code: i16,
-    groups: &[(String, String, String)],
-    v: i16,
-) {
+/// A group as ListGroups lists it: `(group id, protocol type, state)`.
+pub type ListedGroup = (String, String, String);
+
+/// ListGroups response; the state is written from v4.
+pub fn encode_list_groups(out: &mut Vec<u8>, error_code: i16, groups: &[ListedGroup], v: i16) {
     let flex = v >= LIST_FLEX;
     if v >= 1 {
         out.put_i32(0);
@@ -179,10 +177,8 @@ pub fn encode_list_groups(
     out.put_tags(flex);
 }
 
-pub fn decode_list_groups(
-    r: &mut Reader<'_>,
-    v: i16,
-) -> DecodeResult<(i16, Vec<(String, String)>)> {
+/// The state is empty before v4, which does not carry it.
+pub fn decode_list_groups(r: &mut Reader<'_>, v: i16) -> DecodeResult<(i16, Vec<ListedGroup>)> {
     if v >= 1 {
         r.i32("throttle_time_ms")?;
     }
@@ -191,10 +187,12 @@ pub fn decode_list_groups(
         let g = (
             r.string("group_id")?.to_owned(),
             r.string("protocol_type")?.to_owned(),
+            if v >= 4 {
+                r.string("group_state")?.to_owned()
+            } else {
+                String::new()
+            },
         );
-        if v >= 4 {
-            r.string("group_state")?;
-        }
         r.tags()?;
         Ok(g)
     })?;
@@ -339,7 +337,10 @@ mod tests {
             let mut b = Vec::new();
             encode_list_groups(&mut b, 0, &g, v);
             let mut r = reader(&b, v >= LIST_FLEX);
-            let want = vec![("g".to_owned(), "consumer".to_owned())];
+            let mut want = g.clone();
+            if v < 4 {
+                want[0].2.clear();
+            }
             assert_eq!(decode_list_groups(&mut r, v).unwrap(), (0, want));
             r.finish().unwrap();
             let mut b = Vec::new();

@@ -1,0 +1,148 @@
+"""Response bodies of every API and version gregor serves, encoded by kafka-python's protocol
+classes (generated from Kafka's published JSON message schemas): an encoder independent of
+gregor's. Prints one line per (api key, version): `KEY VERSION HEX`. The Rust test
+(`tests/schema_responses.rs`) decodes each with gregor's client-side decoder and encodes it
+again with the broker's encoder, and the bytes must be the same.
+
+The values are what gregor's broker puts in the fields it does not track (throttle 0, no
+aborted transactions, leader epochs -1, authorized operations unknown: the schemas' default), so a difference is a
+difference in layout."""
+from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
+from kafka.protocol.consumer import FetchResponse, HeartbeatResponse, JoinGroupResponse
+from kafka.protocol.consumer import LeaveGroupResponse, ListOffsetsResponse, OffsetCommitResponse
+from kafka.protocol.consumer import OffsetFetchResponse, SyncGroupResponse
+from kafka.protocol.metadata import ApiVersionsResponse, FindCoordinatorResponse, MetadataResponse
+from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
+
+
+def out(key, version, resp):
+    print(key, version, bytes(resp.encode()).hex())
+
+
+for v in range(0, 10):
+    T = ProduceResponse.TopicProduceResponse
+    P = T.PartitionProduceResponse
+    parts = [P(index=1, error_code=0, base_offset=42, log_append_time_ms=-1, log_start_offset=3,
+               record_errors=[], error_message=None),
+             P(index=2, error_code=87, base_offset=-1, log_append_time_ms=1700000000000,
+               log_start_offset=0, record_errors=[], error_message="bad batch")]
+    out(0, v, ProduceResponse(version=v, responses=[T(name="t", partition_responses=parts)],
+                              throttle_time_ms=0))
+
+for v in range(0, 13):
+    T = FetchResponse.FetchableTopicResponse
+    P = T.PartitionData
+    records = bytes(range(40))
+    parts = [P(partition_index=0, error_code=0, high_watermark=9, last_stable_offset=9,
+               log_start_offset=2, aborted_transactions=None, preferred_read_replica=-1,
+               records=records),
+             P(partition_index=1, error_code=6, high_watermark=-1, last_stable_offset=-1,
+               log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
+               records=b"")]
+    out(1, v, FetchResponse(version=v, throttle_time_ms=0, error_code=0, session_id=0,
+                            responses=[T(topic="t", partitions=parts)]))
+
+for v in range(0, 8):
+    T = ListOffsetsResponse.ListOffsetsTopicResponse
+    P = T.ListOffsetsPartitionResponse
+    parts = [P(partition_index=3, error_code=0, old_style_offsets=[17, 0], timestamp=-1,
+               offset=17, leader_epoch=-1)]
+    if v > 0:
+        parts[0].old_style_offsets = []
+    out(2, v, ListOffsetsResponse(version=v, throttle_time_ms=0,
+                                  topics=[T(name="t", partitions=parts)]))
+
+for v in range(0, 13):
+    B = MetadataResponse.MetadataResponseBroker
+    T = MetadataResponse.MetadataResponseTopic
+    P = T.MetadataResponsePartition
+    parts = [P(error_code=0, partition_index=0, leader_id=2, leader_epoch=-1,
+               replica_nodes=[2, 1, 3], isr_nodes=[2, 1], offline_replicas=[3]),
+             P(error_code=5, partition_index=1, leader_id=-1, leader_epoch=-1,
+               replica_nodes=[3], isr_nodes=[], offline_replicas=[3])]
+    out(3, v, MetadataResponse(
+        version=v, throttle_time_ms=0,
+        brokers=[B(node_id=1, host="127.0.0.1", port=9092, rack=None),
+                 B(node_id=2, host="127.0.0.1", port=9093, rack=None)],
+        cluster_id="AAAAAAAAAAAAAAAAAAAAAA", controller_id=1,
+        topics=[T(error_code=0, name="t", topic_id="0102030405060708090a0b0c0d0e0f10",
+                  is_internal=False, partitions=parts)]))
+
+for v in range(0, 9):
+    T = OffsetCommitResponse.OffsetCommitResponseTopic
+    P = T.OffsetCommitResponsePartition
+    out(8, v, OffsetCommitResponse(version=v, throttle_time_ms=0, topics=[
+        T(name="t", partitions=[P(partition_index=0, error_code=0),
+                                P(partition_index=1, error_code=22)])]))
+
+for v in range(0, 8):
+    T = OffsetFetchResponse.OffsetFetchResponseTopic
+    P = T.OffsetFetchResponsePartition
+    parts = [P(partition_index=0, committed_offset=42, committed_leader_epoch=-1, metadata="md",
+               error_code=0),
+             P(partition_index=1, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+               error_code=0)]
+    out(9, v, OffsetFetchResponse(version=v, throttle_time_ms=0,
+                                  topics=[T(name="t", partitions=parts)], error_code=0))
+
+for v in range(0, 4):
+    out(10, v, FindCoordinatorResponse(version=v, throttle_time_ms=0, error_code=0,
+                                       error_message=None, node_id=2, host="127.0.0.1",
+                                       port=9093))
+
+for v in range(0, 10):
+    M = JoinGroupResponse.JoinGroupResponseMember
+    out(11, v, JoinGroupResponse(
+        version=v, throttle_time_ms=0, error_code=0, generation_id=4,
+        protocol_type="consumer" if v >= 7 else None, protocol_name="range", leader="m1",
+        skip_assignment=False, member_id="m1",
+        members=[M(member_id="m1", group_instance_id="i1" if v >= 5 else None,
+                   metadata=b"\x00\x01\x00\x00"),
+                 M(member_id="m2", group_instance_id=None, metadata=b"")]))
+
+for v in range(0, 5):
+    out(12, v, HeartbeatResponse(version=v, throttle_time_ms=0, error_code=27))
+
+for v in range(0, 6):
+    M = LeaveGroupResponse.MemberResponse
+    out(13, v, LeaveGroupResponse(version=v, throttle_time_ms=0, error_code=0, members=[
+        M(member_id="m1", group_instance_id=None, error_code=0),
+        M(member_id="", group_instance_id="i2", error_code=25)] if v >= 3 else []))
+
+for v in range(0, 6):
+    out(14, v, SyncGroupResponse(version=v, throttle_time_ms=0, error_code=0,
+                                 protocol_type="consumer" if v >= 5 else None,
+                                 protocol_name="range" if v >= 5 else None,
+                                 assignment=b"\x00\x00\x00\x00\x00\x01"))
+
+for v in range(0, 6):
+    G = DescribeGroupsResponse.DescribedGroup
+    M = G.DescribedGroupMember
+    members = [M(member_id="m1", group_instance_id="i1" if v >= 4 else None, client_id="c",
+                 client_host="/127.0.0.1", member_metadata=b"\x01", member_assignment=b"\x02")]
+    out(15, v, DescribeGroupsResponse(version=v, throttle_time_ms=0, groups=[
+        G(error_code=0, error_message=None, group_id="g", group_state="Stable",
+          protocol_type="consumer", protocol_data="range", members=members)]))
+
+for v in range(0, 5):
+    G = ListGroupsResponse.ListedGroup
+    out(16, v, ListGroupsResponse(version=v, throttle_time_ms=0, error_code=0, groups=[
+        G(group_id="g", protocol_type="consumer", group_state="Stable", group_type="classic"),
+        G(group_id="h", protocol_type="gregor", group_state="Empty", group_type="classic")]))
+
+for v in range(0, 4):
+    K = ApiVersionsResponse.ApiVersion
+    out(18, v, ApiVersionsResponse(version=v, error_code=0, throttle_time_ms=0,
+                                   api_keys=[K(api_key=0, min_version=0, max_version=9),
+                                             K(api_key=18, min_version=0, max_version=3)],
+                                   supported_features=[], finalized_features_epoch=-1,
+                                   finalized_features=[], zk_migration_ready=False))
+
+for v in range(0, 5):
+    out(22, v, InitProducerIdResponse(version=v, throttle_time_ms=0, error_code=0,
+                                      producer_id=4000, producer_epoch=2))
+
+for v in range(0, 3):
+    R = DeleteGroupsResponse.DeletableGroupResult
+    out(42, v, DeleteGroupsResponse(version=v, throttle_time_ms=0, results=[
+        R(group_id="g", error_code=0), R(group_id="h", error_code=69)]))
