@@ -99,14 +99,6 @@ fn unhex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-/// The inter-broker APIs, in 0.8's layouts.
-const CONTROLLER_APIS: [i16; 4] = [
-    header::LEADER_AND_ISR,
-    header::STOP_REPLICA,
-    header::UPDATE_METADATA,
-    header::CONTROLLED_SHUTDOWN,
-];
-
 #[test]
 fn responses_match_the_published_schemas_byte_for_byte() {
     let script = concat!(
@@ -134,7 +126,7 @@ fn responses_match_the_published_schemas_byte_for_byte() {
     }
     let served: BTreeSet<(i16, i16)> = SUPPORTED_APIS
         .iter()
-        .filter(|a| !CONTROLLER_APIS.contains(&a.key))
+        .filter(|a| !header::INTER_BROKER_APIS.contains(&a.key))
         .flat_map(|a| (a.min..=a.max).map(move |v| (a.key, v)))
         .collect();
     assert_eq!(checked, served, "{out}");

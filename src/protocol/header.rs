@@ -73,6 +73,15 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DELETE_GROUPS, 0, 2, 2),
 ];
 
+/// The controller's requests to brokers. They keep the 0.8 layouts (`doc/protocol.md`), not
+/// Kafka's current ones, since only gregor's brokers send them.
+pub const INTER_BROKER_APIS: [i16; 4] = [
+    LEADER_AND_ISR,
+    STOP_REPLICA,
+    UPDATE_METADATA,
+    CONTROLLED_SHUTDOWN,
+];
+
 fn lookup(api_key: i16) -> Option<&'static Api> {
     SUPPORTED_APIS.iter().find(|a| a.key == api_key)
 }

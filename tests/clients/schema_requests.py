@@ -88,3 +88,8 @@ for v in range(0, 10):
     parts = [T.PartitionProduceData(index=0, records=b"\x00\x01\x02\x03")]
     out(0, v, ProduceRequest(version=v, transactional_id=None, acks=-1, timeout_ms=30000,
                              topic_data=[T(name="t", partition_data=parts)]))
+from kafka.protocol.metadata import ApiVersionsRequest
+
+for v in range(0, 4):
+    out(18, v, ApiVersionsRequest(version=v, client_software_name="gregor-test",
+                                  client_software_version="1.0"))
