@@ -139,6 +139,16 @@ impl Props {
 }
 
 impl BrokerConfig {
+    /// The broker's value for a topic-level key (`zk::topic_config`), what a topic that does
+    /// not set it gets.
+    pub fn topic_default(&self, key: &str) -> String {
+        match key {
+            "message.timestamp.type" if self.log_append_time => "LogAppendTime".into(),
+            "message.timestamp.type" => "CreateTime".into(),
+            _ => String::new(),
+        }
+    }
+
     pub fn from_file(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;

@@ -1,6 +1,9 @@
 //! Property tests: no decoder panics on random or mutated bytes, and every decoder rejects
 //! (rather than misreads) a frame cut short.
 
+use gregor::protocol::admin_topics::{
+    self, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
+};
 use gregor::protocol::api_versions::ApiVersionsResponse;
 use gregor::protocol::controller::*;
 use gregor::protocol::fetch::*;
@@ -95,7 +98,13 @@ fn decode_group_apis_in(bytes: &[u8], flex: bool) {
         let _ = DescribeGroupsRequest::decode(&mut r(), v);
         let _ = decode_describe_groups(&mut r(), v);
         let _ = decode_list_groups(&mut r(), v);
+        let _ = CreateTopicsRequest::decode(&mut r(), v);
+        let _ = admin_topics::decode_create_topics_response(&mut r(), v);
+        let _ = DeleteTopicsRequest::decode(&mut r(), v);
+        let _ = admin_topics::decode_delete_topics_response(&mut r(), v);
+        let _ = CreatePartitionsRequest::decode(&mut r(), v);
     }
+    let _ = admin_topics::decode_create_partitions_response(&mut r());
     let _ = decode_delete_groups_request(&mut r());
     let _ = decode_delete_groups(&mut r());
     let _ = subscription_topics(bytes);

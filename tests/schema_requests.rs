@@ -9,6 +9,9 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use gregor::protocol::admin_topics::{
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
+};
 use gregor::protocol::api_versions::ApiVersionsRequest;
 use gregor::protocol::fetch::FetchRequest;
 use gregor::protocol::group_admin::{self, DescribeGroupsRequest};
@@ -84,6 +87,15 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
                 out.put_tags(true);
             }
         }
+        19 => CreateTopicsRequest::decode(&mut r, v)
+            .map_err(e)?
+            .encode(&mut out, v),
+        20 => DeleteTopicsRequest::decode(&mut r, v)
+            .map_err(e)?
+            .encode(&mut out, v),
+        37 => CreatePartitionsRequest::decode(&mut r, v)
+            .map_err(e)?
+            .encode(&mut out, v),
         22 => InitProducerIdRequest::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out, v),

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use gregor::protocol::Reader;
+use gregor::protocol::admin_topics;
 use gregor::protocol::api_versions::ApiVersionsResponse;
 use gregor::protocol::fetch::FetchResponse;
 use gregor::protocol::group_admin;
@@ -79,6 +80,18 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         18 => ApiVersionsResponse::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out),
+        19 => {
+            let topics = admin_topics::decode_create_topics_response(&mut r, v).map_err(e)?;
+            admin_topics::encode_create_topics_response(&mut out, &topics, v);
+        }
+        20 => {
+            let results = admin_topics::decode_delete_topics_response(&mut r, v).map_err(e)?;
+            admin_topics::encode_delete_topics_response(&mut out, &results, v);
+        }
+        37 => {
+            let results = admin_topics::decode_create_partitions_response(&mut r).map_err(e)?;
+            admin_topics::encode_create_partitions_response(&mut out, &results, v);
+        }
         22 => InitProducerIdResponse::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out, v),

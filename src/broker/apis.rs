@@ -18,6 +18,9 @@ use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
 use crate::coordinator::Coordinator;
 use crate::network::{Action, RequestHandler};
+use crate::protocol::admin_topics::{
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
+};
 use crate::protocol::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use crate::protocol::controller::{
     ControlledShutdownRequest, ControlledShutdownResponse, ErrorOnlyResponse, LeaderAndIsrRequest,
@@ -38,7 +41,7 @@ pub struct KafkaApis {
     pub config: Arc<BrokerConfig>,
     pub replica_manager: Arc<ReplicaManager>,
     pub metadata_cache: Arc<MetadataCache>,
-    /// For auto-creating topics on Metadata requests.
+    /// For auto-creating topics on Metadata requests, and the admin APIs.
     pub zk: Arc<ZkClient>,
     /// Serves ControlledShutdown when this broker is the controller.
     pub controller: Arc<KafkaController>,
@@ -133,6 +136,18 @@ impl RequestHandler for KafkaApis {
                 OffsetFetchRequest::decode(r, version)
             })
             .map(|req| self.handle_offset_fetch(&req, version, out)),
+            header::CREATE_TOPICS => decode_v(frame, body_at, flex, |r| {
+                CreateTopicsRequest::decode(r, version)
+            })
+            .map(|req| self.handle_create_topics(&req, version, out)),
+            header::DELETE_TOPICS => decode_v(frame, body_at, flex, |r| {
+                DeleteTopicsRequest::decode(r, version)
+            })
+            .map(|req| self.handle_delete_topics(&req, version, out)),
+            header::CREATE_PARTITIONS => decode_v(frame, body_at, flex, |r| {
+                CreatePartitionsRequest::decode(r, version)
+            })
+            .map(|req| self.handle_create_partitions(&req, version, out)),
             header::FIND_COORDINATOR
             | header::JOIN_GROUP
             | header::SYNC_GROUP
@@ -306,6 +321,8 @@ impl KafkaApis {
             Err(e) => e,
             Ok(()) => {
                 self.metadata_cache.update(req);
+                // Admin requests wait for their topics to appear in (or leave) the cache.
+                self.replica_manager.notifier.notify();
                 ErrorCode::None
             }
         };

@@ -75,6 +75,11 @@ impl MetadataCache {
             .is_some_and(|t| t.contains_key(&partition))
     }
 
+    /// Partitions of `topic` the cache knows (0 for a topic it does not).
+    pub fn partition_count(&self, topic: &str) -> usize {
+        self.inner.read().topics.get(topic).map_or(0, |t| t.len())
+    }
+
     pub fn contains_topic(&self, topic: &str) -> bool {
         self.inner.read().topics.contains_key(topic)
     }

@@ -5,6 +5,7 @@
 //! connection thread runs its ping loop), the log manager's maintenance
 //! thread, one high-watermark checkpoint thread, and the ZooKeeper session thread.
 
+mod admin_apis;
 pub mod apis;
 mod coordinator_apis;
 mod group_apis;

@@ -47,7 +47,7 @@ impl fmt::Display for AdminError {
             }
             AdminError::PartitionsNotRaised(asked, have) => write!(
                 f,
-                "the topic has {have} partitions; --partitions must be more (asked {asked})"
+                "the topic has {have} partitions; the new count must be more (asked {asked})"
             ),
             AdminError::InvalidAssignment(why) => write!(f, "invalid replica assignment: {why}"),
             AdminError::Zk(e) => write!(f, "ZooKeeper error: {e}"),
@@ -126,23 +126,40 @@ pub fn assign_replicas(
 
 /// Parses `--replica-assignment 1:2,2:3,...` (partition i = the i-th comma-separated group).
 pub fn parse_assignment(s: &str, live: &[i32]) -> Result<BTreeMap<i32, Vec<i32>>, AdminError> {
-    let mut out = BTreeMap::new();
-    let mut rf = None;
-    for (p, group) in s.split(',').enumerate() {
-        let replicas: Vec<i32> = group
-            .split(':')
-            .map(|r| {
-                r.trim().parse::<i32>().map_err(|_| {
-                    AdminError::InvalidAssignment(format!("`{r}` in `{group}` is not a broker id"))
+    let groups = s
+        .split(',')
+        .map(|group| {
+            group
+                .split(':')
+                .map(|r| {
+                    r.trim().parse::<i32>().map_err(|_| {
+                        AdminError::InvalidAssignment(format!(
+                            "`{r}` in `{group}` is not a broker id"
+                        ))
+                    })
                 })
-            })
-            .collect::<Result<_, _>>()?;
+                .collect::<Result<Vec<i32>, _>>()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    check_assignment(&groups, 0, live)
+}
+
+/// Checks replica lists given for partitions `first`, `first + 1`, …: no broker twice in a
+/// partition, every broker live, the same number of replicas everywhere.
+pub fn check_assignment(
+    groups: &[Vec<i32>],
+    first: i32,
+    live: &[i32],
+) -> Result<BTreeMap<i32, Vec<i32>>, AdminError> {
+    let mut out = BTreeMap::new();
+    for (i, replicas) in groups.iter().enumerate() {
+        let p = first + i as i32;
         let mut sorted = replicas.clone();
         sorted.sort_unstable();
         sorted.dedup();
-        if sorted.len() != replicas.len() {
+        if replicas.is_empty() || sorted.len() != replicas.len() {
             return Err(AdminError::InvalidAssignment(format!(
-                "partition {p} lists a broker twice: `{group}`"
+                "partition {p} lists no broker, or one twice: {replicas:?}"
             )));
         }
         if let Some(r) = replicas.iter().find(|r| !live.contains(r)) {
@@ -150,18 +167,58 @@ pub fn parse_assignment(s: &str, live: &[i32]) -> Result<BTreeMap<i32, Vec<i32>>
                 "broker {r} (partition {p}) is not live"
             )));
         }
-        if *rf.get_or_insert(replicas.len()) != replicas.len() {
+        if groups[0].len() != replicas.len() {
             return Err(AdminError::InvalidAssignment(
                 "every partition needs the same number of replicas".into(),
             ));
         }
-        out.insert(p as i32, replicas);
+        out.insert(p, replicas.clone());
     }
     Ok(out)
 }
 
 fn live_ids(zk: &ZkClient) -> Result<Vec<i32>, AdminError> {
     Ok(paths::live_brokers(zk)?.into_iter().map(|b| b.id).collect())
+}
+
+/// The replicas a new topic would get: `given` (partition i = the i-th list), or spread over
+/// the live brokers. Checks the name and that the topic does not exist; writes nothing.
+pub fn plan_topic(
+    zk: &ZkClient,
+    topic: &str,
+    partitions: i32,
+    rf: i32,
+    given: Option<&[Vec<i32>]>,
+) -> Result<BTreeMap<i32, Vec<i32>>, AdminError> {
+    validate_topic_name(topic)?;
+    if paths::topic_assignment(zk, topic)?.is_some() {
+        return Err(AdminError::TopicExists(topic.to_owned()));
+    }
+    let live = live_ids(zk)?;
+    match given {
+        Some([]) => Err(AdminError::InvalidPartitions(0)),
+        Some(groups) => check_assignment(groups, 0, &live),
+        None => {
+            let start = topic
+                .bytes()
+                .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
+            assign_replicas(&live, partitions, rf, start)
+        }
+    }
+}
+
+/// Writes a planned topic; the controller's watch on `/brokers/topics` creates its
+/// partitions (`on_topic_change`).
+pub fn write_topic(
+    zk: &ZkClient,
+    topic: &str,
+    assignment: &BTreeMap<i32, Vec<i32>>,
+) -> Result<(), AdminError> {
+    match paths::create_topic(zk, topic, assignment) {
+        Ok(()) => Ok(()),
+        Err(ZkError::NodeExists) => Err(AdminError::TopicExists(topic.to_owned())),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Creates a topic, spreading replicas over the live brokers unless `assignment` is given.
@@ -172,31 +229,25 @@ pub fn create_topic(
     rf: i32,
     assignment: Option<&str>,
 ) -> Result<BTreeMap<i32, Vec<i32>>, AdminError> {
-    validate_topic_name(topic)?;
-    let live = live_ids(zk)?;
     let a = match assignment {
-        Some(s) => parse_assignment(s, &live)?,
-        None => {
-            let start = topic
-                .bytes()
-                .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
-            assign_replicas(&live, partitions, rf, start)?
+        Some(s) => {
+            validate_topic_name(topic)?;
+            parse_assignment(s, &live_ids(zk)?)?
         }
+        None => plan_topic(zk, topic, partitions, rf, None)?,
     };
-    match paths::create_topic(zk, topic, &a) {
-        Ok(()) => Ok(a),
-        Err(ZkError::NodeExists) => Err(AdminError::TopicExists(topic.to_owned())),
-        Err(e) => Err(e.into()),
-    }
+    write_topic(zk, topic, &a)?;
+    Ok(a)
 }
 
-/// Raises a topic's partition count to `partitions` (Kafka's `--alter --partitions`): the new
-/// partitions get the replication factor of partition 0, spread over the live brokers; the
-/// controller's watch on the topic gives them leaders. Partitions are never removed.
-pub fn add_partitions(
+/// The whole assignment a topic would have with `partitions` partitions (Kafka's `--alter
+/// --partitions`): the new ones get `given`, or the replication factor of partition 0 spread
+/// over the live brokers. Partitions are never removed. Writes nothing.
+pub fn plan_partitions(
     zk: &ZkClient,
     topic: &str,
     partitions: i32,
+    given: Option<&[Vec<i32>]>,
 ) -> Result<BTreeMap<i32, Vec<i32>>, AdminError> {
     let mut current = paths::topic_assignment(zk, topic)?
         .ok_or_else(|| AdminError::UnknownTopic(topic.to_owned()))?;
@@ -206,13 +257,35 @@ pub fn add_partitions(
     }
     let rf = current.values().next().map_or(1, |r| r.len() as i32);
     let live = live_ids(zk)?;
-    let start = topic.len() + have as usize;
-    let fresh = assign_replicas(&live, partitions, rf, start)?;
+    let fresh = match given {
+        Some(groups) => {
+            if groups.len() as i32 != partitions - have {
+                return Err(AdminError::InvalidAssignment(format!(
+                    "{} replica list(s) for {} new partition(s)",
+                    groups.len(),
+                    partitions - have
+                )));
+            }
+            check_assignment(groups, have, &live)?
+        }
+        None => assign_replicas(&live, partitions, rf, topic.len() + have as usize)?,
+    };
     for (p, replicas) in fresh.into_iter().filter(|(p, _)| *p >= have) {
         current.insert(p, replicas);
     }
-    paths::write_topic_assignment(zk, topic, &current)?;
     Ok(current)
+}
+
+/// Raises a topic's partition count; the controller's watch on the topic gives the new
+/// partitions leaders.
+pub fn add_partitions(
+    zk: &ZkClient,
+    topic: &str,
+    partitions: i32,
+) -> Result<BTreeMap<i32, Vec<i32>>, AdminError> {
+    let a = plan_partitions(zk, topic, partitions, None)?;
+    paths::write_topic_assignment(zk, topic, &a)?;
+    Ok(a)
 }
 
 /// Deletes a topic's nodes; the controller's watch sends StopReplica with delete.

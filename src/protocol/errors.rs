@@ -39,6 +39,7 @@ pub enum ErrorCode {
     InvalidPartitions = 37,
     InvalidReplicationFactor = 38,
     InvalidReplicaAssignment = 39,
+    InvalidConfig = 40,
     NotController = 41,
     InvalidRequest = 42,
     InvalidTimestamp = 32,
@@ -53,6 +54,7 @@ pub enum ErrorCode {
     GroupMaxSizeReached = 81,
     FencedInstanceId = 82,
     InvalidRecord = 87,
+    UnknownTopicId = 100,
 }
 
 impl ErrorCode {
@@ -97,6 +99,7 @@ impl ErrorCode {
             37 => InvalidPartitions,
             38 => InvalidReplicationFactor,
             39 => InvalidReplicaAssignment,
+            40 => InvalidConfig,
             41 => NotController,
             42 => InvalidRequest,
             32 => InvalidTimestamp,
@@ -111,6 +114,7 @@ impl ErrorCode {
             81 => GroupMaxSizeReached,
             82 => FencedInstanceId,
             87 => InvalidRecord,
+            100 => UnknownTopicId,
             _ => UnknownServerError,
         }
     }

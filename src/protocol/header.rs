@@ -21,7 +21,10 @@ pub const SYNC_GROUP: i16 = 14;
 pub const DESCRIBE_GROUPS: i16 = 15;
 pub const LIST_GROUPS: i16 = 16;
 pub const API_VERSIONS: i16 = 18;
+pub const CREATE_TOPICS: i16 = 19;
+pub const DELETE_TOPICS: i16 = 20;
 pub const INIT_PRODUCER_ID: i16 = 22;
+pub const CREATE_PARTITIONS: i16 = 37;
 pub const DELETE_GROUPS: i16 = 42;
 
 /// One API this broker serves: its key, the versions served, and the first version that uses
@@ -69,7 +72,10 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DESCRIBE_GROUPS, 0, 5, 5),
     api(LIST_GROUPS, 0, 4, 3),
     api(API_VERSIONS, 0, 3, 3),
+    api(CREATE_TOPICS, 0, 7, 5),
+    api(DELETE_TOPICS, 0, 6, 4),
     api(INIT_PRODUCER_ID, 0, 4, 2),
+    api(CREATE_PARTITIONS, 0, 3, 2),
     api(DELETE_GROUPS, 0, 2, 2),
 ];
 

@@ -30,18 +30,29 @@ pub fn parse(pairs: &[String]) -> Result<BTreeMap<String, String>, String> {
         let (k, v) = p
             .split_once('=')
             .ok_or_else(|| format!("--config expects key=value, got `{p}`"))?;
-        let Some((_, allowed)) = KNOWN.iter().find(|(name, _)| *name == k) else {
-            return Err(format!("unknown topic configuration key `{k}`"));
-        };
-        if !allowed.contains(&v) {
-            return Err(format!(
-                "`{k}` must be one of {}, got `{v}`",
-                allowed.join(", ")
-            ));
-        }
+        check(k, v)?;
         out.insert(k.to_owned(), v.to_owned());
     }
     Ok(out)
+}
+
+/// Checks one setting against the keys gregor serves; the error names the problem.
+pub fn check(k: &str, v: &str) -> Result<(), String> {
+    let Some((_, allowed)) = KNOWN.iter().find(|(name, _)| *name == k) else {
+        return Err(format!("unknown topic configuration key `{k}`"));
+    };
+    if !allowed.contains(&v) {
+        return Err(format!(
+            "`{k}` must be one of {}, got `{v}`",
+            allowed.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The topic-level keys gregor serves.
+pub fn known_keys() -> impl Iterator<Item = &'static str> {
+    KNOWN.iter().map(|(k, _)| *k)
 }
 
 /// Writes (replacing) a topic's configuration.

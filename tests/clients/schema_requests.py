@@ -93,3 +93,24 @@ from kafka.protocol.metadata import ApiVersionsRequest
 for v in range(0, 4):
     out(18, v, ApiVersionsRequest(version=v, client_software_name="gregor-test",
                                   client_software_version="1.0"))
+from kafka.protocol.admin import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+
+for v in range(0, 8):
+    C = CreateTopicsRequest.CreatableTopic
+    topics = [C(name="t", num_partitions=3, replication_factor=2, assignments=[],
+                configs=[C.CreatableTopicConfig(name="message.timestamp.type", value="CreateTime"),
+                         C.CreatableTopicConfig(name="k", value=None)]),
+              C(name="u", num_partitions=-1, replication_factor=-1, configs=[],
+                assignments=[C.CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2])])]
+    out(19, v, CreateTopicsRequest(version=v, topics=topics, timeout_ms=30000,
+                                   validate_only=v >= 1))
+for v in range(0, 7):
+    S = DeleteTopicsRequest.DeleteTopicState
+    out(20, v, DeleteTopicsRequest(version=v, topic_names=["t", "u"], timeout_ms=30000,
+                                   topics=[S(name="t", topic_id="00000000000000000000000000000000"),
+                                           S(name=None, topic_id="0102030405060708090a0b0c0d0e0f10")]))
+for v in range(0, 4):
+    P = CreatePartitionsRequest.CreatePartitionsTopic
+    out(37, v, CreatePartitionsRequest(version=v, timeout_ms=30000, validate_only=False, topics=[
+        P(name="t", count=4, assignments=None),
+        P(name="u", count=3, assignments=[P.CreatePartitionsAssignment(broker_ids=[2, 3])])]))

@@ -7,7 +7,8 @@ again with the broker's encoder, and the bytes must be the same.
 The values are what gregor's broker puts in the fields it does not track (throttle 0, no
 aborted transactions, leader epochs -1, authorized operations unknown: the schemas' default), so a difference is a
 difference in layout."""
-from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
+from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteGroupsResponse
+from kafka.protocol.admin import DeleteTopicsResponse, DescribeGroupsResponse, ListGroupsResponse
 from kafka.protocol.consumer import FetchResponse, HeartbeatResponse, JoinGroupResponse
 from kafka.protocol.consumer import LeaveGroupResponse, ListOffsetsResponse, OffsetCommitResponse
 from kafka.protocol.consumer import OffsetFetchResponse, SyncGroupResponse
@@ -146,3 +147,28 @@ for v in range(0, 3):
     R = DeleteGroupsResponse.DeletableGroupResult
     out(42, v, DeleteGroupsResponse(version=v, throttle_time_ms=0, results=[
         R(group_id="g", error_code=0), R(group_id="h", error_code=69)]))
+
+for v in range(0, 8):
+    R = CreateTopicsResponse.CreatableTopicResult
+    C = R.CreatableTopicConfigs
+    out(19, v, CreateTopicsResponse(version=v, throttle_time_ms=0, topics=[
+        R(name="t", topic_id="0102030405060708090a0b0c0d0e0f10", error_code=0, error_message=None,
+          num_partitions=3, replication_factor=2,
+          configs=[C(name="message.timestamp.type", value="CreateTime", read_only=False,
+                     config_source=5, is_sensitive=False)]),
+        R(name="u", topic_id="00000000000000000000000000000000", error_code=36,
+          error_message="topic `u` already exists" if v >= 1 else None, num_partitions=-1,
+          replication_factor=-1, configs=None)]))
+
+for v in range(0, 7):
+    R = DeleteTopicsResponse.DeletableTopicResult
+    out(20, v, DeleteTopicsResponse(version=v, throttle_time_ms=0, responses=[
+        R(name="t", topic_id="00000000000000000000000000000000", error_code=0, error_message=None),
+        R(name="u", topic_id="00000000000000000000000000000000", error_code=3,
+          error_message="topic `u` does not exist" if v >= 5 else None)]))
+
+for v in range(0, 4):
+    R = CreatePartitionsResponse.CreatePartitionsTopicResult
+    out(37, v, CreatePartitionsResponse(version=v, throttle_time_ms=0, results=[
+        R(name="t", error_code=0, error_message=None),
+        R(name="u", error_code=37, error_message="not more")]))

@@ -1,0 +1,432 @@
+//! The topic admin APIs: CreateTopics (19) v0–v7, DeleteTopics (20) v0–v6 and
+//! CreatePartitions (37) v0–v3, what `kafka-topics.sh --bootstrap-server` and the admin
+//! clients send. Field versions follow Kafka's JSON schemas; the flexible encoding starts at
+//! CreateTopics v5, DeleteTopics v4 and CreatePartitions v2.
+
+use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
+
+pub const CREATE_TOPICS_FLEX: i16 = 5;
+pub const DELETE_TOPICS_FLEX: i16 = 4;
+pub const CREATE_PARTITIONS_FLEX: i16 = 2;
+
+/// One topic to create. `num_partitions` and `replication_factor` are -1 when `assignment`
+/// is given, or (v4+) to take the broker's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatableTopic {
+    pub name: String,
+    pub num_partitions: i32,
+    pub replication_factor: i16,
+    /// (partition, brokers); empty when the broker is to place the replicas.
+    pub assignment: Vec<(i32, Vec<i32>)>,
+    pub configs: Vec<(String, Option<String>)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateTopicsRequest {
+    pub topics: Vec<CreatableTopic>,
+    pub timeout_ms: i32,
+    /// v1+: check only, create nothing.
+    pub validate_only: bool,
+}
+
+fn read_i32s(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<Vec<i32>> {
+    read_array(r, field, 4, |r| r.i32(field))
+}
+
+fn write_i32s(out: &mut Vec<u8>, flex: bool, v: &[i32]) {
+    write_array_v(out, flex, v, |o, x| o.put_i32(*x));
+}
+
+impl CreateTopicsRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let topics = read_array(r, "topics", 12, |r| {
+            let name = r.string("name")?.to_owned();
+            let num_partitions = r.i32("num_partitions")?;
+            let replication_factor = r.i16("replication_factor")?;
+            let assignment = read_array(r, "assignments", 8, |r| {
+                let a = (r.i32("partition_index")?, read_i32s(r, "broker_ids")?);
+                r.tags()?;
+                Ok(a)
+            })?;
+            let configs = read_array(r, "configs", 4, |r| {
+                let c = (
+                    r.string("name")?.to_owned(),
+                    r.nullable_string("value")?.map(str::to_owned),
+                );
+                r.tags()?;
+                Ok(c)
+            })?;
+            r.tags()?;
+            Ok(CreatableTopic {
+                name,
+                num_partitions,
+                replication_factor,
+                assignment,
+                configs,
+            })
+        })?;
+        let timeout_ms = r.i32("timeout_ms")?;
+        let validate_only = version >= 1 && r.bool("validate_only")?;
+        r.tags()?;
+        Ok(CreateTopicsRequest {
+            topics,
+            timeout_ms,
+            validate_only,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= CREATE_TOPICS_FLEX;
+        write_array_v(out, flex, &self.topics, |o, t| {
+            o.put_str(flex, &t.name);
+            o.put_i32(t.num_partitions);
+            o.put_i16(t.replication_factor);
+            write_array_v(o, flex, &t.assignment, |o, (p, brokers)| {
+                o.put_i32(*p);
+                write_i32s(o, flex, brokers);
+                o.put_tags(flex);
+            });
+            write_array_v(o, flex, &t.configs, |o, (k, v)| {
+                o.put_str(flex, k);
+                o.put_nstr(flex, v.as_deref());
+                o.put_tags(flex);
+            });
+            o.put_tags(flex);
+        });
+        out.put_i32(self.timeout_ms);
+        if version >= 1 {
+            out.put_i8(self.validate_only as i8);
+        }
+        out.put_tags(flex);
+    }
+}
+
+/// A topic configuration as CreateTopics v5+ reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicConfigEntry {
+    pub name: String,
+    pub value: Option<String>,
+    pub read_only: bool,
+    /// Kafka's ConfigSource: 1 set on the topic, 5 the default.
+    pub source: i8,
+    pub sensitive: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatableTopicResult {
+    pub name: String,
+    /// v7+.
+    pub topic_id: [u8; 16],
+    pub error_code: i16,
+    /// v1+.
+    pub error_message: Option<String>,
+    /// v5+: what was (or would be) created; -1 on error.
+    pub num_partitions: i32,
+    pub replication_factor: i16,
+    /// v5+: `None` on error.
+    pub configs: Option<Vec<TopicConfigEntry>>,
+}
+
+pub fn encode_create_topics_response(
+    out: &mut Vec<u8>,
+    topics: &[CreatableTopicResult],
+    version: i16,
+) {
+    let flex = version >= CREATE_TOPICS_FLEX;
+    if version >= 2 {
+        out.put_i32(0);
+    }
+    write_array_v(out, flex, topics, |o, t| {
+        o.put_str(flex, &t.name);
+        if version >= 7 {
+            o.extend_from_slice(&t.topic_id);
+        }
+        o.put_i16(t.error_code);
+        if version >= 1 {
+            o.put_nstr(flex, t.error_message.as_deref());
+        }
+        if version >= 5 {
+            o.put_i32(t.num_partitions);
+            o.put_i16(t.replication_factor);
+            o.put_len(flex, t.configs.as_ref().map(Vec::len));
+            for c in t.configs.iter().flatten() {
+                o.put_str(flex, &c.name);
+                o.put_nstr(flex, c.value.as_deref());
+                o.put_i8(c.read_only as i8);
+                o.put_i8(c.source);
+                o.put_i8(c.sensitive as i8);
+                o.put_tags(flex);
+            }
+        }
+        o.put_tags(flex);
+    });
+    out.put_tags(flex);
+}
+
+pub fn decode_create_topics_response(
+    r: &mut Reader<'_>,
+    version: i16,
+) -> DecodeResult<Vec<CreatableTopicResult>> {
+    if version >= 2 {
+        r.i32("throttle_time_ms")?;
+    }
+    let topics = read_array(r, "topics", 4, |r| {
+        let name = r.string("name")?.to_owned();
+        let mut topic_id = [0; 16];
+        if version >= 7 {
+            topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
+        }
+        let error_code = r.i16("error_code")?;
+        let error_message = if version >= 1 {
+            r.nullable_string("error_message")?.map(str::to_owned)
+        } else {
+            None
+        };
+        let (mut num_partitions, mut replication_factor, mut configs) = (-1, -1, None);
+        if version >= 5 {
+            num_partitions = r.i32("num_partitions")?;
+            replication_factor = r.i16("replication_factor")?;
+            if let Some(n) = r.nullable_array_len("configs", 5)? {
+                let mut v = Vec::with_capacity(n);
+                for _ in 0..n {
+                    v.push(TopicConfigEntry {
+                        name: r.string("name")?.to_owned(),
+                        value: r.nullable_string("value")?.map(str::to_owned),
+                        read_only: r.bool("read_only")?,
+                        source: r.i8("config_source")?,
+                        sensitive: r.bool("is_sensitive")?,
+                    });
+                    r.tags()?;
+                }
+                configs = Some(v);
+            }
+        }
+        r.tags()?;
+        Ok(CreatableTopicResult {
+            name,
+            topic_id,
+            error_code,
+            error_message,
+            num_partitions,
+            replication_factor,
+            configs,
+        })
+    })?;
+    r.tags()?;
+    Ok(topics)
+}
+
+/// A topic to delete: by name, or (v6+) by id with a null name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteTopicsRequest {
+    pub topics: Vec<(Option<String>, [u8; 16])>,
+    pub timeout_ms: i32,
+}
+
+impl DeleteTopicsRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let topics = if version >= 6 {
+            read_array(r, "topics", 17, |r| {
+                let name = r.nullable_string("name")?.map(str::to_owned);
+                let mut id = [0; 16];
+                id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
+                r.tags()?;
+                Ok((name, id))
+            })?
+        } else {
+            r.string_array("topic_names")?
+                .into_iter()
+                .map(|n| (Some(n), [0; 16]))
+                .collect()
+        };
+        let timeout_ms = r.i32("timeout_ms")?;
+        r.tags()?;
+        Ok(DeleteTopicsRequest { topics, timeout_ms })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= DELETE_TOPICS_FLEX;
+        write_array_v(out, flex, &self.topics, |o, (name, id)| {
+            if version >= 6 {
+                o.put_nstr(flex, name.as_deref());
+                o.extend_from_slice(id);
+                o.put_tags(flex);
+            } else {
+                o.put_str(flex, name.as_deref().unwrap_or(""));
+            }
+        });
+        out.put_i32(self.timeout_ms);
+        out.put_tags(flex);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletableTopicResult {
+    /// `None` (v6+) for an id that names no topic.
+    pub name: Option<String>,
+    /// v6+.
+    pub topic_id: [u8; 16],
+    pub error_code: i16,
+    /// v5+.
+    pub error_message: Option<String>,
+}
+
+pub fn encode_delete_topics_response(
+    out: &mut Vec<u8>,
+    results: &[DeletableTopicResult],
+    version: i16,
+) {
+    let flex = version >= DELETE_TOPICS_FLEX;
+    if version >= 1 {
+        out.put_i32(0);
+    }
+    write_array_v(out, flex, results, |o, t| {
+        if version >= 6 {
+            o.put_nstr(flex, t.name.as_deref());
+            o.extend_from_slice(&t.topic_id);
+        } else {
+            o.put_str(flex, t.name.as_deref().unwrap_or(""));
+        }
+        o.put_i16(t.error_code);
+        if version >= 5 {
+            o.put_nstr(flex, t.error_message.as_deref());
+        }
+        o.put_tags(flex);
+    });
+    out.put_tags(flex);
+}
+
+pub fn decode_delete_topics_response(
+    r: &mut Reader<'_>,
+    version: i16,
+) -> DecodeResult<Vec<DeletableTopicResult>> {
+    if version >= 1 {
+        r.i32("throttle_time_ms")?;
+    }
+    let results = read_array(r, "responses", 3, |r| {
+        let mut topic_id = [0; 16];
+        let name = if version >= 6 {
+            let n = r.nullable_string("name")?.map(str::to_owned);
+            topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
+            n
+        } else {
+            Some(r.string("name")?.to_owned())
+        };
+        let error_code = r.i16("error_code")?;
+        let error_message = if version >= 5 {
+            r.nullable_string("error_message")?.map(str::to_owned)
+        } else {
+            None
+        };
+        r.tags()?;
+        Ok(DeletableTopicResult {
+            name,
+            topic_id,
+            error_code,
+            error_message,
+        })
+    })?;
+    r.tags()?;
+    Ok(results)
+}
+
+/// Raise a topic's partition count to `count`; `assignment` (one broker list per new
+/// partition) or `None` to let the broker place them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatePartitionsTopic {
+    pub name: String,
+    pub count: i32,
+    pub assignment: Option<Vec<Vec<i32>>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatePartitionsRequest {
+    pub topics: Vec<CreatePartitionsTopic>,
+    pub timeout_ms: i32,
+    pub validate_only: bool,
+}
+
+impl CreatePartitionsRequest {
+    pub fn decode(r: &mut Reader<'_>, _version: i16) -> DecodeResult<Self> {
+        let topics = read_array(r, "topics", 7, |r| {
+            let name = r.string("name")?.to_owned();
+            let count = r.i32("count")?;
+            let assignment = match r.nullable_array_len("assignments", 1)? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        v.push(read_i32s(r, "broker_ids")?);
+                        r.tags()?;
+                    }
+                    Some(v)
+                }
+            };
+            r.tags()?;
+            Ok(CreatePartitionsTopic {
+                name,
+                count,
+                assignment,
+            })
+        })?;
+        let timeout_ms = r.i32("timeout_ms")?;
+        let validate_only = r.bool("validate_only")?;
+        r.tags()?;
+        Ok(CreatePartitionsRequest {
+            topics,
+            timeout_ms,
+            validate_only,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= CREATE_PARTITIONS_FLEX;
+        write_array_v(out, flex, &self.topics, |o, t| {
+            o.put_str(flex, &t.name);
+            o.put_i32(t.count);
+            o.put_len(flex, t.assignment.as_ref().map(Vec::len));
+            for brokers in t.assignment.iter().flatten() {
+                write_i32s(o, flex, brokers);
+                o.put_tags(flex);
+            }
+            o.put_tags(flex);
+        });
+        out.put_i32(self.timeout_ms);
+        out.put_i8(self.validate_only as i8);
+        out.put_tags(flex);
+    }
+}
+
+/// CreatePartitions' answer: (topic, error code, error message) per topic.
+pub fn encode_create_partitions_response(
+    out: &mut Vec<u8>,
+    results: &[(String, i16, Option<String>)],
+    version: i16,
+) {
+    let flex = version >= CREATE_PARTITIONS_FLEX;
+    out.put_i32(0);
+    write_array_v(out, flex, results, |o, (name, code, msg)| {
+        o.put_str(flex, name);
+        o.put_i16(*code);
+        o.put_nstr(flex, msg.as_deref());
+        o.put_tags(flex);
+    });
+    out.put_tags(flex);
+}
+
+pub fn decode_create_partitions_response(
+    r: &mut Reader<'_>,
+) -> DecodeResult<Vec<(String, i16, Option<String>)>> {
+    r.i32("throttle_time_ms")?;
+    let results = read_array(r, "results", 4, |r| {
+        let t = (
+            r.string("name")?.to_owned(),
+            r.i16("error_code")?,
+            r.nullable_string("error_message")?.map(str::to_owned),
+        );
+        r.tags()?;
+        Ok(t)
+    })?;
+    r.tags()?;
+    Ok(results)
+}

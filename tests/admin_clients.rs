@@ -1,0 +1,93 @@
+//! Topic administration over the wire (CreateTopics, CreatePartitions, DeleteTopics) through
+//! real admin clients: confluent-kafka's AdminClient (librdkafka) and kafka-python's
+//! KafkaAdminClient, each running `tests/clients/admin_ops.py`. The test checks the error
+//! code of every operation, and then what ZooKeeper holds: the controller's nodes are the
+//! truth the admin APIs must have written.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::Cluster;
+use gregor::zk::{paths, topic_config};
+
+/// What the script's operations must answer, in order (`OP TOPIC CODE`, `produced ...`).
+fn expected(p: &str) -> Vec<String> {
+    [
+        format!("create {p}-a1 0"),
+        format!("produced {p}-a1 0"),
+        format!("create {p}-a2 0"),
+        format!("create {p}-a1 36"), // TOPIC_ALREADY_EXISTS
+        "create bad/name 17".into(), // INVALID_TOPIC_EXCEPTION
+        format!("create {p}-a3 38"), // INVALID_REPLICATION_FACTOR
+        format!("create {p}-a4 40"), // INVALID_CONFIG: unknown key
+        format!("create {p}-a5 40"), // INVALID_CONFIG: bad value
+        format!("create {p}-a6 0"),  // validate_only
+        format!("create {p}-a7 39"), // INVALID_REPLICA_ASSIGNMENT: broker 9
+        format!("partitions {p}-a1 0"),
+        format!("partitions {p}-a1 37"), // INVALID_PARTITIONS: fewer than it has
+        format!("partitions {p}-nope 3"), // UNKNOWN_TOPIC_OR_PARTITION
+        format!("delete {p}-a2 0"),
+        format!("delete {p}-nope 3"),
+    ]
+    .into()
+}
+
+fn run_admin(client: &str) {
+    let c = Cluster::start(&format!("admin-{client}"), 3, &[]);
+    let bootstrap = c
+        .brokers
+        .values()
+        .map(|b| format!("127.0.0.1:{}", b.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let p = client.replace('-', "");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/admin_ops.py");
+    let mut cmd = common::python();
+    cmd.args([script, client, &bootstrap, &p]);
+    let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(180));
+    assert!(ok, "admin_ops.py {client} failed:\n{out}\n{err}");
+    let lines: Vec<String> = out.lines().map(str::to_owned).collect();
+    assert_eq!(lines, expected(&p), "{err}");
+
+    let zk = &c.zk;
+    let a1 = paths::topic_assignment(zk, &format!("{p}-a1"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(a1.len(), 5, "a1 raised to five partitions: {a1:?}");
+    assert!(a1.values().all(|r| r.len() == 2), "{a1:?}");
+    let config = topic_config::read(zk, &format!("{p}-a1")).unwrap();
+    assert_eq!(
+        config.get("message.timestamp.type").map(String::as_str),
+        Some("LogAppendTime")
+    );
+    for absent in ["a2", "a3", "a4", "a5", "a6", "a7"] {
+        let t = format!("{p}-{absent}");
+        assert_eq!(paths::topic_assignment(zk, &t).unwrap(), None, "{t}");
+    }
+    // The deleted topic leaves every broker's metadata too.
+    let a2 = format!("{p}-a2");
+    common::wait_until(
+        Duration::from_secs(30),
+        "the deleted topic to leave the metadata",
+        || {
+            c.live().iter().all(|&id| {
+                c.client(id)
+                    .metadata(&[a2.as_str()])
+                    .topics
+                    .iter()
+                    .all(|t| t.error_code != 0)
+            })
+        },
+    );
+}
+
+#[test]
+fn confluent_admin_client_creates_alters_and_deletes_topics() {
+    run_admin("confluent");
+}
+
+#[test]
+fn kafka_python_admin_client_creates_alters_and_deletes_topics() {
+    run_admin("kafka-python");
+}

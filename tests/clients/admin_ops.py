@@ -1,0 +1,116 @@
+"""Topic administration through a real admin client, driven by `tests/admin_clients.rs`.
+
+usage: admin_ops.py CLIENT BOOTSTRAP PREFIX
+CLIENT is `confluent` (confluent-kafka's AdminClient, librdkafka) or `kafka-python`
+(KafkaAdminClient). Runs a fixed sequence of operations on topics named PREFIX-*, one topic
+per request, and prints one line per operation: `OP TOPIC CODE` with Kafka's error code (0 for
+success). After the first create it produces one message to that topic with the same client
+library and prints `produced TOPIC OFFSET`: a topic must be usable once its creation is
+acknowledged."""
+import sys
+
+client, bootstrap, prefix = sys.argv[1:4]
+T = lambda name: "%s-%s" % (prefix, name)  # noqa: E731
+
+
+def say(*parts):
+    sys.stdout.write(" ".join(str(p) for p in parts) + "\n")
+    sys.stdout.flush()
+
+
+# (op, topic, arguments); `create` takes partitions, replication factor, configs, an explicit
+# assignment and validate_only; `partitions` a new count; `delete` nothing.
+STEPS = [
+    ("create", T("a1"), (3, 2, {"message.timestamp.type": "LogAppendTime"}, None, False)),
+    ("create", T("a2"), (None, None, {}, [[1, 2], [2, 3]], False)),
+    ("create", T("a1"), (1, 1, {}, None, False)),                      # exists
+    ("create", "bad/name", (1, 1, {}, None, False)),                   # invalid name
+    ("create", T("a3"), (1, 9, {}, None, False)),                      # rf above the brokers
+    ("create", T("a4"), (1, 1, {"no.such.key": "1"}, None, False)),    # unknown config
+    ("create", T("a5"), (1, 1, {"message.timestamp.type": "Sometimes"}, None, False)),
+    ("create", T("a6"), (2, 1, {}, None, True)),                       # validate only
+    ("create", T("a7"), (None, None, {}, [[1, 9]], False)),            # broker 9 is not live
+    ("partitions", T("a1"), 5),
+    ("partitions", T("a1"), 2),                                        # not more
+    ("partitions", T("nope"), 2),                                      # unknown topic
+    ("delete", T("a2"), None),
+    ("delete", T("nope"), None),
+]
+
+
+def run_confluent():
+    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+    a = AdminClient({"bootstrap.servers": bootstrap})
+
+    def code(fut):
+        try:
+            fut.result()
+            return 0
+        except KafkaException as e:
+            return e.args[0].code()
+
+    for op, topic, args in STEPS:
+        if op == "create":
+            parts, rf, configs, assignment, validate = args
+            if assignment is not None:
+                nt = NewTopic(topic, num_partitions=len(assignment), replication_factor=-1,
+                              replica_assignment=assignment, config=configs)
+            else:
+                nt = NewTopic(topic, num_partitions=parts, replication_factor=rf, config=configs)
+            fs = a.create_topics([nt], operation_timeout=20, validate_only=validate)
+        elif op == "partitions":
+            fs = a.create_partitions([NewPartitions(topic, args)], operation_timeout=20)
+        else:
+            fs = a.delete_topics([topic], operation_timeout=20)
+        say(op, topic, code(fs[topic]))
+        if (op, topic) == ("create", T("a1")) and not hasattr(run_confluent, "produced"):
+            run_confluent.produced = True
+            p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+            got = []
+            p.produce(topic, b"first", partition=0,
+                      on_delivery=lambda err, m: got.append((err, m.offset())))
+            p.flush(20)
+            say("produced", topic, got[0][1] if got and got[0][0] is None else got)
+
+
+def run_kafka_python():
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
+    from kafka.errors import KafkaError
+
+    a = KafkaAdminClient(bootstrap_servers=bootstrap)
+
+    def code(f):
+        try:
+            f()
+            return 0
+        except KafkaError as e:
+            return e.errno
+
+    produced = False
+    for op, topic, args in STEPS:
+        if op == "create":
+            parts, rf, configs, assignment, validate = args
+            if assignment is not None:
+                nt = NewTopic(topic, -1, -1, topic_configs=configs,
+                              replica_assignments={i: r for i, r in enumerate(assignment)})
+            else:
+                nt = NewTopic(topic, parts, rf, topic_configs=configs)
+            c = code(lambda: a.create_topics([nt], timeout_ms=20000, validate_only=validate))
+        elif op == "partitions":
+            c = code(lambda: a.create_partitions({topic: NewPartitions(args)}, timeout_ms=20000))
+        else:
+            c = code(lambda: a.delete_topics([topic], timeout_ms=20000))
+        say(op, topic, c)
+        if (op, topic) == ("create", T("a1")) and not produced:
+            produced = True
+            p = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+            md = p.send(topic, b"first", partition=0).get(timeout=20)
+            say("produced", topic, md.offset)
+            p.close()
+    a.close()
+
+
+{"confluent": run_confluent, "kafka-python": run_kafka_python}[client]()
