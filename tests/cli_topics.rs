@@ -155,3 +155,106 @@ fn topics_cli_happy_paths_and_errors() {
     let (ok, _, err) = gregor_cli(&["topics", "--zookeeper", "127.0.0.1:1", "--list"], "");
     assert!(!ok && err.contains("cannot reach ZooKeeper"), "{err}");
 }
+
+/// `gregor topics --bootstrap-server`: the same operations through the admin APIs, with the
+/// broker's messages for bad requests, and nothing asked of ZooKeeper by the tool.
+#[test]
+fn topics_cli_over_the_admin_apis() {
+    let c = Cluster::start("cli-wire", 2, &[]);
+    let b = format!("127.0.0.1:{}", c.brokers[&1].port);
+    let topics = |args: &[&str]| {
+        let mut all = vec!["topics", "--bootstrap-server", b.as_str()];
+        all.extend_from_slice(args);
+        gregor_cli(&all, "")
+    };
+    let (ok, out, err) = topics(&[
+        "--create",
+        "--topic",
+        "a",
+        "--partitions",
+        "4",
+        "--replication-factor",
+        "2",
+        "--config",
+        "message.timestamp.type=LogAppendTime",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("Created topic \"a\" with 4 partition(s)"),
+        "{out}"
+    );
+    let config = gregor::zk::topic_config::read(&c.zk, "a").unwrap();
+    assert_eq!(config["message.timestamp.type"], "LogAppendTime");
+    // Defaults (num.partitions, default.replication.factor) when neither is given.
+    let (ok, out, err) = topics(&["--create", "--topic", "d"]);
+    assert!(ok && out.contains("with 1 partition(s)"), "{out}{err}");
+    let (ok, out, _) = topics(&["--list"]);
+    assert!(ok && out.lines().any(|l| l == "a"), "{out}");
+
+    let bad: &[(&[&str], &str)] = &[
+        (
+            &["--create", "--topic", "a", "--partitions", "1"],
+            "already exists",
+        ),
+        (
+            &["--create", "--topic", "b", "--replication-factor", "3"],
+            "replication factor 3 is not possible with 2 live broker(s)",
+        ),
+        (&["--create", "--topic", "bad/name"], "invalid topic name"),
+        (
+            &["--create", "--topic", "c", "--replica-assignment", "1:x"],
+            "invalid replica assignment",
+        ),
+        (
+            &["--create", "--topic", "c", "--replica-assignment", "1:7"],
+            "broker 7 (partition 0) is not live",
+        ),
+        (
+            &["--create", "--topic", "c", "--config", "retention.mss=1"],
+            "unknown topic configuration key `retention.mss`",
+        ),
+        (
+            &["--alter", "--topic", "a", "--partitions", "2"],
+            "the topic has 4 partitions",
+        ),
+        (&["--delete", "--topic", "nope"], "UnknownTopicOrPartition"),
+        (
+            &["--describe", "--topic", "nope"],
+            "UnknownTopicOrPartition",
+        ),
+    ];
+    for (args, want) in bad {
+        let mut all = vec!["topics", "--bootstrap-server", b.as_str()];
+        all.extend_from_slice(args);
+        assert_cli_fails(&all, want);
+    }
+    assert_cli_fails(
+        &[
+            "topics",
+            "--bootstrap-server",
+            &b,
+            "--zookeeper",
+            &c.zk_connect,
+            "--list",
+        ],
+        "cannot be used with",
+    );
+
+    let (ok, out, err) = topics(&["--alter", "--topic", "a", "--partitions", "6"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("now has 6 partition(s)"), "{out}");
+    let (ok, out, _) = topics(&["--describe", "--topic", "a"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("Topic: a\tPartitionCount: 6\tReplicationFactor: 2"),
+        "{out}"
+    );
+    let (ok, _, err) = topics(&["--delete", "--topic", "a"]);
+    assert!(ok, "{err}");
+    let (ok, out, _) = topics(&["--list"]);
+    assert!(ok && !out.lines().any(|l| l == "a"), "{out}");
+    assert_eq!(
+        gregor::zk::paths::topic_assignment(&c.zk, "a").unwrap(),
+        None
+    );
+}

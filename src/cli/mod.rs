@@ -5,3 +5,4 @@ pub mod console;
 pub mod groups;
 pub mod perf;
 pub mod topics;
+mod topics_wire;

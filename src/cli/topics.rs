@@ -1,5 +1,6 @@
 //! `gregor topics` and `gregor reassign`: Kafka's kafka-topics.sh and
-//! kafka-reassign-partitions.sh, talking to ZooKeeper.
+//! kafka-reassign-partitions.sh, talking to ZooKeeper (`--bootstrap-server`: to brokers, in
+//! `topics_wire`).
 
 use std::time::Duration;
 
@@ -13,40 +14,44 @@ use gregor::zk::paths::{self, ReassignmentRequest};
 pub struct TopicsArgs {
     /// ZooKeeper connect string, host:port[/chroot].
     #[arg(long, default_value = "127.0.0.1:2181")]
-    zookeeper: String,
+    pub(super) zookeeper: String,
+    /// Talk to brokers (host:port,...) through the admin APIs instead of to ZooKeeper, as
+    /// kafka-topics.sh does since Kafka 2.2.
+    #[arg(long = "bootstrap-server", conflicts_with = "zookeeper")]
+    pub(super) bootstrap_server: Option<String>,
     #[arg(long, group = "action")]
-    create: bool,
+    pub(super) create: bool,
     #[arg(long, group = "action")]
-    delete: bool,
+    pub(super) delete: bool,
     /// Raise --topic's partition count to --partitions.
     #[arg(long, group = "action")]
-    alter: bool,
+    pub(super) alter: bool,
     #[arg(long, group = "action")]
-    list: bool,
+    pub(super) list: bool,
     #[arg(long, group = "action")]
-    describe: bool,
+    pub(super) describe: bool,
     /// Move leadership back to each partition's first replica (all topics, or --topic).
     #[arg(long = "preferred-election", group = "action")]
-    preferred_election: bool,
+    pub(super) preferred_election: bool,
     #[arg(long)]
-    topic: Option<String>,
+    pub(super) topic: Option<String>,
     #[arg(long)]
-    partitions: Option<i32>,
+    pub(super) partitions: Option<i32>,
     #[arg(long = "replication-factor")]
-    replication_factor: Option<i32>,
+    pub(super) replication_factor: Option<i32>,
     /// Replicas per partition: `1:2,2:3,...` (partition 0 on brokers 1 and 2, ...).
     #[arg(long = "replica-assignment")]
-    replica_assignment: Option<String>,
+    pub(super) replica_assignment: Option<String>,
     /// With --describe: only partitions whose ISR is smaller than their replica list.
     #[arg(long = "under-replicated")]
-    under_replicated: bool,
+    pub(super) under_replicated: bool,
     /// With --describe: only partitions without a live leader.
     #[arg(long)]
-    unavailable: bool,
+    pub(super) unavailable: bool,
     /// With --create: a topic-level setting, `key=value` (repeatable). gregor serves
     /// `message.timestamp.type=CreateTime|LogAppendTime`.
     #[arg(long = "config", value_name = "KEY=VALUE")]
-    config: Vec<String>,
+    pub(super) config: Vec<String>,
 }
 
 #[derive(Args)]
@@ -80,6 +85,9 @@ fn connect(zk: &str) -> Result<std::sync::Arc<ZkClient>, String> {
 }
 
 pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
+    if let Some(b) = &a.bootstrap_server {
+        return super::topics_wire::run_topics_wire(&a, b);
+    }
     let zk = connect(&a.zookeeper)?;
     let topic = || a.topic.clone().ok_or("--topic is required");
     if a.create {
@@ -147,7 +155,12 @@ fn ids(v: &[i32]) -> String {
         .join(",")
 }
 
-fn print_description(parts: &[PartitionDescription], live: &[i32], under: bool, unavailable: bool) {
+pub(super) fn print_description(
+    parts: &[PartitionDescription],
+    live: &[i32],
+    under: bool,
+    unavailable: bool,
+) {
     let mut current = "";
     for p in parts {
         let is_under = p.isr().len() < p.replicas.len();

@@ -126,8 +126,12 @@ pub fn assign_replicas(
 
 /// Parses `--replica-assignment 1:2,2:3,...` (partition i = the i-th comma-separated group).
 pub fn parse_assignment(s: &str, live: &[i32]) -> Result<BTreeMap<i32, Vec<i32>>, AdminError> {
-    let groups = s
-        .split(',')
+    check_assignment(&split_assignment(s)?, 0, live)
+}
+
+/// The replica lists of `1:2,2:3,...`, unchecked.
+pub fn split_assignment(s: &str) -> Result<Vec<Vec<i32>>, AdminError> {
+    s.split(',')
         .map(|group| {
             group
                 .split(':')
@@ -140,8 +144,7 @@ pub fn parse_assignment(s: &str, live: &[i32]) -> Result<BTreeMap<i32, Vec<i32>>
                 })
                 .collect::<Result<Vec<i32>, _>>()
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    check_assignment(&groups, 0, live)
+        .collect()
 }
 
 /// Checks replica lists given for partitions `first`, `first + 1`, …: no broker twice in a

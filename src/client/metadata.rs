@@ -19,6 +19,17 @@ pub fn fetch_metadata(
     topics: &[String],
     client_id: &str,
 ) -> Result<MetadataResponse, String> {
+    fetch_metadata_with(bootstrap, topics, client_id, true)
+}
+
+/// `fetch_metadata`, saying whether a topic named that does not exist may be auto-created
+/// (a describe must not create what it describes).
+pub fn fetch_metadata_with(
+    bootstrap: &str,
+    topics: &[String],
+    client_id: &str,
+    allow_auto_topic_creation: bool,
+) -> Result<MetadataResponse, String> {
     let mut last = String::from("no bootstrap address given");
     for addr in bootstrap
         .split(',')
@@ -32,7 +43,7 @@ pub fn fetch_metadata(
                 &|b| {
                     MetadataRequest {
                         topics: (!topics.is_empty()).then(|| topics.to_vec()),
-                        allow_auto_topic_creation: true,
+                        allow_auto_topic_creation,
                     }
                     .encode_v(b, METADATA_VERSION)
                 },

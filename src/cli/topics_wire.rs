@@ -1,0 +1,198 @@
+//! `gregor topics --bootstrap-server`: kafka-topics.sh as it has worked since Kafka 2.2,
+//! through the admin APIs (CreateTopics, CreatePartitions, DeleteTopics) and Metadata, with
+//! no ZooKeeper access. The broker answers a change once its metadata shows it.
+
+use gregor::client::admin::{PartitionDescription, split_assignment};
+use gregor::client::metadata::fetch_metadata_with;
+use gregor::network::BlockingChannel;
+use gregor::protocol::admin_topics::{
+    CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic, CreateTopicsRequest,
+    DeleteTopicsRequest, decode_create_partitions_response, decode_create_topics_response,
+    decode_delete_topics_response,
+};
+use gregor::protocol::{ErrorCode, header};
+use gregor::zk::paths::LeaderAndIsr;
+
+use super::topics::{TopicsArgs, print_description};
+
+const CLIENT_ID: &str = "gregor-topics";
+/// How long the broker may take to show a change in its metadata.
+const TIMEOUT_MS: i32 = 30_000;
+// Classic (non-flexible) versions: everything this tool sends fits them.
+const CREATE_TOPICS_VERSION: i16 = 4;
+const DELETE_TOPICS_VERSION: i16 = 3;
+const CREATE_PARTITIONS_VERSION: i16 = 1;
+
+/// The first bootstrap broker that accepts a connection.
+fn connect(bootstrap: &str) -> Result<BlockingChannel, String> {
+    let mut last = String::from("no bootstrap address given");
+    for addr in bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        match BlockingChannel::connect(
+            addr,
+            CLIENT_ID,
+            std::time::Duration::from_millis(TIMEOUT_MS as u64 + 10_000),
+        ) {
+            Ok(c) => return Ok(c),
+            Err(e) => last = format!("{addr}: {e}"),
+        }
+    }
+    Err(format!("no broker answered ({last})"))
+}
+
+/// An error code from the broker as the user should see it, with the broker's message.
+fn check(topic: &str, code: i16, message: Option<String>) -> Result<(), String> {
+    if code == 0 {
+        return Ok(());
+    }
+    let e = ErrorCode::from_code(code);
+    Err(match message {
+        Some(m) => format!("{topic}: {m} ({e:?}, error {code})"),
+        None => format!("{topic}: {e:?} (error {code})"),
+    })
+}
+
+pub fn run_topics_wire(a: &TopicsArgs, bootstrap: &str) -> Result<(), String> {
+    let topic = || a.topic.clone().ok_or("--topic is required");
+    if a.create {
+        create(bootstrap, a, &topic()?)
+    } else if a.alter {
+        let t = topic()?;
+        let count = a
+            .partitions
+            .ok_or("--partitions is required with --alter")?;
+        let req = CreatePartitionsRequest {
+            topics: vec![CreatePartitionsTopic {
+                name: t.clone(),
+                count,
+                assignment: None,
+            }],
+            timeout_ms: TIMEOUT_MS,
+            validate_only: false,
+        };
+        let v = CREATE_PARTITIONS_VERSION;
+        let results = connect(bootstrap)?
+            .call(header::CREATE_PARTITIONS, v, &|b| req.encode(b, v), |r| {
+                decode_create_partitions_response(r)
+            })
+            .map_err(|e| e.to_string())?;
+        for (name, code, msg) in results {
+            check(&name, code, msg)?;
+        }
+        println!("Topic \"{t}\" now has {count} partition(s).");
+        Ok(())
+    } else if a.delete {
+        let t = topic()?;
+        let req = DeleteTopicsRequest {
+            topics: vec![(Some(t.clone()), [0; 16])],
+            timeout_ms: TIMEOUT_MS,
+        };
+        let v = DELETE_TOPICS_VERSION;
+        let results = connect(bootstrap)?
+            .call(header::DELETE_TOPICS, v, &|b| req.encode(b, v), |r| {
+                decode_delete_topics_response(r, v)
+            })
+            .map_err(|e| e.to_string())?;
+        for r in results {
+            check(
+                r.name.as_deref().unwrap_or(&t),
+                r.error_code,
+                r.error_message,
+            )?;
+        }
+        println!("Topic {t} is deleted.");
+        Ok(())
+    } else if a.list || a.describe {
+        let topics: Vec<String> = a.topic.iter().cloned().collect();
+        let m = fetch_metadata_with(bootstrap, &topics, CLIENT_ID, false)?;
+        let mut parts = Vec::new();
+        for t in &m.topics {
+            check(&t.topic, t.error_code, None)?;
+            if a.list {
+                println!("{}", t.topic);
+                continue;
+            }
+            for p in &t.partitions {
+                parts.push(PartitionDescription {
+                    topic: t.topic.clone(),
+                    partition: p.partition,
+                    replicas: p.replicas.clone(),
+                    state: Some(LeaderAndIsr {
+                        leader: p.leader,
+                        leader_epoch: p.leader_epoch,
+                        isr: p.isr.clone(),
+                        controller_epoch: -1,
+                    }),
+                });
+            }
+        }
+        if a.describe {
+            parts.sort_by(|x, y| (&x.topic, x.partition).cmp(&(&y.topic, y.partition)));
+            let live: Vec<i32> = m.brokers.iter().map(|b| b.id).collect();
+            print_description(&parts, &live, a.under_replicated, a.unavailable);
+        }
+        Ok(())
+    } else if a.preferred_election {
+        Err("--preferred-election needs --zookeeper (gregor does not serve ElectLeaders)".into())
+    } else {
+        Err("one of --create, --alter, --delete, --list, --describe is required".into())
+    }
+}
+
+fn create(bootstrap: &str, a: &TopicsArgs, t: &str) -> Result<(), String> {
+    let (num_partitions, replication_factor, assignment) = match &a.replica_assignment {
+        Some(s) => {
+            let groups = split_assignment(s).map_err(|e| e.to_string())?;
+            (
+                -1,
+                -1,
+                groups
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, g)| (i as i32, g))
+                    .collect(),
+            )
+        }
+        None => (
+            a.partitions.unwrap_or(-1),
+            a.replication_factor.map_or(-1, |r| r as i16),
+            Vec::new(),
+        ),
+    };
+    let configs = a
+        .config
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_owned(), Some(v.to_owned())))
+                .ok_or_else(|| format!("--config expects key=value, got `{kv}`"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let req = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: t.to_owned(),
+            num_partitions,
+            replication_factor,
+            assignment,
+            configs,
+        }],
+        timeout_ms: TIMEOUT_MS,
+        validate_only: false,
+    };
+    let v = CREATE_TOPICS_VERSION;
+    let results = connect(bootstrap)?
+        .call(header::CREATE_TOPICS, v, &|b| req.encode(b, v), |r| {
+            decode_create_topics_response(r, v)
+        })
+        .map_err(|e| e.to_string())?;
+    for r in results {
+        check(&r.name, r.error_code, r.error_message)?;
+    }
+    let m = fetch_metadata_with(bootstrap, &[t.to_owned()], CLIENT_ID, false)?;
+    let n = m.topics.first().map_or(0, |x| x.partitions.len());
+    println!("Created topic \"{t}\" with {n} partition(s).");
+    Ok(())
+}
