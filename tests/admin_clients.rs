@@ -91,3 +91,31 @@ fn confluent_admin_client_creates_alters_and_deletes_topics() {
 fn kafka_python_admin_client_creates_alters_and_deletes_topics() {
     run_admin("kafka-python");
 }
+
+#[test]
+fn java_admin_creates_alters_and_deletes_topics() {
+    let program = common::java::JavaProgram::compile("AdminTopics");
+    let c = Cluster::start("admin-java", 3, &[]);
+    let bootstrap = format!("127.0.0.1:{}", c.brokers[&2].port);
+    let (ok, out, err) = program.run(&[&bootstrap, "j"], Duration::from_secs(180));
+    assert!(ok, "AdminTopics failed:\n{out}\n{err}");
+    let want = [
+        "create j-a ok",
+        "describe j-a 3 2",
+        "create j-b ok",
+        "describe j-b 2 2",
+        "create j-a TopicExistsException",
+        "create j-c InvalidReplicationFactorException",
+        "create j-d InvalidConfigurationException",
+        "list true",
+        "partitions j-a ok",
+        "describe j-a 5 2",
+        "partitions j-a InvalidPartitionsException",
+        "delete j-b ok",
+        "list false",
+        "delete j-nope UnknownTopicOrPartitionException",
+    ];
+    assert_eq!(out.lines().collect::<Vec<_>>(), want, "{err}");
+    let config = topic_config::read(&c.zk, "j-a").unwrap();
+    assert_eq!(config["message.timestamp.type"], "LogAppendTime");
+}

@@ -6,11 +6,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::Cluster;
+use common::java::JavaProgram;
 use common::{kcat, run_with_deadline};
 
 fn roundtrip(client: &str, codecs: &str) {
@@ -101,48 +100,11 @@ fn kcat_writes_headers_and_a_08_client_reads_v2_data_down_converted() {
     assert_eq!(old, "1 b two\n2 c three\n");
 }
 
-/// The Java client's jars and a JDK, as scripts/test.sh installs them under target/.
-fn java_classpath() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/java-clients");
-    assert!(
-        dir.join("kafka-clients-4.3.0.jar").exists(),
-        "the Java client is missing from {}: scripts/test.sh installs it",
-        dir.display()
-    );
-    dir
-}
-
 /// Produces, reads by assign() and by timestamp, then consumes in a group and commits.
 #[test]
 fn the_java_client_produces_and_consumes_with_its_defaults() {
-    let jars = java_classpath();
-    let classes = tempfile::tempdir().unwrap();
-    let cp: Vec<String> = [
-        "kafka-clients-4.3.0.jar",
-        "lz4-java-1.10.2.jar",
-        "snappy-java-1.1.1.7.jar",
-        "zstd-jni-1.5.6-10.jar",
-        "slf4j-api-2.0.18.jar",
-    ]
-    .iter()
-    .map(|j| jars.join(j).display().to_string())
-    .collect();
-    let cp = cp.join(":");
-    let src = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/java/ProduceConsume.java"
-    );
-    let (ok, _, err) = run_with_deadline(
-        Command::new("javac")
-            .args(["-cp", &cp, "-d"])
-            .arg(classes.path())
-            .arg(src),
-        "",
-        Duration::from_secs(120),
-    );
-    assert!(ok, "javac failed: {err}");
+    let program = JavaProgram::compile("ProduceConsume");
     let c = Cluster::start("modern-java", 3, &[]);
-    let run_cp = format!("{cp}:{}", classes.path().display());
     for (topic, codec) in [
         ("j-none", "none"),
         ("j-lz4", "lz4"),
@@ -151,19 +113,8 @@ fn the_java_client_produces_and_consumes_with_its_defaults() {
     ] {
         c.create_topic(topic, 1, 3);
         let bootstrap = format!("127.0.0.1:{}", c.brokers[&3].port);
-        let (ok, out, err) = run_with_deadline(
-            Command::new("java").args([
-                "-cp",
-                &run_cp,
-                "ProduceConsume",
-                &bootstrap,
-                topic,
-                "5",
-                codec,
-            ]),
-            "",
-            Duration::from_secs(120),
-        );
+        let (ok, out, err) =
+            program.run(&[&bootstrap, topic, "5", codec], Duration::from_secs(120));
         assert!(ok, "the Java client failed with {codec}:\n{out}\n{err}");
         let lines: Vec<&str> = out.lines().collect();
         let sent: Vec<&str> = lines

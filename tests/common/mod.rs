@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod java;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};

@@ -1,0 +1,68 @@
+//! The official Java client in tests: the jars scripts/test.sh installs under
+//! `target/java-clients` and Debian's JDK.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use super::run_with_deadline;
+
+const JARS: [&str; 5] = [
+    "kafka-clients-4.3.0.jar",
+    "lz4-java-1.10.2.jar",
+    "snappy-java-1.1.1.7.jar",
+    "zstd-jni-1.5.6-10.jar",
+    "slf4j-api-2.0.18.jar",
+];
+
+/// A program of `tests/clients/java/` compiled against the client.
+pub struct JavaProgram {
+    classpath: String,
+    class: String,
+    _classes: tempfile::TempDir,
+}
+
+impl JavaProgram {
+    pub fn compile(class: &str) -> JavaProgram {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/java-clients");
+        assert!(
+            dir.join(JARS[0]).exists(),
+            "the Java client is missing from {}: scripts/test.sh installs it",
+            dir.display()
+        );
+        let jars: Vec<String> = JARS
+            .iter()
+            .map(|j| dir.join(j).display().to_string())
+            .collect();
+        let jars = jars.join(":");
+        let classes = tempfile::tempdir().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/clients/java")
+            .join(format!("{class}.java"));
+        let (ok, _, err) = run_with_deadline(
+            Command::new("javac")
+                .args(["-cp", &jars, "-d"])
+                .arg(classes.path())
+                .arg(src),
+            "",
+            Duration::from_secs(120),
+        );
+        assert!(ok, "javac failed: {err}");
+        JavaProgram {
+            classpath: format!("{jars}:{}", classes.path().display()),
+            class: class.to_owned(),
+            _classes: classes,
+        }
+    }
+
+    /// Runs it with `args` under a deadline: (success, stdout, stderr).
+    pub fn run(&self, args: &[&str], limit: Duration) -> (bool, String, String) {
+        run_with_deadline(
+            Command::new("java")
+                .args(["-cp", &self.classpath, &self.class])
+                .args(args),
+            "",
+            limit,
+        )
+    }
+}
