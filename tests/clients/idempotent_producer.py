@@ -1,0 +1,75 @@
+"""An idempotent librdkafka producer (confluent-kafka, enable.idempotence=true, acks=all),
+driven by `tests/idempotent_clients.rs` while it kills and pauses leaders.
+
+usage: idempotent_producer.py BOOTSTRAP TOPIC
+Sends `m0`, `m1`, ... to partition 0, about one every millisecond, until a line `stop` (or EOF)
+arrives on stdin; then waits for every outstanding message. Prints, flushed, `ack I OFFSET`
+for each message the broker acknowledged, `fail I ERROR` for each that failed, `fatal ERROR`
+if the producer hit a fatal idempotence error, and `done SENT` at the end."""
+import sys
+import threading
+import time
+
+from confluent_kafka import Producer
+
+bootstrap, topic = sys.argv[1:3]
+stop = threading.Event()
+lock = threading.Lock()
+
+
+def say(*parts):
+    with lock:
+        sys.stdout.write(" ".join(str(p) for p in parts) + "\n")
+        sys.stdout.flush()
+
+
+def watch_stdin():
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            break
+    stop.set()
+
+
+threading.Thread(target=watch_stdin, daemon=True).start()
+
+
+def on_error(err):
+    if err.fatal():
+        say("fatal", err.str().replace(" ", "_"))
+        stop.set()
+
+
+p = Producer({
+    "bootstrap.servers": bootstrap,
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 1,
+    "message.timeout.ms": 120000,
+    "retry.backoff.ms": 50,
+    "request.timeout.ms": 5000,
+    # A paused leader keeps its connections open: give up on its in-flight requests after
+    # 5 s instead of the 60 s default, as a user facing such a broker would.
+    "socket.timeout.ms": 5000,
+    "error_cb": on_error,
+})
+
+
+def delivered(i):
+    def cb(err, msg):
+        if err is None:
+            say("ack", i, msg.offset())
+        else:
+            say("fail", i, err.str().replace(" ", "_"))
+    return cb
+
+
+sent = 0
+while not stop.is_set():
+    try:
+        p.produce(topic, ("m%d" % sent).encode(), partition=0, on_delivery=delivered(sent))
+        sent += 1
+    except BufferError:
+        pass
+    p.poll(0.001)
+left = p.flush(150)
+say("done", sent, left)
