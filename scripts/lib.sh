@@ -16,9 +16,11 @@ ensure_packages() {
 }
 
 # Asks a ZooKeeper on 127.0.0.1:$1 for `srvr`; succeeds once it serves sessions.
+# ZooKeeper answers `srvr` and closes; one that accepted before it could answer (seen while
+# it starts) would leave the read waiting, so the probe has a deadline.
 zk_serving() {
   local out
-  out=$( (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf srvr >&3 && cat <&3) 2>/dev/null) || return 1
+  out=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" && printf srvr >&3 && cat <&3' "$1" 2>/dev/null) || return 1
   [[ "$out" == *"Mode:"* ]]
 }
 
