@@ -1,6 +1,7 @@
 //! Property tests: no decoder panics on random or mutated bytes, and every decoder rejects
 //! (rather than misreads) a frame cut short.
 
+use gregor::protocol::admin_describe::{self, DescribeClusterRequest, DescribeConfigsRequest};
 use gregor::protocol::admin_topics::{
     self, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
 };
@@ -103,6 +104,10 @@ fn decode_group_apis_in(bytes: &[u8], flex: bool) {
         let _ = DeleteTopicsRequest::decode(&mut r(), v);
         let _ = admin_topics::decode_delete_topics_response(&mut r(), v);
         let _ = CreatePartitionsRequest::decode(&mut r(), v);
+        let _ = DescribeConfigsRequest::decode(&mut r(), v);
+        let _ = admin_describe::decode_describe_configs_response(&mut r(), v);
+        let _ = DescribeClusterRequest::decode(&mut r(), v);
+        let _ = admin_describe::DescribeClusterResponse::decode(&mut r(), v);
     }
     let _ = admin_topics::decode_create_partitions_response(&mut r());
     let _ = decode_delete_groups_request(&mut r());

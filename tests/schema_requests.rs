@@ -9,6 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use gregor::protocol::admin_describe::{DescribeClusterRequest, DescribeConfigsRequest};
 use gregor::protocol::admin_topics::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
 };
@@ -94,6 +95,12 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
             .map_err(e)?
             .encode(&mut out, v),
         37 => CreatePartitionsRequest::decode(&mut r, v)
+            .map_err(e)?
+            .encode(&mut out, v),
+        32 => DescribeConfigsRequest::decode(&mut r, v)
+            .map_err(e)?
+            .encode(&mut out, v),
+        60 => DescribeClusterRequest::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out, v),
         22 => InitProducerIdRequest::decode(&mut r, v)

@@ -12,7 +12,6 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use gregor::protocol::Reader;
-use gregor::protocol::admin_topics;
 use gregor::protocol::api_versions::ApiVersionsResponse;
 use gregor::protocol::fetch::FetchResponse;
 use gregor::protocol::group_admin;
@@ -26,6 +25,7 @@ use gregor::protocol::init_producer_id::InitProducerIdResponse;
 use gregor::protocol::metadata::MetadataResponse;
 use gregor::protocol::offsets::ListOffsetsResponse;
 use gregor::protocol::produce::ProduceResponse;
+use gregor::protocol::{admin_describe, admin_topics};
 
 /// gregor's decode then encode of one response body.
 fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
@@ -92,6 +92,13 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
             let results = admin_topics::decode_create_partitions_response(&mut r).map_err(e)?;
             admin_topics::encode_create_partitions_response(&mut out, &results, v);
         }
+        32 => {
+            let results = admin_describe::decode_describe_configs_response(&mut r, v).map_err(e)?;
+            admin_describe::encode_describe_configs_response(&mut out, &results, v);
+        }
+        60 => admin_describe::DescribeClusterResponse::decode(&mut r, v)
+            .map_err(e)?
+            .encode(&mut out, v),
         22 => InitProducerIdResponse::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out, v),

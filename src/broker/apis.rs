@@ -18,6 +18,7 @@ use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
 use crate::coordinator::Coordinator;
 use crate::network::{Action, RequestHandler};
+use crate::protocol::admin_describe::{DescribeClusterRequest, DescribeConfigsRequest};
 use crate::protocol::admin_topics::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
 };
@@ -148,6 +149,14 @@ impl RequestHandler for KafkaApis {
                 CreatePartitionsRequest::decode(r, version)
             })
             .map(|req| self.handle_create_partitions(&req, version, out)),
+            header::DESCRIBE_CONFIGS => decode_v(frame, body_at, flex, |r| {
+                DescribeConfigsRequest::decode(r, version)
+            })
+            .map(|req| self.handle_describe_configs(&req, version, out)),
+            header::DESCRIBE_CLUSTER => decode_v(frame, body_at, flex, |r| {
+                DescribeClusterRequest::decode(r, version)
+            })
+            .map(|req| self.handle_describe_cluster(&req, version, out)),
             header::FIND_COORDINATOR
             | header::JOIN_GROUP
             | header::SYNC_GROUP

@@ -8,6 +8,7 @@
 mod admin_apis;
 pub mod apis;
 mod coordinator_apis;
+mod describe_apis;
 mod group_apis;
 pub mod group_offsets;
 mod handle_fetch;

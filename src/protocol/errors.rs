@@ -55,6 +55,7 @@ pub enum ErrorCode {
     FencedInstanceId = 82,
     InvalidRecord = 87,
     UnknownTopicId = 100,
+    UnsupportedEndpointType = 114,
 }
 
 impl ErrorCode {
@@ -115,6 +116,7 @@ impl ErrorCode {
             82 => FencedInstanceId,
             87 => InvalidRecord,
             100 => UnknownTopicId,
+            114 => UnsupportedEndpointType,
             _ => UnknownServerError,
         }
     }
@@ -126,7 +128,7 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for c in -1..=100 {
+        for c in -1..=120 {
             let e = ErrorCode::from_code(c);
             if e != ErrorCode::UnknownServerError {
                 assert_eq!(e.code(), c);

@@ -24,8 +24,10 @@ pub const API_VERSIONS: i16 = 18;
 pub const CREATE_TOPICS: i16 = 19;
 pub const DELETE_TOPICS: i16 = 20;
 pub const INIT_PRODUCER_ID: i16 = 22;
+pub const DESCRIBE_CONFIGS: i16 = 32;
 pub const CREATE_PARTITIONS: i16 = 37;
 pub const DELETE_GROUPS: i16 = 42;
+pub const DESCRIBE_CLUSTER: i16 = 60;
 
 /// One API this broker serves: its key, the versions served, and the first version that uses
 /// the flexible encoding (KIP-482; `NEVER` when none served is).
@@ -75,8 +77,10 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(CREATE_TOPICS, 0, 7, 5),
     api(DELETE_TOPICS, 0, 6, 4),
     api(INIT_PRODUCER_ID, 0, 4, 2),
+    api(DESCRIBE_CONFIGS, 0, 4, 4),
     api(CREATE_PARTITIONS, 0, 3, 2),
     api(DELETE_GROUPS, 0, 2, 2),
+    api(DESCRIBE_CLUSTER, 0, 1, 0),
 ];
 
 /// The controller's requests to brokers. They keep the 0.8 layouts (`doc/protocol.md`), not

@@ -6,7 +6,10 @@ CLIENT is `confluent` (confluent-kafka's AdminClient, librdkafka) or `kafka-pyth
 per request, and prints one line per operation: `OP TOPIC CODE` with Kafka's error code (0 for
 success). After the first create it produces one message to that topic with the same client
 library and prints `produced TOPIC OFFSET`: a topic must be usable once its creation is
-acknowledged."""
+acknowledged. Then it describes: `config TOPIC KEY VALUE` for PREFIX-a1's timestamp type,
+`config broker-1 num.partitions VALUE`, `config PREFIX-nope CODE` (`none` through kafka-python,
+which keeps no per-resource error), and `cluster BROKERS
+CONTROLLER_KNOWN`."""
 import sys
 
 client, bootstrap, prefix = sys.argv[1:4]
@@ -73,6 +76,18 @@ def run_confluent():
                       on_delivery=lambda err, m: got.append((err, m.offset())))
             p.flush(20)
             say("produced", topic, got[0][1] if got and got[0][0] is None else got)
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    topic = ConfigResource(ResourceType.TOPIC, T("a1"))
+    entry = a.describe_configs([topic])[topic].result()["message.timestamp.type"]
+    say("config", T("a1"), entry.name, entry.value)
+    broker = ConfigResource(ResourceType.BROKER, "1")
+    say("config", "broker-1", "num.partitions",
+        a.describe_configs([broker])[broker].result()["num.partitions"].value)
+    nope = ConfigResource(ResourceType.TOPIC, T("nope"))
+    say("config", T("nope"), code(a.describe_configs([nope])[nope]))
+    cluster = a.describe_cluster().result()
+    say("cluster", len(cluster.nodes), int(cluster.controller is not None))
 
 
 def run_kafka_python():
@@ -110,6 +125,19 @@ def run_kafka_python():
             md = p.send(topic, b"first", partition=0).get(timeout=20)
             say("produced", topic, md.offset)
             p.close()
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    got = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, T("a1"))], config_filter="all")
+    (configs,) = [v for t in got.values() for v in t.values()]
+    say("config", T("a1"), "message.timestamp.type", configs["message.timestamp.type"]["value"])
+    got = a.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")], config_filter="all")
+    (configs,) = [v for t in got.values() for v in t.values()]
+    say("config", "broker-1", "num.partitions", configs["num.partitions"]["value"])
+    # kafka-python drops a resource's error code and returns no configs for it.
+    got = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, T("nope"))])
+    say("config", T("nope"), "none" if not any(v for t in got.values() for v in t.values()) else got)
+    cluster = a.describe_cluster()
+    say("cluster", len(cluster["brokers"]), int(cluster["controller_id"] >= 1))
     a.close()
 
 

@@ -114,3 +114,14 @@ for v in range(0, 4):
     out(37, v, CreatePartitionsRequest(version=v, timeout_ms=30000, validate_only=False, topics=[
         P(name="t", count=4, assignments=None),
         P(name="u", count=3, assignments=[P.CreatePartitionsAssignment(broker_ids=[2, 3])])]))
+from kafka.protocol.admin import DescribeClusterRequest, DescribeConfigsRequest
+
+for v in range(0, 5):
+    R = DescribeConfigsRequest.DescribeConfigsResource
+    out(32, v, DescribeConfigsRequest(version=v, include_synonyms=v >= 1,
+                                      include_documentation=v >= 3, resources=[
+        R(resource_type=2, resource_name="t", configuration_keys=None),
+        R(resource_type=4, resource_name="1", configuration_keys=["num.partitions"])]))
+for v in range(0, 2):
+    out(60, v, DescribeClusterRequest(version=v, include_cluster_authorized_operations=False,
+                                      endpoint_type=1, include_fenced_brokers=False))

@@ -172,3 +172,26 @@ for v in range(0, 4):
     out(37, v, CreatePartitionsResponse(version=v, throttle_time_ms=0, results=[
         R(name="t", error_code=0, error_message=None),
         R(name="u", error_code=37, error_message="not more")]))
+from kafka.protocol.admin import DescribeClusterResponse, DescribeConfigsResponse
+
+for v in range(0, 5):
+    R = DescribeConfigsResponse.DescribeConfigsResult
+    C = R.DescribeConfigsResourceResult
+    configs = [C(name="message.timestamp.type", value="CreateTime", read_only=False,
+                 config_source=5, is_default=True, is_sensitive=False, synonyms=[],
+                 config_type=2, documentation=None)]
+    if v >= 1:
+        configs.append(C(name="cleanup.policy", value="delete", read_only=False,
+                         config_source=1, is_default=False, is_sensitive=False, synonyms=[],
+                         config_type=2, documentation=None))
+    out(32, v, DescribeConfigsResponse(version=v, throttle_time_ms=0, results=[
+        R(error_code=0, error_message=None, resource_type=2, resource_name="t", configs=configs),
+        R(error_code=3, error_message="topic `u` does not exist", resource_type=2,
+          resource_name="u", configs=[])]))
+for v in range(0, 2):
+    B = DescribeClusterResponse.DescribeClusterBroker
+    out(60, v, DescribeClusterResponse(version=v, throttle_time_ms=0, error_code=0,
+                                       error_message=None, endpoint_type=1, cluster_id="c",
+                                       controller_id=2, brokers=[
+        B(broker_id=1, host="127.0.0.1", port=9092, rack=None, is_fenced=False),
+        B(broker_id=2, host="127.0.0.1", port=9093, rack=None, is_fenced=False)]))

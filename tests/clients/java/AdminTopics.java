@@ -1,6 +1,7 @@
 // The official Java client's Admin (kafka-clients) against gregor: creates topics (a count and
 // a replication factor with a config, and an explicit assignment), lists and describes them,
-// adds partitions and deletes, and tries the requests that must fail.
+// adds partitions and deletes, and tries the requests that must fail; then describes a topic's
+// configuration and the cluster.
 //   java -cp <jars>:. AdminTopics <bootstrap> <prefix>
 // Prints one line per operation: "<op> <topic> ok" or "<op> <topic> <exception class>",
 // and "describe <topic> <partitions> <replicas of partition 0>" after each change.
@@ -10,10 +11,13 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.config.ConfigResource;
 
 public class AdminTopics {
     static void report(String op, String topic, KafkaFuture<?> f) throws InterruptedException {
@@ -60,6 +64,16 @@ public class AdminTopics {
             report("delete", b, admin.deleteTopics(List.of(b)).all());
             System.out.println("list " + admin.listTopics().names().get().contains(b));
             report("delete", p + "-nope", admin.deleteTopics(List.of(p + "-nope")).all());
+            ConfigResource ra = new ConfigResource(ConfigResource.Type.TOPIC, a);
+            ConfigEntry ts = admin.describeConfigs(List.of(ra)).all().get().get(ra)
+                    .get("message.timestamp.type");
+            System.out.println("config " + a + " " + ts.name() + " " + ts.value() + " " + ts.source());
+            ConfigResource rn = new ConfigResource(ConfigResource.Type.TOPIC, p + "-nope");
+            report("config", p + "-nope", admin.describeConfigs(List.of(rn)).all());
+            DescribeClusterResult cluster = admin.describeCluster();
+            System.out.println("cluster " + cluster.nodes().get().size() + " "
+                    + (cluster.controller().get().id() >= 1) + " "
+                    + !cluster.clusterId().get().isEmpty());
         }
     }
 }

@@ -1,0 +1,318 @@
+//! The describing admin APIs: DescribeConfigs (32) v0–v4 — topic and broker configuration, as
+//! `kafka-topics.sh --describe` and the admin clients read it — and DescribeCluster (60)
+//! v0–v1, the brokers and the controller for `Admin.describeCluster()`. Field versions follow
+//! Kafka's JSON schemas; DescribeConfigs is flexible from v4, DescribeCluster at every version.
+
+use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
+
+pub const DESCRIBE_CONFIGS_FLEX: i16 = 4;
+
+/// Kafka's ConfigResource types.
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
+
+/// Kafka's ConfigSource values.
+pub const SOURCE_TOPIC: i8 = 1;
+pub const SOURCE_STATIC_BROKER: i8 = 4;
+pub const SOURCE_DEFAULT: i8 = 5;
+
+/// Kafka's ConfigType values (v3+).
+pub const TYPE_BOOLEAN: i8 = 1;
+pub const TYPE_STRING: i8 = 2;
+pub const TYPE_INT: i8 = 3;
+pub const TYPE_LONG: i8 = 5;
+pub const TYPE_LIST: i8 = 7;
+
+/// One resource to describe; `keys: None` asks for every key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigResource {
+    pub resource_type: i8,
+    pub name: String,
+    pub keys: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeConfigsRequest {
+    pub resources: Vec<ConfigResource>,
+    /// v1+.
+    pub include_synonyms: bool,
+    /// v3+.
+    pub include_documentation: bool,
+}
+
+impl DescribeConfigsRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let resources = read_array(r, "resources", 5, |r| {
+            let resource_type = r.i8("resource_type")?;
+            let name = r.string("resource_name")?.to_owned();
+            let keys = match r.nullable_array_len("configuration_keys", 1)? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        v.push(r.string("configuration_key")?.to_owned());
+                    }
+                    Some(v)
+                }
+            };
+            r.tags()?;
+            Ok(ConfigResource {
+                resource_type,
+                name,
+                keys,
+            })
+        })?;
+        let include_synonyms = version >= 1 && r.bool("include_synonyms")?;
+        let include_documentation = version >= 3 && r.bool("include_documentation")?;
+        r.tags()?;
+        Ok(DescribeConfigsRequest {
+            resources,
+            include_synonyms,
+            include_documentation,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        let flex = version >= DESCRIBE_CONFIGS_FLEX;
+        write_array_v(out, flex, &self.resources, |o, res| {
+            o.put_i8(res.resource_type);
+            o.put_str(flex, &res.name);
+            o.put_len(flex, res.keys.as_ref().map(Vec::len));
+            for k in res.keys.iter().flatten() {
+                o.put_str(flex, k);
+            }
+            o.put_tags(flex);
+        });
+        if version >= 1 {
+            out.put_i8(self.include_synonyms as i8);
+        }
+        if version >= 3 {
+            out.put_i8(self.include_documentation as i8);
+        }
+        out.put_tags(flex);
+    }
+}
+
+/// One configuration value of a described resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribedConfig {
+    pub name: String,
+    pub value: Option<String>,
+    pub read_only: bool,
+    /// v1+ (v0 carries `is_default`, true for `SOURCE_DEFAULT`).
+    pub source: i8,
+    pub sensitive: bool,
+    /// v3+.
+    pub config_type: i8,
+    /// v3+.
+    pub documentation: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeConfigsResult {
+    pub error_code: i16,
+    pub error_message: Option<String>,
+    pub resource_type: i8,
+    pub name: String,
+    pub configs: Vec<DescribedConfig>,
+}
+
+pub fn encode_describe_configs_response(
+    out: &mut Vec<u8>,
+    results: &[DescribeConfigsResult],
+    version: i16,
+) {
+    let flex = version >= DESCRIBE_CONFIGS_FLEX;
+    out.put_i32(0);
+    write_array_v(out, flex, results, |o, res| {
+        o.put_i16(res.error_code);
+        o.put_nstr(flex, res.error_message.as_deref());
+        o.put_i8(res.resource_type);
+        o.put_str(flex, &res.name);
+        write_array_v(o, flex, &res.configs, |o, c| {
+            o.put_str(flex, &c.name);
+            o.put_nstr(flex, c.value.as_deref());
+            o.put_i8(c.read_only as i8);
+            if version == 0 {
+                o.put_i8((c.source == SOURCE_DEFAULT) as i8);
+            } else {
+                o.put_i8(c.source);
+            }
+            o.put_i8(c.sensitive as i8);
+            if version >= 1 {
+                o.put_len(flex, Some(0)); // synonyms: none listed
+            }
+            if version >= 3 {
+                o.put_i8(c.config_type);
+                o.put_nstr(flex, c.documentation.as_deref());
+            }
+            o.put_tags(flex);
+        });
+        o.put_tags(flex);
+    });
+    out.put_tags(flex);
+}
+
+pub fn decode_describe_configs_response(
+    r: &mut Reader<'_>,
+    version: i16,
+) -> DecodeResult<Vec<DescribeConfigsResult>> {
+    r.i32("throttle_time_ms")?;
+    let results = read_array(r, "results", 9, |r| {
+        let error_code = r.i16("error_code")?;
+        let error_message = r.nullable_string("error_message")?.map(str::to_owned);
+        let resource_type = r.i8("resource_type")?;
+        let name = r.string("resource_name")?.to_owned();
+        let configs = read_array(r, "configs", 6, |r| {
+            let name = r.string("name")?.to_owned();
+            let value = r.nullable_string("value")?.map(str::to_owned);
+            let read_only = r.bool("read_only")?;
+            let source = if version == 0 {
+                if r.bool("is_default")? {
+                    SOURCE_DEFAULT
+                } else {
+                    SOURCE_TOPIC
+                }
+            } else {
+                r.i8("config_source")?
+            };
+            let sensitive = r.bool("is_sensitive")?;
+            if version >= 1 {
+                let n = r.array_len("synonyms", 4)?;
+                for _ in 0..n {
+                    r.string("name")?;
+                    r.nullable_string("value")?;
+                    r.i8("source")?;
+                    r.tags()?;
+                }
+            }
+            let (mut config_type, mut documentation) = (0, None);
+            if version >= 3 {
+                config_type = r.i8("config_type")?;
+                documentation = r.nullable_string("documentation")?.map(str::to_owned);
+            }
+            r.tags()?;
+            Ok(DescribedConfig {
+                name,
+                value,
+                read_only,
+                source,
+                sensitive,
+                config_type,
+                documentation,
+            })
+        })?;
+        r.tags()?;
+        Ok(DescribeConfigsResult {
+            error_code,
+            error_message,
+            resource_type,
+            name,
+            configs,
+        })
+    })?;
+    r.tags()?;
+    Ok(results)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeClusterRequest {
+    pub include_cluster_authorized_operations: bool,
+    /// v1+: 1 brokers, 2 controllers (KRaft's; gregor has none to list).
+    pub endpoint_type: i8,
+}
+
+impl DescribeClusterRequest {
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        let include_cluster_authorized_operations =
+            r.bool("include_cluster_authorized_operations")?;
+        let endpoint_type = if version >= 1 {
+            r.i8("endpoint_type")?
+        } else {
+            1
+        };
+        r.tags()?;
+        Ok(DescribeClusterRequest {
+            include_cluster_authorized_operations,
+            endpoint_type,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        out.put_i8(self.include_cluster_authorized_operations as i8);
+        if version >= 1 {
+            out.put_i8(self.endpoint_type);
+        }
+        out.put_tags(true);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeClusterResponse {
+    pub error_code: i16,
+    pub error_message: Option<String>,
+    /// v1+.
+    pub endpoint_type: i8,
+    pub cluster_id: String,
+    pub controller_id: i32,
+    /// (id, host, port).
+    pub brokers: Vec<(i32, String, i32)>,
+}
+
+/// Kafka's "unknown" for `cluster_authorized_operations`.
+const OPERATIONS_UNKNOWN: i32 = i32::MIN;
+
+impl DescribeClusterResponse {
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+        out.put_i32(0);
+        out.put_i16(self.error_code);
+        out.put_nstr(true, self.error_message.as_deref());
+        if version >= 1 {
+            out.put_i8(self.endpoint_type);
+        }
+        out.put_str(true, &self.cluster_id);
+        out.put_i32(self.controller_id);
+        write_array_v(out, true, &self.brokers, |o, (id, host, port)| {
+            o.put_i32(*id);
+            o.put_str(true, host);
+            o.put_i32(*port);
+            o.put_nstr(true, None); // rack
+            o.put_tags(true);
+        });
+        out.put_i32(OPERATIONS_UNKNOWN);
+        out.put_tags(true);
+    }
+
+    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+        r.i32("throttle_time_ms")?;
+        let error_code = r.i16("error_code")?;
+        let error_message = r.nullable_string("error_message")?.map(str::to_owned);
+        let endpoint_type = if version >= 1 {
+            r.i8("endpoint_type")?
+        } else {
+            1
+        };
+        let cluster_id = r.string("cluster_id")?.to_owned();
+        let controller_id = r.i32("controller_id")?;
+        let brokers = read_array(r, "brokers", 10, |r| {
+            let b = (
+                r.i32("broker_id")?,
+                r.string("host")?.to_owned(),
+                r.i32("port")?,
+            );
+            r.nullable_string("rack")?;
+            r.tags()?;
+            Ok(b)
+        })?;
+        r.i32("cluster_authorized_operations")?;
+        r.tags()?;
+        Ok(DescribeClusterResponse {
+            error_code,
+            error_message,
+            endpoint_type,
+            cluster_id,
+            controller_id,
+            brokers,
+        })
+    }
+}
