@@ -142,9 +142,16 @@ impl BrokerConfig {
     /// The broker's value for a topic-level key (`zk::topic_config`), what a topic that does
     /// not set it gets.
     pub fn topic_default(&self, key: &str) -> String {
+        let or_unlimited = |v: Option<u64>| v.map_or("-1".to_owned(), |v| v.to_string());
         match key {
             "message.timestamp.type" if self.log_append_time => "LogAppendTime".into(),
             "message.timestamp.type" => "CreateTime".into(),
+            "cleanup.policy" => "delete".into(),
+            "max.message.bytes" => self.message_max_bytes.to_string(),
+            "min.insync.replicas" => self.min_insync_replicas.to_string(),
+            "retention.ms" => or_unlimited(self.log_retention.map(|d| d.as_millis() as u64)),
+            "retention.bytes" => or_unlimited(self.log_retention_bytes),
+            "segment.bytes" => self.log_segment_bytes.to_string(),
             _ => String::new(),
         }
     }

@@ -132,3 +132,103 @@ fn java_admin_creates_alters_and_deletes_topics() {
     let config = topic_config::read(&c.zk, "j-a").unwrap();
     assert_eq!(config["message.timestamp.type"], "LogAppendTime");
 }
+
+/// What `alter_configs.py` must print: each change's error code and its effect on a producer
+/// and on retention.
+fn altered(client: &str) -> Vec<String> {
+    let mut want: Vec<String> = [
+        "alter segment.bytes=1024 0",
+        "produce 100x300 1 0",
+        "alter retention.ms=1 0",
+        "earliest_moved 1",
+        "alter min.insync.replicas=3 0",
+        "produce 100 all 19", // NOT_ENOUGH_REPLICAS: two replicas, three asked for
+        "alter min.insync.replicas- 0",
+        "produce 100 all 0",
+        "alter max.message.bytes=200 0",
+        "produce 1000 1 10", // MESSAGE_TOO_LARGE
+        "alter retention.ms=abc 40",
+        "alter cleanup.policy=compact 40",
+        "alter no.such.key=1 40",
+        "alter nope:retention.ms=1 3",
+        "alter broker:num.partitions=3 42",
+        "describe retention.ms 1",
+    ]
+    .map(String::from)
+    .into();
+    if client == "kafka-python" {
+        // kafka-python refuses, without asking the broker, keys DescribeConfigs does not list
+        // for the resource (so also any key of a topic that does not exist).
+        for (i, line) in [
+            "alter no.such.key=1 refused",
+            "alter nope:retention.ms=1 refused",
+            "alter broker:num.partitions=3 refused",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            want[12 + i] = line.into();
+        }
+        // AlterConfigs, with the other keys set filled in by kafka-python itself.
+        want.push("replace retention.ms=5000 0".into());
+        want.push("describe retention.ms 5000".into());
+        want.push("describe segment.bytes 1024".into());
+    }
+    want
+}
+
+fn alter_and_apply(client: &str) {
+    let c = Cluster::start(
+        &format!("alter-{client}"),
+        3,
+        &[("log.retention.check.interval.ms", "200")],
+    );
+    c.create_topic("r", 1, 2);
+    c.wait_all_led("r");
+    let bootstrap = c
+        .brokers
+        .values()
+        .map(|b| format!("127.0.0.1:{}", b.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/alter_configs.py"
+    );
+    let mut cmd = common::python();
+    cmd.args([script, client, &bootstrap, "r"]);
+    let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(240));
+    assert!(ok, "alter_configs.py {client} failed:\n{out}\n{err}");
+    assert_eq!(out.lines().collect::<Vec<_>>(), altered(client), "{err}");
+    // Both replicas applied the retention (the follower learnt of it by the change
+    // notification): neither log keeps its first segment.
+    for id in paths::topic_assignment(&c.zk, "r").unwrap().unwrap()[&0].clone() {
+        let dir = c.data_dir(id).join("r-0");
+        common::wait_until(
+            Duration::from_secs(30),
+            &format!("retention on broker {id}"),
+            || first_segment(&dir).is_some_and(|base| base > 0),
+        );
+    }
+}
+
+/// The base offset of a log directory's oldest segment file.
+fn first_segment(dir: &std::path::Path) -> Option<i64> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".log")?.parse().ok()
+        })
+        .min()
+}
+
+#[test]
+fn confluent_alters_topic_configs_and_they_apply_on_every_replica() {
+    alter_and_apply("confluent");
+}
+
+#[test]
+fn kafka_python_alters_topic_configs_and_they_apply_on_every_replica() {
+    alter_and_apply("kafka-python");
+}

@@ -1,6 +1,7 @@
 //! Property tests: no decoder panics on random or mutated bytes, and every decoder rejects
 //! (rather than misreads) a frame cut short.
 
+use gregor::protocol::admin_configs::AlterConfigsRequest;
 use gregor::protocol::admin_describe::{self, DescribeClusterRequest, DescribeConfigsRequest};
 use gregor::protocol::admin_topics::{
     self, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
@@ -107,9 +108,11 @@ fn decode_group_apis_in(bytes: &[u8], flex: bool) {
         let _ = DescribeConfigsRequest::decode(&mut r(), v);
         let _ = admin_describe::decode_describe_configs_response(&mut r(), v);
         let _ = DescribeClusterRequest::decode(&mut r(), v);
+        let _ = AlterConfigsRequest::decode(&mut r(), v % 2 == 0);
         let _ = admin_describe::DescribeClusterResponse::decode(&mut r(), v);
     }
     let _ = admin_topics::decode_create_partitions_response(&mut r());
+    let _ = gregor::protocol::admin_configs::decode_alter_configs_response(&mut r());
     let _ = decode_delete_groups_request(&mut r());
     let _ = decode_delete_groups(&mut r());
     let _ = subscription_topics(bytes);

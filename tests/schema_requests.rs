@@ -9,6 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use gregor::protocol::admin_configs::AlterConfigsRequest;
 use gregor::protocol::admin_describe::{DescribeClusterRequest, DescribeConfigsRequest};
 use gregor::protocol::admin_topics::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
@@ -100,6 +101,12 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         32 => DescribeConfigsRequest::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out, v),
+        33 | 44 => {
+            let incremental = key == 44;
+            AlterConfigsRequest::decode(&mut r, incremental)
+                .map_err(e)?
+                .encode(&mut out, is_flexible(key, v));
+        }
         60 => DescribeClusterRequest::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out, v),

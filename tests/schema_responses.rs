@@ -25,7 +25,7 @@ use gregor::protocol::init_producer_id::InitProducerIdResponse;
 use gregor::protocol::metadata::MetadataResponse;
 use gregor::protocol::offsets::ListOffsetsResponse;
 use gregor::protocol::produce::ProduceResponse;
-use gregor::protocol::{admin_describe, admin_topics};
+use gregor::protocol::{admin_configs, admin_describe, admin_topics};
 
 /// gregor's decode then encode of one response body.
 fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
@@ -95,6 +95,14 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         32 => {
             let results = admin_describe::decode_describe_configs_response(&mut r, v).map_err(e)?;
             admin_describe::encode_describe_configs_response(&mut out, &results, v);
+        }
+        33 | 44 => {
+            let results = admin_configs::decode_alter_configs_response(&mut r).map_err(e)?;
+            admin_configs::encode_alter_configs_response(
+                &mut out,
+                &results,
+                header::is_flexible(key, v),
+            );
         }
         60 => admin_describe::DescribeClusterResponse::decode(&mut r, v)
             .map_err(e)?

@@ -18,6 +18,7 @@ use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
 use crate::coordinator::Coordinator;
 use crate::network::{Action, RequestHandler};
+use crate::protocol::admin_configs::AlterConfigsRequest;
 use crate::protocol::admin_describe::{DescribeClusterRequest, DescribeConfigsRequest};
 use crate::protocol::admin_topics::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
@@ -153,6 +154,13 @@ impl RequestHandler for KafkaApis {
                 DescribeConfigsRequest::decode(r, version)
             })
             .map(|req| self.handle_describe_configs(&req, version, out)),
+            header::ALTER_CONFIGS | header::INCREMENTAL_ALTER_CONFIGS => {
+                let incremental = key == header::INCREMENTAL_ALTER_CONFIGS;
+                decode_v(frame, body_at, flex, |r| {
+                    AlterConfigsRequest::decode(r, incremental)
+                })
+                .map(|req| self.handle_alter_configs(&req, incremental, flex, out))
+            }
             header::DESCRIBE_CLUSTER => decode_v(frame, body_at, flex, |r| {
                 DescribeClusterRequest::decode(r, version)
             })

@@ -133,8 +133,11 @@ impl KafkaApis {
                     Some("produce v3 and later carry one record batch of format v2"),
                 ));
             }
-            let valid = record_batch::validate_for_append(set, self.config.message_max_bytes)
-                .map_err(set_error)?;
+            let valid = record_batch::validate_for_append(
+                set,
+                part.max_message_bytes(self.config.message_max_bytes),
+            )
+            .map_err(set_error)?;
             if valid.count == 0 {
                 return Err((ErrorCode::InvalidRecord, Some("empty batch")));
             }
@@ -153,8 +156,11 @@ impl KafkaApis {
                     Some("format v2 batches need produce v3 or later"),
                 ));
             }
-            let valid = message::validate_for_append(set, self.config.message_max_bytes)
-                .map_err(set_error)?;
+            let valid = message::validate_for_append(
+                set,
+                part.max_message_bytes(self.config.message_max_bytes),
+            )
+            .map_err(set_error)?;
             if valid.count == 0 {
                 // Nothing to append, but the answer must still say whether we lead.
                 if part.role() != Role::Leader {

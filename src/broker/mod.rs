@@ -7,8 +7,8 @@
 
 mod admin_apis;
 pub mod apis;
+mod config_apis;
 mod coordinator_apis;
-mod describe_apis;
 mod group_apis;
 pub mod group_offsets;
 mod handle_fetch;
@@ -21,6 +21,7 @@ pub mod partition;
 pub mod producer_ids;
 pub mod replica_fetcher;
 pub mod replica_manager;
+mod topic_configs;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -160,6 +161,12 @@ impl Broker {
             config.replica_high_watermark_checkpoint_interval,
             move || rm.checkpoint_high_watermarks(),
         );
+        broker
+            .periodic
+            .lock()
+            .push(topic_configs::start_config_change_listener(
+                broker.replica_manager.clone(),
+            ));
         let rm = broker.replica_manager.clone();
         broker.spawn_periodic(
             "isr-expiration",

@@ -4,6 +4,7 @@
 //! `state` guards every role change and every ISR/high-watermark update; appends hold it too so
 //! that a partition cannot become a follower (and truncate) in the middle of an append.
 
+use crate::zk::topic_config::TopicOverrides;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -45,28 +46,42 @@ pub struct Partition {
     /// without taking `state`.
     high_watermark: AtomicI64,
     state: Mutex<PartitionState>,
-    /// The topic's `message.timestamp.type` when it overrides the broker's, read from
-    /// ZooKeeper when this broker becomes its leader: 1 LogAppendTime, 0 CreateTime, -1 none.
-    log_append_time: std::sync::atomic::AtomicI8,
+    /// The topic's settings over the broker's (`/config/topics/[topic]`), read when this
+    /// broker takes the partition and again on every change notification.
+    overrides: parking_lot::RwLock<TopicOverrides>,
 }
 
 impl Partition {
-    /// Records the topic's timestamp type override (`None`: the broker's applies).
-    pub fn set_log_append_time(&self, v: Option<bool>) {
-        let n = v.map_or(-1, i8::from);
-        self.log_append_time
-            .store(n, std::sync::atomic::Ordering::Release);
+    /// Takes the topic's settings; the log's own (segment size, retention) go to the log.
+    pub fn set_overrides(&self, o: TopicOverrides) {
+        self.log
+            .overrides
+            .set(o.segment_bytes, o.retention_ms, o.retention_bytes);
+        *self.overrides.write() = o;
     }
 
     /// Whether batches get the broker's clock, given the broker's own setting.
     pub fn log_append_time(&self, broker_default: bool) -> bool {
-        match self
+        self.overrides
+            .read()
             .log_append_time
-            .load(std::sync::atomic::Ordering::Acquire)
-        {
-            -1 => broker_default,
-            n => n == 1,
-        }
+            .unwrap_or(broker_default)
+    }
+
+    /// `max.message.bytes` of the topic, or the broker's `message.max.bytes`.
+    pub fn max_message_bytes(&self, broker_default: usize) -> usize {
+        self.overrides
+            .read()
+            .max_message_bytes
+            .unwrap_or(broker_default)
+    }
+
+    /// `min.insync.replicas` of the topic, or the broker's.
+    pub fn min_insync_replicas(&self, broker_default: usize) -> usize {
+        self.overrides
+            .read()
+            .min_insync_replicas
+            .unwrap_or(broker_default)
     }
 
     pub fn new(
@@ -84,7 +99,7 @@ impl Partition {
             log,
             high_watermark: AtomicI64::new(hw),
             state: Mutex::new(state),
-            log_append_time: std::sync::atomic::AtomicI8::new(-1),
+            overrides: Default::default(),
         }
     }
 

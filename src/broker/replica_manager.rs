@@ -161,11 +161,11 @@ impl ReplicaManager {
                 Ok(()) => ErrorCode::None,
                 Err(e) => e,
             };
-            if let (Some(v), Some(p)) = (
+            if let (Some(o), Some(p)) = (
                 configs.get(&s.topic),
                 self.get_partition(&s.topic, s.partition),
             ) {
-                p.set_log_append_time(*v);
+                p.set_overrides(o.clone());
             }
             errors.push((s.topic.clone(), s.partition, code.code()));
         }
@@ -397,7 +397,7 @@ impl ReplicaManager {
         if st.role != Role::Leader {
             return Err(ErrorCode::NotLeaderForPartition);
         }
-        if acks == -1 && st.isr.len() < self.min_insync_replicas {
+        if acks == -1 && st.isr.len() < partition.min_insync_replicas(self.min_insync_replicas) {
             return Err(ErrorCode::NotEnoughReplicas);
         }
         let (appended, count) = match payload {
@@ -448,35 +448,6 @@ impl ReplicaManager {
         Ok((first, first + i64::from(count) - 1))
     }
 
-    /// The topic-level timestamp type (`/config/topics/[topic]`) of each topic this command
-    /// makes us lead, read once per topic before the partitions are taken. A topic whose node
-    /// cannot be read keeps the broker's setting, with a warning.
-    fn read_topic_configs(&self, cmd: &LeaderAndIsrRequest) -> HashMap<String, Option<bool>> {
-        let mut topics: HashMap<String, Option<bool>> = HashMap::new();
-        for s in cmd
-            .partition_states
-            .iter()
-            .filter(|s| s.state.leader == self.broker_id)
-        {
-            if topics.contains_key(&s.topic) {
-                continue;
-            }
-            let v = match crate::zk::topic_config::read(&self.zk, &s.topic) {
-                Ok(c) => crate::zk::topic_config::log_append_time(&c),
-                Err(e) => {
-                    log::warn!(
-                        "[Broker {}] cannot read the configuration of topic {}: {e:?}",
-                        self.broker_id,
-                        s.topic
-                    );
-                    None
-                }
-            };
-            topics.insert(s.topic.clone(), v);
-        }
-        topics
-    }
-
     /// Outcome of an acks=all wait on one partition, checked under the partition lock.
     pub fn acks_all_status(
         &self,
@@ -488,7 +459,7 @@ impl ReplicaManager {
             return Some(ErrorCode::NotLeaderForPartition);
         }
         if partition.high_watermark() >= required_offset {
-            if st.isr.len() < self.min_insync_replicas {
+            if st.isr.len() < partition.min_insync_replicas(self.min_insync_replicas) {
                 return Some(ErrorCode::NotEnoughReplicasAfterAppend);
             }
             return Some(ErrorCode::None);

@@ -48,8 +48,9 @@ pub struct TopicsArgs {
     /// With --describe: only partitions without a live leader.
     #[arg(long)]
     pub(super) unavailable: bool,
-    /// With --create: a topic-level setting, `key=value` (repeatable). gregor serves
-    /// `message.timestamp.type=CreateTime|LogAppendTime`.
+    /// With --create: a topic-level setting, `key=value` (repeatable): retention.ms,
+    /// retention.bytes, segment.bytes, min.insync.replicas, max.message.bytes,
+    /// message.timestamp.type, cleanup.policy=delete.
     #[arg(long = "config", value_name = "KEY=VALUE")]
     pub(super) config: Vec<String>,
 }

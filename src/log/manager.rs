@@ -218,7 +218,9 @@ impl LogManager {
             .saturating_sub(self.producer_id_expiration)
             .as_millis() as i64;
         for l in self.all() {
-            if let Err(e) = l.delete_old_segments(self.retention, self.retention_bytes) {
+            let retention = l.overrides.retention(self.retention);
+            let retention_bytes = l.overrides.retention_bytes(self.retention_bytes);
+            if let Err(e) = l.delete_old_segments(retention, retention_bytes) {
                 log::error!("[{}-{}] retention failed: {e}", l.topic, l.partition);
             }
             let n = l.expire_producers(cutoff);

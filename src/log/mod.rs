@@ -6,6 +6,7 @@ pub mod checkpoint;
 mod idempotence;
 pub mod index;
 pub mod manager;
+pub mod overrides;
 pub mod partition_log;
 pub mod producer_state;
 pub mod segment;

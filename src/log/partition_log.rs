@@ -73,6 +73,8 @@ pub struct Log {
     pub partition: i32,
     pub dir: PathBuf,
     config: LogConfig,
+    /// The topic's settings over `config` and the broker's retention.
+    pub overrides: super::overrides::LogOverrides,
     /// Sorted by base offset; never empty. The last one is the active segment.
     segments: RwLock<Vec<Arc<Segment>>>,
     /// Offset the next message gets (LEO). Published after the bytes are in the segment.
@@ -152,6 +154,7 @@ impl Log {
             partition,
             dir,
             config,
+            overrides: Default::default(),
             segments: RwLock::new(segments),
             log_end_offset: AtomicI64::new(leo),
             append_lock: Mutex::new(AppendState {
@@ -304,7 +307,9 @@ impl Log {
         producers: &ProducerStates,
     ) -> io::Result<Arc<Segment>> {
         let active = self.segments.read().last().cloned().expect("never empty");
-        if active.size() == 0 || active.size() + len <= self.config.segment_bytes {
+        if active.size() == 0
+            || active.size() + len <= self.overrides.segment_bytes(self.config.segment_bytes)
+        {
             return Ok(active);
         }
         // The old segment is complete: seal its time index and make it durable before its

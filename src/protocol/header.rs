@@ -25,8 +25,10 @@ pub const CREATE_TOPICS: i16 = 19;
 pub const DELETE_TOPICS: i16 = 20;
 pub const INIT_PRODUCER_ID: i16 = 22;
 pub const DESCRIBE_CONFIGS: i16 = 32;
+pub const ALTER_CONFIGS: i16 = 33;
 pub const CREATE_PARTITIONS: i16 = 37;
 pub const DELETE_GROUPS: i16 = 42;
+pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
 pub const DESCRIBE_CLUSTER: i16 = 60;
 
 /// One API this broker serves: its key, the versions served, and the first version that uses
@@ -78,8 +80,10 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DELETE_TOPICS, 0, 6, 4),
     api(INIT_PRODUCER_ID, 0, 4, 2),
     api(DESCRIBE_CONFIGS, 0, 4, 4),
+    api(ALTER_CONFIGS, 0, 2, 2),
     api(CREATE_PARTITIONS, 0, 3, 2),
     api(DELETE_GROUPS, 0, 2, 2),
+    api(INCREMENTAL_ALTER_CONFIGS, 0, 1, 1),
     api(DESCRIBE_CLUSTER, 0, 1, 0),
 ];
 

@@ -5,6 +5,7 @@
 //! panic. Each request and response type implements `Encode` and `Decode` both ways, so the
 //! broker, gregor's own clients and the tests share one definition of each layout.
 
+pub mod admin_configs;
 pub mod admin_describe;
 pub mod admin_topics;
 pub mod api_versions;

@@ -1,6 +1,7 @@
 //! Per-topic configuration at `/config/topics/[topic]`, in Kafka's shape
-//! (`{"version":1,"config":{"key":"value"}}`). gregor reads one key there,
-//! `message.timestamp.type`; the key names and values are checked when the node is written.
+//! (`{"version":1,"config":{"key":"value"}}`), the keys and values checked when the node is
+//! written; and Kafka's change notifications (`/config/changes/config_change_NNNNNNNNNN`,
+//! `{"version":2,"entity_path":"topics/[topic]"}`) by which every broker learns of a change.
 
 use std::collections::BTreeMap;
 
@@ -10,8 +11,30 @@ use zookeeper::ZkError;
 use super::ZkClient;
 use super::paths::{from_json, to_json};
 
-/// The topic-level keys gregor knows, with the values each allows.
-const KNOWN: &[(&str, &[&str])] = &[("message.timestamp.type", &["CreateTime", "LogAppendTime"])];
+/// What a key's value may be.
+enum Kind {
+    OneOf(&'static [&'static str]),
+    /// An integer at least this.
+    AtLeast(i64),
+}
+
+/// The topic-level keys gregor serves and applies. `cleanup.policy` is only `delete`: gregor
+/// does not compact.
+const KNOWN: &[(&str, Kind)] = &[
+    ("cleanup.policy", Kind::OneOf(&["delete"])),
+    ("max.message.bytes", Kind::AtLeast(0)),
+    (
+        "message.timestamp.type",
+        Kind::OneOf(&["CreateTime", "LogAppendTime"]),
+    ),
+    ("min.insync.replicas", Kind::AtLeast(1)),
+    ("retention.bytes", Kind::AtLeast(-1)),
+    ("retention.ms", Kind::AtLeast(-1)),
+    ("segment.bytes", Kind::AtLeast(14)),
+];
+
+pub const CHANGES: &str = "/config/changes";
+const CHANGE_PREFIX: &str = "config_change_";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct TopicConfig {
@@ -38,16 +61,26 @@ pub fn parse(pairs: &[String]) -> Result<BTreeMap<String, String>, String> {
 
 /// Checks one setting against the keys gregor serves; the error names the problem.
 pub fn check(k: &str, v: &str) -> Result<(), String> {
-    let Some((_, allowed)) = KNOWN.iter().find(|(name, _)| *name == k) else {
+    let Some((_, kind)) = KNOWN.iter().find(|(name, _)| *name == k) else {
         return Err(format!("unknown topic configuration key `{k}`"));
     };
-    if !allowed.contains(&v) {
-        return Err(format!(
+    match kind {
+        Kind::OneOf(allowed) if !allowed.contains(&v) => Err(format!(
             "`{k}` must be one of {}, got `{v}`",
             allowed.join(", ")
-        ));
+        )),
+        Kind::AtLeast(min) if v.parse::<i64>().map_or(true, |n| n < *min) => Err(format!(
+            "`{k}` must be an integer of at least {min}, got `{v}`"
+        )),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// Whether a key's value is a number (Kafka's LONG/INT types) rather than a name.
+pub fn is_numeric(key: &str) -> bool {
+    KNOWN
+        .iter()
+        .any(|(k, kind)| *k == key && matches!(kind, Kind::AtLeast(_)))
 }
 
 /// The topic-level keys gregor serves.
@@ -76,12 +109,96 @@ pub fn read(zk: &ZkClient, topic: &str) -> Result<BTreeMap<String, String>, ZkEr
     }
 }
 
-/// Whether a topic overrides the broker's `log.message.timestamp.type`: `Some(true)` for
-/// LogAppendTime, `Some(false)` for CreateTime.
-pub fn log_append_time(config: &BTreeMap<String, String>) -> Option<bool> {
-    config
-        .get("message.timestamp.type")
-        .map(|v| v == "LogAppendTime")
+/// A topic's settings over the broker's, typed; `None` where the topic sets nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicOverrides {
+    /// `message.timestamp.type`: true for LogAppendTime.
+    pub log_append_time: Option<bool>,
+    pub max_message_bytes: Option<usize>,
+    pub min_insync_replicas: Option<usize>,
+    pub retention_ms: Option<i64>,
+    pub retention_bytes: Option<i64>,
+    pub segment_bytes: Option<u64>,
+}
+
+impl TopicOverrides {
+    /// From a stored configuration (checked when it was written; a value that does not parse
+    /// is treated as unset).
+    pub fn from_config(config: &BTreeMap<String, String>) -> Self {
+        let num = |k: &str| config.get(k).and_then(|v| v.parse::<i64>().ok());
+        TopicOverrides {
+            log_append_time: config
+                .get("message.timestamp.type")
+                .map(|v| v == "LogAppendTime"),
+            max_message_bytes: num("max.message.bytes").map(|n| n as usize),
+            min_insync_replicas: num("min.insync.replicas").map(|n| n as usize),
+            retention_ms: num("retention.ms"),
+            retention_bytes: num("retention.bytes"),
+            segment_bytes: num("segment.bytes").map(|n| n as u64),
+        }
+    }
+}
+
+/// Tells every broker that `topic`'s configuration changed (Kafka's change notification).
+pub fn notify_change(zk: &ZkClient, topic: &str) -> Result<(), ZkError> {
+    let body = format!(r#"{{"version":2,"entity_path":"topics/{topic}"}}"#).into_bytes();
+    zk.create_sequential(&format!("{CHANGES}/{CHANGE_PREFIX}"), body)
+        .map(|_| ())
+}
+
+/// The change notifications after `after` (a sequence number; -1 for all), oldest first:
+/// (sequence, topic).
+pub fn changes_after(zk: &ZkClient, after: i64) -> Result<Vec<(i64, String)>, ZkError> {
+    let mut out = Vec::new();
+    for name in zk.get_children(CHANGES)? {
+        let Some(seq) = name
+            .strip_prefix(CHANGE_PREFIX)
+            .and_then(|n| n.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        if seq <= after {
+            continue;
+        }
+        let path = format!("{CHANGES}/{name}");
+        let (data, _) = match zk.get_data(&path) {
+            Ok(d) => d,
+            Err(ZkError::NoNode) => continue,
+            Err(e) => return Err(e),
+        };
+        let v: serde_json::Value = from_json(&path, &data)?;
+        if let Some(t) = v["entity_path"]
+            .as_str()
+            .and_then(|p| p.strip_prefix("topics/"))
+        {
+            out.push((seq, t.to_owned()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Deletes notifications older than `age` (every broker has read them by then); another
+/// broker deleting the same one first is fine.
+pub fn purge_changes(zk: &ZkClient, age: std::time::Duration) -> Result<(), ZkError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as i64;
+    for name in zk.get_children(CHANGES)? {
+        let path = format!("{CHANGES}/{name}");
+        match zk.get_data(&path) {
+            Ok((_, stat)) if now - stat.ctime > age.as_millis() as i64 => {
+                match zk.delete(&path, None) {
+                    Ok(()) | Err(ZkError::NoNode) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(_) | Err(ZkError::NoNode) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -90,12 +207,29 @@ mod tests {
 
     #[test]
     fn keys_and_values_are_checked() {
-        let ok = parse(&["message.timestamp.type=LogAppendTime".into()]).unwrap();
-        assert_eq!(log_append_time(&ok), Some(true));
+        let ok = parse(&[
+            "message.timestamp.type=LogAppendTime".into(),
+            "retention.ms=-1".into(),
+            "segment.bytes=1024".into(),
+        ])
+        .unwrap();
+        let o = TopicOverrides::from_config(&ok);
+        assert_eq!(o.log_append_time, Some(true));
+        assert_eq!((o.retention_ms, o.segment_bytes), (Some(-1), Some(1024)));
         assert!(
-            parse(&["retention.ms=5".into()])
+            parse(&["retention.mss=5".into()])
                 .unwrap_err()
-                .contains("retention.ms")
+                .contains("retention.mss")
+        );
+        assert!(
+            parse(&["segment.bytes=10".into()])
+                .unwrap_err()
+                .contains("at least 14")
+        );
+        assert!(
+            parse(&["cleanup.policy=compact".into()])
+                .unwrap_err()
+                .contains("compact")
         );
         assert!(
             parse(&["message.timestamp.type=Now".into()])

@@ -125,3 +125,17 @@ for v in range(0, 5):
 for v in range(0, 2):
     out(60, v, DescribeClusterRequest(version=v, include_cluster_authorized_operations=False,
                                       endpoint_type=1, include_fenced_brokers=False))
+from kafka.protocol.admin import AlterConfigsRequest, IncrementalAlterConfigsRequest
+
+for v in range(0, 3):
+    R = AlterConfigsRequest.AlterConfigsResource
+    out(33, v, AlterConfigsRequest(version=v, validate_only=False, resources=[
+        R(resource_type=2, resource_name="t", configs=[
+            R.AlterableConfig(name="retention.ms", value="1000"),
+            R.AlterableConfig(name="segment.bytes", value=None)])]))
+for v in range(0, 2):
+    R = IncrementalAlterConfigsRequest.AlterConfigsResource
+    out(44, v, IncrementalAlterConfigsRequest(version=v, validate_only=True, resources=[
+        R(resource_type=2, resource_name="t", configs=[
+            R.AlterableConfig(name="retention.ms", config_operation=0, value="1000"),
+            R.AlterableConfig(name="segment.bytes", config_operation=1, value=None)])]))

@@ -195,3 +195,12 @@ for v in range(0, 2):
                                        controller_id=2, brokers=[
         B(broker_id=1, host="127.0.0.1", port=9092, rack=None, is_fenced=False),
         B(broker_id=2, host="127.0.0.1", port=9093, rack=None, is_fenced=False)]))
+from kafka.protocol.admin import AlterConfigsResponse, IncrementalAlterConfigsResponse
+
+for key, cls, versions in ((33, AlterConfigsResponse, 3), (44, IncrementalAlterConfigsResponse, 2)):
+    for v in range(0, versions):
+        R = cls.AlterConfigsResourceResponse
+        out(key, v, cls(version=v, throttle_time_ms=0, responses=[
+            R(error_code=0, error_message=None, resource_type=2, resource_name="t"),
+            R(error_code=40, error_message="`retention.ms` must be an integer", resource_type=2,
+              resource_name="u")]))

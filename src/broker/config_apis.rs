@@ -1,12 +1,20 @@
-//! DescribeConfigs and DescribeCluster. Topic configuration is what `/config/topics/[topic]`
-//! sets over the broker's defaults, for the topic-level keys gregor serves
-//! (`zk::topic_config`); broker configuration is this broker's `server.properties` as it was
-//! read at start, all read-only (gregor has no dynamic broker configuration).
+//! DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and DescribeCluster. Topic
+//! configuration is what `/config/topics/[topic]` sets over the broker's defaults, for the
+//! topic-level keys gregor serves (`zk::topic_config`); a change is written there and
+//! announced under `/config/changes`, and every broker holding the topic applies it
+//! (`broker::topic_configs`). Broker configuration is this broker's `server.properties` as it
+//! was read at start, all read-only (gregor has no dynamic broker configuration).
+
+use std::collections::BTreeMap;
 
 use super::apis::KafkaApis;
 use crate::config::BrokerConfig;
 use crate::network::Action;
 use crate::protocol::ErrorCode;
+use crate::protocol::admin_configs::{
+    AlterConfigsRequest, AlterConfigsResource, AlterConfigsResult, OP_APPEND, OP_DELETE, OP_SET,
+    OP_SUBTRACT, encode_alter_configs_response,
+};
 use crate::protocol::admin_describe::{
     ConfigResource, DescribeClusterRequest, DescribeClusterResponse, DescribeConfigsRequest,
     DescribeConfigsResult, DescribedConfig, RESOURCE_BROKER, RESOURCE_TOPIC, SOURCE_DEFAULT,
@@ -175,7 +183,11 @@ impl KafkaApis {
                     read_only: false,
                     source,
                     sensitive: false,
-                    config_type: TYPE_STRING,
+                    config_type: if topic_config::is_numeric(k) {
+                        TYPE_LONG
+                    } else {
+                        TYPE_STRING
+                    },
                     documentation: None,
                 }
             })
@@ -247,5 +259,111 @@ impl KafkaApis {
         };
         resp.encode(out, version);
         Action::Respond
+    }
+
+    /// AlterConfigs (`incremental` false: each resource's listed keys become its whole set) and
+    /// IncrementalAlterConfigs (each key set or deleted on its own).
+    pub(super) fn handle_alter_configs(
+        &self,
+        req: &AlterConfigsRequest,
+        incremental: bool,
+        flex: bool,
+        out: &mut Vec<u8>,
+    ) -> Action {
+        let results: Vec<AlterConfigsResult> = req
+            .resources
+            .iter()
+            .map(|res| {
+                let r = match res.resource_type {
+                    RESOURCE_TOPIC => self.alter_topic_configs(res, incremental, req.validate_only),
+                    RESOURCE_BROKER => Err((
+                        ErrorCode::InvalidRequest,
+                        "gregor has no dynamic broker configuration: set it in server.properties"
+                            .to_owned(),
+                    )),
+                    t => Err((
+                        ErrorCode::InvalidRequest,
+                        format!("gregor configures topics (2), not type {t}"),
+                    )),
+                };
+                let (code, msg) = match r {
+                    Ok(()) => (0, None),
+                    Err((c, m)) => (c.code(), Some(m)),
+                };
+                (code, msg, res.resource_type, res.name.clone())
+            })
+            .collect();
+        encode_alter_configs_response(out, &results, flex);
+        Action::Respond
+    }
+
+    fn alter_topic_configs(
+        &self,
+        res: &AlterConfigsResource,
+        incremental: bool,
+        validate_only: bool,
+    ) -> Result<(), (ErrorCode, String)> {
+        let zk_err = |e| (ErrorCode::UnknownServerError, format!("ZooKeeper: {e:?}"));
+        let topic = &res.name;
+        if paths::topic_assignment(&self.zk, topic)
+            .map_err(zk_err)?
+            .is_none()
+        {
+            return Err((
+                ErrorCode::UnknownTopicOrPartition,
+                format!("topic `{topic}` does not exist"),
+            ));
+        }
+        let invalid = |m: String| (ErrorCode::InvalidConfig, m);
+        let mut config = if incremental {
+            topic_config::read(&self.zk, topic).map_err(zk_err)?
+        } else {
+            BTreeMap::new()
+        };
+        for (i, c) in res.configs.iter().enumerate() {
+            if res.configs[..i].iter().any(|o| o.name == c.name) {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    format!("`{}` is named more than once", c.name),
+                ));
+            }
+            match (c.op.unwrap_or(OP_SET), c.value.as_deref()) {
+                (OP_SET, Some(v)) => {
+                    topic_config::check(&c.name, v).map_err(invalid)?;
+                    config.insert(c.name.clone(), v.to_owned());
+                }
+                // AlterConfigs: a null value leaves the key unset.
+                (OP_SET, None) if !incremental => {}
+                (OP_SET, None) => return Err(invalid(format!("`{}` needs a value", c.name))),
+                (OP_DELETE, _) => {
+                    if !topic_config::known_keys().any(|k| k == c.name) {
+                        return Err(invalid(format!(
+                            "unknown topic configuration key `{}`",
+                            c.name
+                        )));
+                    }
+                    config.remove(&c.name);
+                }
+                (OP_APPEND | OP_SUBTRACT, _) => {
+                    return Err(invalid(format!("`{}` is not a list", c.name)));
+                }
+                (op, _) => {
+                    return Err((
+                        ErrorCode::InvalidRequest,
+                        format!("unknown config operation {op}"),
+                    ));
+                }
+            }
+        }
+        if validate_only {
+            return Ok(());
+        }
+        topic_config::write(&self.zk, topic, &config).map_err(zk_err)?;
+        topic_config::notify_change(&self.zk, topic).map_err(zk_err)?;
+        log::info!(
+            "[Broker {}] topic {topic}: configuration set to {config:?}",
+            self.broker_id
+        );
+        Ok(())
     }
 }

@@ -1,0 +1,135 @@
+//! Topic configuration on a broker: each partition takes its topic's settings
+//! (`/config/topics/[topic]`, `zk::topic_config`) when the LeaderAndIsr command gives it the
+//! partition, and again whenever a change notification names the topic — Kafka's
+//! `/config/changes` protocol, watched by one thread per broker. A change made through any
+//! broker (IncrementalAlterConfigs, AlterConfigs) so reaches every replica within a
+//! ZooKeeper round trip; a watch lost with a session is made good by a re-read every
+//! `RECHECK`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Sender, bounded, select, unbounded};
+
+use super::partition::Partition;
+use super::replica_manager::ReplicaManager;
+use crate::protocol::controller::LeaderAndIsrRequest;
+use crate::zk::topic_config::{self, CHANGES, TopicOverrides};
+
+/// How often the listener reads the notifications even without a watch firing.
+const RECHECK: Duration = Duration::from_secs(30);
+/// Notifications older than this are deleted (Kafka's `changeExpirationMs`).
+const EXPIRY: Duration = Duration::from_secs(15 * 60);
+
+impl ReplicaManager {
+    fn partitions_of(&self, topic: &str) -> Vec<Arc<Partition>> {
+        self.partitions
+            .read()
+            .iter()
+            .filter(|((t, _), _)| t == topic)
+            .map(|(_, p)| p.clone())
+            .collect()
+    }
+
+    /// The settings (`/config/topics/[topic]`) of each topic of this command, read once per
+    /// topic before its partitions are taken: leaders and followers both apply them (segment
+    /// size and retention are every replica's). A topic whose node cannot be read keeps the
+    /// broker's settings, with a warning.
+    pub(super) fn read_topic_configs(
+        &self,
+        cmd: &LeaderAndIsrRequest,
+    ) -> HashMap<String, TopicOverrides> {
+        let mut topics = HashMap::new();
+        for s in &cmd.partition_states {
+            if !topics.contains_key(&s.topic) {
+                topics.insert(s.topic.clone(), self.topic_overrides(&s.topic));
+            }
+        }
+        topics
+    }
+
+    fn topic_overrides(&self, topic: &str) -> TopicOverrides {
+        match crate::zk::topic_config::read(&self.zk, topic) {
+            Ok(c) => TopicOverrides::from_config(&c),
+            Err(e) => {
+                log::warn!(
+                    "[Broker {}] cannot read the configuration of topic {topic}: {e:?}",
+                    self.broker_id
+                );
+                TopicOverrides::default()
+            }
+        }
+    }
+
+    /// A change notification for `topic`: its partitions here take the new settings.
+    pub fn apply_topic_config_change(&self, topic: &str) {
+        let o = self.topic_overrides(topic);
+        let parts = self.partitions_of(topic);
+        for p in &parts {
+            p.set_overrides(o.clone());
+        }
+        if !parts.is_empty() {
+            log::info!(
+                "[Broker {}] topic {topic}: configuration changed, applied to {} partition(s): {o:?}",
+                self.broker_id,
+                parts.len()
+            );
+        }
+    }
+}
+
+/// Starts the thread that applies change notifications; dropping the sender stops it.
+pub fn start_config_change_listener(rm: Arc<ReplicaManager>) -> (Sender<()>, JoinHandle<()>) {
+    let (stop_tx, stop_rx) = bounded::<()>(0);
+    let handle = std::thread::Builder::new()
+        .name(format!("config-changes-{}", rm.broker_id))
+        .spawn(move || {
+            let (tx, events) = unbounded::<()>();
+            // Notifications from before this start are already in what LeaderAndIsr reads.
+            let mut last = latest_change(&rm).unwrap_or(-1);
+            loop {
+                let tx = tx.clone();
+                let _ = rm.zk.ensure_path(CHANGES);
+                if let Err(e) = rm.zk.get_children_w(CHANGES, move |_| {
+                    let _ = tx.send(());
+                }) {
+                    log::warn!(
+                        "[Broker {}] cannot watch {CHANGES}: {e:?}; retrying in {RECHECK:?}",
+                        rm.broker_id
+                    );
+                }
+                last = apply_changes_after(&rm, last);
+                select! {
+                    recv(stop_rx) -> _ => return,
+                    recv(events) -> _ => {}
+                    default(RECHECK) => {}
+                }
+            }
+        })
+        .expect("spawn the config change listener");
+    (stop_tx, handle)
+}
+
+fn latest_change(rm: &ReplicaManager) -> Option<i64> {
+    let changes = topic_config::changes_after(&rm.zk, -1).ok()?;
+    changes.last().map(|(seq, _)| *seq)
+}
+
+/// Applies every notification after `last`; returns the last one applied.
+fn apply_changes_after(rm: &ReplicaManager, mut last: i64) -> i64 {
+    match topic_config::changes_after(&rm.zk, last) {
+        Ok(changes) => {
+            for (seq, topic) in changes {
+                rm.apply_topic_config_change(&topic);
+                last = seq;
+            }
+        }
+        Err(e) => log::warn!("[Broker {}] cannot read {CHANGES}: {e:?}", rm.broker_id),
+    }
+    if let Err(e) = topic_config::purge_changes(&rm.zk, EXPIRY) {
+        log::debug!("[Broker {}] purging old notifications: {e:?}", rm.broker_id);
+    }
+    last
+}
