@@ -45,12 +45,7 @@ fn expected(p: &str, client: &str) -> Vec<String> {
 
 fn run_admin(client: &str) {
     let c = Cluster::start(&format!("admin-{client}"), 3, &[]);
-    let bootstrap = c
-        .brokers
-        .values()
-        .map(|b| format!("127.0.0.1:{}", b.port))
-        .collect::<Vec<_>>()
-        .join(",");
+    let bootstrap = c.bootstrap();
     let p = client.replace('-', "");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/admin_ops.py");
     let mut cmd = common::python();
@@ -185,12 +180,7 @@ fn alter_and_apply(client: &str) {
     );
     c.create_topic("r", 1, 2);
     c.wait_all_led("r");
-    let bootstrap = c
-        .brokers
-        .values()
-        .map(|b| format!("127.0.0.1:{}", b.port))
-        .collect::<Vec<_>>()
-        .join(",");
+    let bootstrap = c.bootstrap();
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/clients/alter_configs.py"

@@ -22,12 +22,7 @@ fn librdkafka_idempotent_producer_survives_leader_kill_and_pause_exactly_once() 
     let mut c = Cluster::start("idem-rdkafka", 3, &[("min.insync.replicas", "2")]);
     c.create_topic(TOPIC, 1, 3);
     c.wait_all_led(TOPIC);
-    let bootstrap = c
-        .brokers
-        .values()
-        .map(|b| format!("127.0.0.1:{}", b.port))
-        .collect::<Vec<_>>()
-        .join(",");
+    let bootstrap = c.bootstrap();
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/clients/idempotent_producer.py"

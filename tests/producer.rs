@@ -11,14 +11,6 @@ use gregor::client::producer::{Producer, ProducerConfig};
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
 use gregor::protocol::records::decode_deep;
 
-fn bootstrap(c: &Cluster) -> String {
-    c.brokers
-        .values()
-        .map(|b| format!("127.0.0.1:{}", b.port))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 /// (offset, value) of every message of a partition on its current leader.
 fn contents(c: &Cluster, topic: &str, p: i32) -> Vec<(i64, Vec<u8>)> {
     let leader = c.wait_leader_serving(topic, p, |_| true);
@@ -43,7 +35,7 @@ fn contents(c: &Cluster, topic: &str, p: i32) -> Vec<(i64, Vec<u8>)> {
 fn no_acknowledged_message_is_lost_across_a_leader_kill() {
     let mut c = Cluster::start("prod-noloss", 3, &[("min.insync.replicas", "2")]);
     c.create_topic("t", 2, 3);
-    let mut cfg = ProducerConfig::new(&bootstrap(&c));
+    let mut cfg = ProducerConfig::new(&c.bootstrap());
     cfg.acks = -1;
     cfg.retries = 50;
     cfg.retry_backoff = Duration::from_millis(100);
@@ -101,7 +93,7 @@ fn no_acknowledged_message_is_lost_across_a_leader_kill() {
 fn keyed_messages_follow_kafkas_partitioner_and_close_flushes() {
     let c = Cluster::start("prod-keys", 1, &[]);
     c.create_topic("k", 5, 1);
-    let mut cfg = ProducerConfig::new(&bootstrap(&c));
+    let mut cfg = ProducerConfig::new(&c.bootstrap());
     // A long linger: only close (or flush) sends these.
     cfg.linger = Duration::from_secs(60);
     cfg.batch_size = 1 << 20;
@@ -130,7 +122,7 @@ fn keyed_messages_follow_kafkas_partitioner_and_close_flushes() {
     let total: usize = (0..5).map(|p| contents(&c, "k", p).len()).sum();
     assert_eq!(total, 100);
     // Without a key, messages go round robin over every partition.
-    let producer = Producer::new(ProducerConfig::new(&bootstrap(&c))).unwrap();
+    let producer = Producer::new(ProducerConfig::new(&c.bootstrap())).unwrap();
     let parts: std::collections::BTreeSet<i32> = (0..10)
         .map(|_| {
             producer
@@ -145,7 +137,7 @@ fn keyed_messages_follow_kafkas_partitioner_and_close_flushes() {
 #[test]
 fn producing_to_a_missing_topic_fails_clearly() {
     let c = Cluster::start("prod-missing", 1, &[("auto.create.topics.enable", "false")]);
-    let producer = Producer::new(ProducerConfig::new(&bootstrap(&c))).unwrap();
+    let producer = Producer::new(ProducerConfig::new(&c.bootstrap())).unwrap();
     let e = producer
         .send_blocking("absent", None, Some(b"x"))
         .unwrap_err();
@@ -160,7 +152,7 @@ fn producing_to_a_missing_topic_fails_clearly() {
 fn a_producer_without_retries_finds_the_new_leader_for_later_records() {
     let mut c = Cluster::start("prod-noretry", 2, &[]);
     c.create_topic_on("t", "1:2");
-    let mut cfg = ProducerConfig::new(&bootstrap(&c));
+    let mut cfg = ProducerConfig::new(&c.bootstrap());
     cfg.acks = 1;
     cfg.retries = 0;
     let producer = Producer::new(cfg).unwrap();

@@ -6,9 +6,6 @@
 
 mod common;
 
-use std::collections::BTreeSet;
-use std::time::Duration;
-
 use gregor::protocol::admin_configs::AlterConfigsRequest;
 use gregor::protocol::admin_describe::{DescribeClusterRequest, DescribeConfigsRequest};
 use gregor::protocol::admin_topics::{
@@ -22,7 +19,7 @@ use gregor::protocol::group_membership::{LeaveGroupRequest, SyncGroupRequest};
 use gregor::protocol::group_offsets::{
     FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest,
 };
-use gregor::protocol::header::{self, is_flexible};
+use gregor::protocol::header::is_flexible;
 use gregor::protocol::init_producer_id::InitProducerIdRequest;
 use gregor::protocol::metadata::MetadataRequest;
 use gregor::protocol::offsets::ListOffsetsRequest;
@@ -134,42 +131,13 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 #[test]
 fn requests_match_the_published_schemas_byte_for_byte() {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/schema_requests.py"
+    common::schema::check_against_schemas(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/clients/schema_requests.py"
+        ),
+        reencode,
     );
-    let mut cmd = common::python();
-    cmd.arg(script);
-    let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(60));
-    assert!(
-        ok,
-        "kafka-python (installed by scripts/test.sh) failed: {err}"
-    );
-    let mut checked = BTreeSet::new();
-    for line in out.lines() {
-        let mut f = line.split_whitespace();
-        let key: i16 = f.next().unwrap().parse().unwrap();
-        let v: i16 = f.next().unwrap().parse().unwrap();
-        let body = unhex(f.next().unwrap_or(""));
-        match reencode(key, v, &body) {
-            Ok(back) => assert_eq!(back, body, "api {key} v{v}"),
-            Err(e) => panic!("api {key} v{v} does not decode: {e}"),
-        }
-        checked.insert((key, v));
-    }
-    let served: BTreeSet<(i16, i16)> = header::SUPPORTED_APIS
-        .iter()
-        .filter(|a| !header::INTER_BROKER_APIS.contains(&a.key))
-        .flat_map(|a| (a.min..=a.max).map(move |v| (a.key, v)))
-        .collect();
-    assert_eq!(checked, served, "{out}");
 }

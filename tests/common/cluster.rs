@@ -171,6 +171,15 @@ impl Cluster {
         std::fs::read_to_string(self.brokers[&id].dir.join("broker.log")).unwrap_or_default()
     }
 
+    /// Every broker's address, as a client's `bootstrap.servers`.
+    pub fn bootstrap(&self) -> String {
+        self.brokers
+            .values()
+            .map(|b| format!("127.0.0.1:{}", b.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     pub fn data_dir(&self, id: i32) -> PathBuf {
         self.brokers[&id].dir.join("data")
     }
