@@ -204,6 +204,9 @@ fn produce_consume_and_status_happy_paths_and_errors() {
 fn status_shows_the_replicas_of_a_dead_broker() {
     let mut c = Cluster::start("console-dead", 3, &[]);
     c.create_topic("rf3", 2, 3);
+    // One partition only broker 3 holds: offline once it dies.
+    c.create_topic_on("solo", "3");
+    c.wait_all_led("solo");
     // A normal start logs nothing alarming.
     for id in 1..=3 {
         let log = c.log_of(id);
@@ -228,12 +231,35 @@ fn status_shows_the_replicas_of_a_dead_broker() {
     let mut out = String::new();
     let settled = poll_until(Duration::from_secs(30), Duration::from_millis(200), || {
         out = ok_status();
-        out.contains("Partitions: 2, under-replicated: 2, offline: 0")
+        out.contains("Partitions: 3, under-replicated: 2, offline: 1")
     });
     assert!(settled, "{out}");
+    // Its ISR keeps the last replica in it, as Kafka's controller leaves it without an
+    // unclean election.
+    let solo = "    partition   0  leader  -1  replicas 3          isr 3          OFFLINE (replicas on dead brokers: 3)";
+    assert!(out.lines().any(|l| l == solo), "{out}");
+    // The filters list only what they name, with the same totals.
+    let filtered = |flag: &str| {
+        let (ok, out, err) = gregor_cli(&["status", "--bootstrap", &b, flag], "");
+        assert!(ok, "{err}");
+        out
+    };
+    let offline = filtered("--offline");
+    let listed: Vec<&str> = offline
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("  1") && !l.starts_with("  2"))
+        .collect();
+    assert_eq!(listed, ["  solo (1 partitions)", solo], "{offline}");
+    let under = filtered("--under-replicated");
+    assert!(!under.contains("solo"), "{under}");
+    assert!(under.contains("  rf3 (2 partitions)"), "{under}");
+    assert!(
+        under.ends_with("Partitions: 3, under-replicated: 2, offline: 1\n"),
+        "{under}"
+    );
     for line in out
         .lines()
-        .filter(|l| l.trim_start().starts_with("partition "))
+        .filter(|l| l.trim_start().starts_with("partition ") && !l.contains("OFFLINE"))
     {
         assert!(
             line.contains("under-replicated (replicas on dead brokers: 3)"),

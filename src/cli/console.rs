@@ -84,6 +84,12 @@ pub struct StatusArgs {
     /// Also show the controller, read from ZooKeeper (host:port/chroot).
     #[arg(long)]
     zookeeper: Option<String>,
+    /// List only partitions whose ISR is smaller than their replica list.
+    #[arg(long = "under-replicated")]
+    under_replicated: bool,
+    /// List only partitions without a live leader.
+    #[arg(long)]
+    offline: bool,
 }
 
 pub fn produce(a: ProduceArgs) -> Result<(), String> {
@@ -301,20 +307,32 @@ pub fn status(a: StatusArgs) -> Result<(), String> {
         zk.close();
     }
     let (mut under, mut offline, mut total) = (0, 0, 0);
+    // With a filter, only the partitions it names are listed (and their topics); the totals
+    // still count every partition.
+    let filtered = a.under_replicated || a.offline;
     println!("Topics ({}):", m.topics.len());
     for t in &m.topics {
-        println!("  {} ({} partitions)", t.topic, t.partitions.len());
+        let mut heading = Some(format!("  {} ({} partitions)", t.topic, t.partitions.len()));
+        if !filtered {
+            println!("{}", heading.take().unwrap_or_default());
+        }
         for p in &t.partitions {
             total += 1;
-            let state = if p.leader < 0 {
+            let (state, shown) = if p.leader < 0 {
                 offline += 1;
-                "OFFLINE"
+                ("OFFLINE", a.offline)
             } else if p.isr.len() < p.replicas.len() {
                 under += 1;
-                "under-replicated"
+                ("under-replicated", a.under_replicated)
             } else {
-                "ok"
+                ("ok", false)
             };
+            if filtered && !shown {
+                continue;
+            }
+            if let Some(h) = heading.take() {
+                println!("{h}");
+            }
             let ids = |v: &[i32]| {
                 v.iter()
                     .map(|x| x.to_string())
