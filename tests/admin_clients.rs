@@ -222,3 +222,62 @@ fn confluent_alters_topic_configs_and_they_apply_on_every_replica() {
 fn kafka_python_alters_topic_configs_and_they_apply_on_every_replica() {
     alter_and_apply("kafka-python");
 }
+
+/// Earliest offset of `dr-0` as broker `id` answers it.
+fn earliest_on(c: &Cluster, id: i32) -> Option<i64> {
+    let (code, offsets) = c.client(id).list_offsets("dr", 0, -2);
+    (code == 0).then(|| offsets.first().copied()).flatten()
+}
+
+/// DeleteRecords through a client; then the follower that takes over, and the old leader
+/// after a kill -9 and a restart, start the log where the deletion left it.
+fn delete_records_through(client: &str) {
+    let mut c = Cluster::start(&format!("delrec-{client}"), 2, &[]);
+    c.create_topic("dr", 1, 2);
+    c.wait_all_led("dr");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/delete_records.py"
+    );
+    let mut cmd = common::python();
+    cmd.args([script, client, &c.bootstrap(), "dr"]);
+    let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(120));
+    assert!(ok, "delete_records.py {client} failed:\n{out}\n{err}");
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["deleted 5", "earliest 5", "first 5 v5", "past_end 1"],
+        "{err}"
+    );
+    let leader = c.leader("dr", 0);
+    let follower = 3 - leader;
+    // The follower learnt the log start from its fetches and checkpointed it.
+    let dirs = [c.data_dir(1), c.data_dir(2)];
+    let checkpointed = |id: i32| {
+        std::fs::read_to_string(dirs[id as usize - 1].join("log-start-offset-checkpoint"))
+            .is_ok_and(|t| t.lines().any(|l| l == "dr 0 5"))
+    };
+    common::wait_until(Duration::from_secs(30), "the follower's log start", || {
+        checkpointed(follower)
+    });
+    c.kill9(leader);
+    c.wait_leader_serving("dr", 0, |l| l == follower);
+    assert_eq!(earliest_on(&c, follower), Some(5));
+    // The old leader comes back as a follower and keeps the start it checkpointed.
+    c.restart(leader);
+    common::wait_until(
+        Duration::from_secs(30),
+        "the old leader's log start",
+        || checkpointed(leader),
+    );
+    assert_eq!(earliest_on(&c, follower), Some(5));
+}
+
+#[test]
+fn confluent_deletes_records_and_every_replica_keeps_the_new_start() {
+    delete_records_through("confluent");
+}
+
+#[test]
+fn kafka_python_deletes_records_and_every_replica_keeps_the_new_start() {
+    delete_records_through("kafka-python");
+}

@@ -210,6 +210,35 @@ fn missing_or_bad_index_is_rebuilt() {
     assert!(indexes[0].exists(), "index rebuilt on disk");
 }
 
+/// DeleteRecords: readers start at the offset, whole segments before it go, the start never
+/// moves back, and a truncation below it brings it down to the new end.
+#[test]
+fn delete_records_moves_the_start_and_drops_whole_segments() {
+    let d = tempfile::tempdir().unwrap();
+    let (log, _) = open(d.path(), 2000);
+    append_range(&log, 0, 200, 4);
+    let segs = log.segment_count();
+    assert_eq!(log.delete_records_before(90).unwrap(), 90);
+    assert_eq!(log.log_start_offset(), 90);
+    assert!(
+        log.segment_count() < segs,
+        "whole segments before 90 deleted"
+    );
+    assert!(matches!(
+        log.read(89, 4096, None, &mut Vec::new()),
+        Err(LogError::OffsetOutOfRange { start: 90, .. })
+    ));
+    let rest = read_all(&log, 90);
+    assert_eq!(rest.first(), Some(&(90, value(90))));
+    assert_eq!(rest.len(), 110);
+    // Never back, and never past the end.
+    assert_eq!(log.delete_records_before(10).unwrap(), 90);
+    assert_eq!(log.delete_records_before(1_000).unwrap(), 200);
+    assert_eq!(log.offsets_before(-2, 1), vec![200]);
+    log.truncate_to(150).unwrap();
+    assert!(log.log_start_offset() <= log.log_end_offset());
+}
+
 #[test]
 fn truncate_to_drops_whole_and_partial_segments() {
     let d = tempfile::tempdir().unwrap();

@@ -113,6 +113,8 @@ fn decode_group_apis_in(bytes: &[u8], flex: bool) {
     }
     let _ = admin_topics::decode_create_partitions_response(&mut r());
     let _ = gregor::protocol::admin_configs::decode_alter_configs_response(&mut r());
+    let _ = gregor::protocol::delete_records::DeleteRecordsRequest::decode(&mut r());
+    let _ = gregor::protocol::delete_records::decode_delete_records_response(&mut r());
     let _ = decode_delete_groups_request(&mut r());
     let _ = decode_delete_groups(&mut r());
     let _ = subscription_topics(bytes);

@@ -12,6 +12,7 @@ use gregor::protocol::admin_topics::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
 };
 use gregor::protocol::api_versions::ApiVersionsRequest;
+use gregor::protocol::delete_records::DeleteRecordsRequest;
 use gregor::protocol::fetch::FetchRequest;
 use gregor::protocol::group_admin::{self, DescribeGroupsRequest};
 use gregor::protocol::group_membership::{GenerationMember, JoinGroupRequest};
@@ -90,6 +91,9 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
             .map_err(e)?
             .encode(&mut out, v),
         20 => DeleteTopicsRequest::decode(&mut r, v)
+            .map_err(e)?
+            .encode(&mut out, v),
+        21 => DeleteRecordsRequest::decode(&mut r)
             .map_err(e)?
             .encode(&mut out, v),
         37 => CreatePartitionsRequest::decode(&mut r, v)

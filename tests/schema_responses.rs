@@ -22,7 +22,7 @@ use gregor::protocol::init_producer_id::InitProducerIdResponse;
 use gregor::protocol::metadata::MetadataResponse;
 use gregor::protocol::offsets::ListOffsetsResponse;
 use gregor::protocol::produce::ProduceResponse;
-use gregor::protocol::{admin_configs, admin_describe, admin_topics};
+use gregor::protocol::{admin_configs, admin_describe, admin_topics, delete_records};
 
 /// gregor's decode then encode of one response body.
 fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
@@ -84,6 +84,10 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         20 => {
             let results = admin_topics::decode_delete_topics_response(&mut r, v).map_err(e)?;
             admin_topics::encode_delete_topics_response(&mut out, &results, v);
+        }
+        21 => {
+            let topics = delete_records::decode_delete_records_response(&mut r).map_err(e)?;
+            delete_records::encode_delete_records_response(&mut out, &topics, v);
         }
         37 => {
             let results = admin_topics::decode_create_partitions_response(&mut r).map_err(e)?;

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::apis::KafkaApis;
+use super::partition::Role;
 use crate::client::admin::{self, AdminError};
 use crate::network::Action;
 use crate::protocol::ErrorCode;
@@ -18,6 +19,10 @@ use crate::protocol::admin_topics::{
     DeletableTopicResult, DeleteTopicsRequest, TopicConfigEntry, encode_create_partitions_response,
     encode_create_topics_response, encode_delete_topics_response,
 };
+use crate::protocol::delete_records::{
+    DeleteRecordsRequest, DeletedRecords, HIGH_WATERMARK, encode_delete_records_response,
+};
+use crate::protocol::map_topics;
 use crate::zk::{ids, paths, topic_config};
 
 /// Kafka's ConfigSource values.
@@ -305,5 +310,48 @@ impl KafkaApis {
         }
         encode_create_partitions_response(out, &results, version);
         Action::Respond
+    }
+
+    /// DeleteRecords: on each partition's leader, records before the offset (-1: the high
+    /// watermark) are deleted; followers follow the leader's log start (Fetch v5+). Answered
+    /// once the leader has moved it, with the leader's log start as the low watermark.
+    pub(super) fn handle_delete_records(
+        &self,
+        req: &DeleteRecordsRequest,
+        version: i16,
+        out: &mut Vec<u8>,
+    ) -> Action {
+        let topics = map_topics(&req.topics, |topic, &(partition, offset)| {
+            let (low_watermark, code) = match self.delete_records(topic, partition, offset) {
+                Ok(low) => (low, ErrorCode::None),
+                Err(e) => (-1, e),
+            };
+            DeletedRecords {
+                partition,
+                low_watermark,
+                error_code: code.code(),
+            }
+        });
+        encode_delete_records_response(out, &topics, version);
+        Action::Respond
+    }
+
+    fn delete_records(&self, topic: &str, partition: i32, offset: i64) -> Result<i64, ErrorCode> {
+        let part = self.partition(topic, partition)?;
+        if part.role() != Role::Leader {
+            return Err(ErrorCode::NotLeaderForPartition);
+        }
+        let hw = part.high_watermark();
+        let offset = if offset == HIGH_WATERMARK { hw } else { offset };
+        if !(0..=hw).contains(&offset) {
+            return Err(ErrorCode::OffsetOutOfRange);
+        }
+        part.log.delete_records_before(offset).map_err(|e| {
+            log::error!(
+                "[Broker {}] {topic}-{partition}: DeleteRecords failed: {e}",
+                self.broker_id
+            );
+            ErrorCode::UnknownServerError
+        })
     }
 }

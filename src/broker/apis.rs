@@ -29,6 +29,7 @@ use crate::protocol::controller::{
     StopReplicaRequest, UpdateMetadataRequest,
 };
 use crate::protocol::coordinator::is_coordinator_request;
+use crate::protocol::delete_records::DeleteRecordsRequest;
 use crate::protocol::fetch::FetchRequest;
 use crate::protocol::group_offsets::{OffsetCommitRequest, OffsetFetchRequest};
 use crate::protocol::header::{self, RequestHeader};
@@ -146,6 +147,8 @@ impl RequestHandler for KafkaApis {
                 DeleteTopicsRequest::decode(r, version)
             })
             .map(|req| self.handle_delete_topics(&req, version, out)),
+            header::DELETE_RECORDS => decode_v(frame, body_at, flex, DeleteRecordsRequest::decode)
+                .map(|req| self.handle_delete_records(&req, version, out)),
             header::CREATE_PARTITIONS => decode_v(frame, body_at, flex, |r| {
                 CreatePartitionsRequest::decode(r, version)
             })

@@ -244,6 +244,13 @@ impl Fetcher {
                         if let Err(e) = append_fetched(f, &p.message_set, p.high_watermark) {
                             log::error!("{tag} {}-{}: cannot append fetched data: {e}", tp.0, tp.1);
                         }
+                        // The leader's log start, moved by DeleteRecords or retention.
+                        if p.log_start_offset > f.partition.log.log_start_offset()
+                            && let Err(e) =
+                                f.partition.log.delete_records_before(p.log_start_offset)
+                        {
+                            log::error!("{tag} {}-{}: cannot move the log start: {e}", tp.0, tp.1);
+                        }
                     }
                     ErrorCode::OffsetOutOfRange => {
                         if let Err(e) = handle_offset_out_of_range(tag, chan, s.broker_id, f) {

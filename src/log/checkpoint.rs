@@ -1,5 +1,7 @@
-//! The high-watermark checkpoint file of a data directory (`replication-offset-checkpoint`, as
-//! Kafka names it): a version line, a count line, then `topic partition hw` per line.
+//! The checkpoint files of a data directory, as Kafka names and writes them: high watermarks
+//! (`replication-offset-checkpoint`) and log start offsets moved by DeleteRecords
+//! (`log-start-offset-checkpoint`): a version line, a count line, then `topic partition offset`
+//! per line.
 //!
 //! Written to a temporary file, synced and renamed, so a crash leaves either the old or the new
 //! checkpoint, never a torn one. A file that does not parse is reported and ignored (every high
@@ -9,13 +11,14 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
-pub const FILE_NAME: &str = "replication-offset-checkpoint";
+pub const HIGH_WATERMARKS: &str = "replication-offset-checkpoint";
+pub const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
 const VERSION: u32 = 0;
 
 pub type TopicPartition = (String, i32);
 
-pub fn write(dir: &Path, hws: &[(TopicPartition, i64)]) -> io::Result<()> {
-    let tmp = dir.join(format!("{FILE_NAME}.tmp"));
+pub fn write(dir: &Path, name: &str, hws: &[(TopicPartition, i64)]) -> io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
     let mut text = format!("{VERSION}\n{}\n", hws.len());
     for ((t, p), hw) in hws {
         text.push_str(&format!("{t} {p} {hw}\n"));
@@ -23,12 +26,12 @@ pub fn write(dir: &Path, hws: &[(TopicPartition, i64)]) -> io::Result<()> {
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
-    std::fs::rename(&tmp, dir.join(FILE_NAME))
+    std::fs::rename(&tmp, dir.join(name))
 }
 
 /// Reads the checkpoint; a missing file is an empty map, a malformed one an error naming why.
-pub fn read(dir: &Path) -> Result<HashMap<TopicPartition, i64>, String> {
-    let path = dir.join(FILE_NAME);
+pub fn read(dir: &Path, name: &str) -> Result<HashMap<TopicPartition, i64>, String> {
+    let path = dir.join(name);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(HashMap::new()),
@@ -71,12 +74,17 @@ mod tests {
     #[test]
     fn round_trip_and_garbage() {
         let d = tempfile::tempdir().unwrap();
-        write(d.path(), &[(("a".into(), 0), 5), (("b".into(), 3), 9)]).unwrap();
-        let m = read(d.path()).unwrap();
+        write(
+            d.path(),
+            HIGH_WATERMARKS,
+            &[(("a".into(), 0), 5), (("b".into(), 3), 9)],
+        )
+        .unwrap();
+        let m = read(d.path(), HIGH_WATERMARKS).unwrap();
         assert_eq!(m[&("b".to_owned(), 3)], 9);
-        std::fs::write(d.path().join(FILE_NAME), "0\n2\na 0 5\n").unwrap();
-        assert!(read(d.path()).is_err());
-        std::fs::write(d.path().join(FILE_NAME), "garbage").unwrap();
-        assert!(read(d.path()).is_err());
+        std::fs::write(d.path().join(HIGH_WATERMARKS), "0\n2\na 0 5\n").unwrap();
+        assert!(read(d.path(), HIGH_WATERMARKS).is_err());
+        std::fs::write(d.path().join(HIGH_WATERMARKS), "garbage").unwrap();
+        assert!(read(d.path(), HIGH_WATERMARKS).is_err());
     }
 }

@@ -51,10 +51,14 @@ impl LogManager {
         let mut checkpointed = HashMap::new();
         for dir in &cfg.log_dirs {
             std::fs::create_dir_all(dir)?;
-            match checkpoint::read(dir) {
+            match checkpoint::read(dir, checkpoint::HIGH_WATERMARKS) {
                 Ok(m) => checkpointed.extend(m),
                 Err(e) => log::warn!("ignoring unreadable high-watermark checkpoint: {e}"),
             }
+            let starts = checkpoint::read(dir, checkpoint::LOG_START_OFFSETS).unwrap_or_else(|e| {
+                log::warn!("ignoring unreadable log-start checkpoint: {e}");
+                HashMap::new()
+            });
             for entry in std::fs::read_dir(dir)? {
                 let entry = entry?;
                 if !entry.file_type()?.is_dir() {
@@ -70,6 +74,10 @@ impl LogManager {
                     continue;
                 };
                 let (l, _) = Log::open(entry.path(), &topic, partition, config.clone())?;
+                // Records deleted by DeleteRecords stay deleted across a restart.
+                if let Some(&start) = starts.get(&(topic.clone(), partition)) {
+                    l.delete_records_before(start)?;
+                }
                 logs.insert((topic, partition), Arc::new(l));
             }
         }
@@ -155,7 +163,8 @@ impl LogManager {
         hw.min(log.log_end_offset()).max(log.log_start_offset())
     }
 
-    /// Writes one checkpoint file per data directory with the given high watermarks.
+    /// Writes one checkpoint file per data directory with the given high watermarks, and one
+    /// with every log's start offset.
     pub fn checkpoint_high_watermarks(&self, hws: &[(TopicPartition, i64)]) -> io::Result<()> {
         let _g = self.checkpoint_lock.lock();
         let logs = self.logs.read();
@@ -165,7 +174,13 @@ impl LogManager {
                 .filter(|(tp, _)| logs.get(tp).is_some_and(|l| l.dir.starts_with(dir)))
                 .cloned()
                 .collect();
-            checkpoint::write(dir, &in_dir)?;
+            checkpoint::write(dir, checkpoint::HIGH_WATERMARKS, &in_dir)?;
+            let starts: Vec<_> = logs
+                .iter()
+                .filter(|(_, l)| l.dir.starts_with(dir))
+                .map(|(tp, l)| (tp.clone(), l.log_start_offset()))
+                .collect();
+            checkpoint::write(dir, checkpoint::LOG_START_OFFSETS, &starts)?;
         }
         Ok(())
     }

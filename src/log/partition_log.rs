@@ -73,6 +73,9 @@ pub struct Log {
     pub partition: i32,
     pub dir: PathBuf,
     config: LogConfig,
+    /// Where the log starts for readers when DeleteRecords moved it past the first
+    /// segment's base (-1: the first segment's base).
+    log_start: AtomicI64,
     /// The topic's settings over `config` and the broker's retention.
     pub overrides: super::overrides::LogOverrides,
     /// Sorted by base offset; never empty. The last one is the active segment.
@@ -155,6 +158,7 @@ impl Log {
             dir,
             config,
             overrides: Default::default(),
+            log_start: AtomicI64::new(-1),
             segments: RwLock::new(segments),
             log_end_offset: AtomicI64::new(leo),
             append_lock: Mutex::new(AppendState {
@@ -181,7 +185,31 @@ impl Log {
     }
 
     pub fn log_start_offset(&self) -> i64 {
-        self.segments.read()[0].base_offset
+        let base = self.segments.read()[0].base_offset;
+        base.max(self.log_start.load(Ordering::Acquire))
+    }
+
+    /// DeleteRecords (and a follower following its leader's): readers start at `offset`
+    /// (capped at the log end), and the segments wholly before it are deleted. Never moves
+    /// the start back. Returns the start after.
+    pub fn delete_records_before(&self, offset: i64) -> io::Result<i64> {
+        let _state = self.append_lock.lock();
+        let offset = offset.min(self.log_end_offset());
+        if offset <= self.log_start_offset() {
+            return Ok(self.log_start_offset());
+        }
+        self.log_start.store(offset, Ordering::Release);
+        let mut segs = self.segments.write();
+        while segs.len() > 1 && segs[1].base_offset <= offset {
+            segs.remove(0).delete_files()?;
+        }
+        drop(segs);
+        log::info!(
+            "[{}-{}] records before {offset} deleted; log now starts there",
+            self.topic,
+            self.partition
+        );
+        Ok(offset)
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -345,7 +373,9 @@ impl Log {
         let leo = self.log_end_offset();
         let (seg, start) = {
             let segs = self.segments.read();
-            let start = segs[0].base_offset;
+            let start = segs[0]
+                .base_offset
+                .max(self.log_start.load(Ordering::Acquire));
             let i = segs.partition_point(|s| s.base_offset <= offset);
             (i.checked_sub(1).map(|i| segs[i].clone()), start)
         };
@@ -383,6 +413,8 @@ impl Log {
         // at all).
         let offset = active.next_offset();
         self.log_end_offset.store(offset, Ordering::Release);
+        // A log cut below where DeleteRecords had moved its start now starts at its end.
+        self.log_start.fetch_min(offset, Ordering::AcqRel);
         drop(segs);
         // Batches past `offset` are gone, and with them their producers' sequences.
         state.producers = self.rebuild_producers()?;
@@ -410,6 +442,7 @@ impl Log {
             self.config.index_interval_bytes,
         )?));
         self.log_end_offset.store(offset, Ordering::Release);
+        self.log_start.store(-1, Ordering::Release);
         log::info!(
             "[{}-{}] log reset to start at offset {offset}",
             self.topic,
@@ -428,6 +461,8 @@ impl Log {
             .iter()
             .map(|s| (s.base_offset, millis(s.last_modified())))
             .collect();
+        // The first segment counts from where DeleteRecords left the log (Kafka's rule).
+        cands[0].0 = cands[0].0.max(self.log_start.load(Ordering::Acquire));
         if segs.last().is_some_and(|s| s.size() > 0) {
             cands.push((self.log_end_offset(), millis(SystemTime::now())));
         }

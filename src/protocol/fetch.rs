@@ -7,9 +7,10 @@
 
 use super::{DecodeResult, Reader, Writer, read_array, read_topics};
 
-/// The version gregor's own fetchers (followers, consumers, tools) send: the first that
-/// carries format v2 as stored, still in the classic encoding.
-pub const CLIENT_VERSION: i16 = 4;
+/// The version gregor's own fetchers (followers, consumers, tools) send: format v2 as stored
+/// (v4+) and the leader's log start offset (v5+, how a follower learns of DeleteRecords),
+/// still in the classic encoding.
+pub const CLIENT_VERSION: i16 = 5;
 
 /// replica_id of an ordinary consumer.
 pub const CONSUMER_REPLICA_ID: i32 = -1;

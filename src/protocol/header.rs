@@ -23,6 +23,7 @@ pub const LIST_GROUPS: i16 = 16;
 pub const API_VERSIONS: i16 = 18;
 pub const CREATE_TOPICS: i16 = 19;
 pub const DELETE_TOPICS: i16 = 20;
+pub const DELETE_RECORDS: i16 = 21;
 pub const INIT_PRODUCER_ID: i16 = 22;
 pub const DESCRIBE_CONFIGS: i16 = 32;
 pub const ALTER_CONFIGS: i16 = 33;
@@ -78,6 +79,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(API_VERSIONS, 0, 3, 3),
     api(CREATE_TOPICS, 0, 7, 5),
     api(DELETE_TOPICS, 0, 6, 4),
+    api(DELETE_RECORDS, 0, 2, 2),
     api(INIT_PRODUCER_ID, 0, 4, 2),
     api(DESCRIBE_CONFIGS, 0, 4, 4),
     api(ALTER_CONFIGS, 0, 2, 2),

@@ -12,6 +12,7 @@ pub mod api_versions;
 pub mod compression;
 pub mod controller;
 pub mod coordinator;
+pub mod delete_records;
 pub mod errors;
 pub mod fetch;
 pub mod group_admin;

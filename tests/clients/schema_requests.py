@@ -139,3 +139,10 @@ for v in range(0, 2):
         R(resource_type=2, resource_name="t", configs=[
             R.AlterableConfig(name="retention.ms", config_operation=0, value="1000"),
             R.AlterableConfig(name="segment.bytes", config_operation=1, value=None)])]))
+from kafka.protocol.admin import DeleteRecordsRequest
+
+for v in range(0, 3):
+    T = DeleteRecordsRequest.DeleteRecordsTopic
+    out(21, v, DeleteRecordsRequest(version=v, timeout_ms=30000, topics=[
+        T(name="t", partitions=[T.DeleteRecordsPartition(partition_index=0, offset=5),
+                                T.DeleteRecordsPartition(partition_index=1, offset=-1)])]))

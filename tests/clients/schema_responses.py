@@ -204,3 +204,11 @@ for key, cls, versions in ((33, AlterConfigsResponse, 3), (44, IncrementalAlterC
             R(error_code=0, error_message=None, resource_type=2, resource_name="t"),
             R(error_code=40, error_message="`retention.ms` must be an integer", resource_type=2,
               resource_name="u")]))
+from kafka.protocol.admin import DeleteRecordsResponse
+
+for v in range(0, 3):
+    T = DeleteRecordsResponse.DeleteRecordsTopicResult
+    P = T.DeleteRecordsPartitionResult
+    out(21, v, DeleteRecordsResponse(version=v, throttle_time_ms=0, topics=[
+        T(name="t", partitions=[P(partition_index=0, low_watermark=5, error_code=0),
+                                P(partition_index=1, low_watermark=-1, error_code=1)])]))
