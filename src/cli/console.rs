@@ -1,20 +1,15 @@
 //! `gregor produce`, `gregor consume` and `gregor status`: console tools in the habits of
 //! Kafka's scripts and kcat.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use clap::Args;
 
-use gregor::client::metadata::{fetch_metadata, list_offset, partition_leaders};
+use gregor::client::metadata::fetch_metadata;
+use gregor::client::partition_consumer::{PartitionConsumer, StartAt};
 use gregor::client::producer::{ProduceError, Producer, ProducerConfig};
-use gregor::network::BlockingChannel;
-use gregor::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
-use gregor::protocol::header::FETCH;
-use gregor::protocol::offsets::{EARLIEST_TIME, LATEST_TIME};
-use gregor::protocol::records::decode_deep;
-use gregor::protocol::{ErrorCode, compression};
+use gregor::protocol::compression;
 
 #[derive(Args)]
 pub struct ProduceArgs {
@@ -169,120 +164,39 @@ pub fn consume(a: ConsumeArgs) -> Result<(), String> {
         return Err("--whitelist and --from-beginning need --group".into());
     }
     let topic = a.topic.clone().ok_or("--topic is required")?;
-    let mut leaders = partition_leaders(
+    let start = match a.offset.as_str() {
+        "earliest" => StartAt::Earliest,
+        "latest" => StartAt::Latest,
+        n => StartAt::Offset(
+            n.parse()
+                .map_err(|_| format!("--offset must be earliest, latest or a number, got `{n}`"))?,
+        ),
+    };
+    let mut consumer = PartitionConsumer::new(
         &a.bootstrap,
         &topic,
+        a.partition,
+        start,
         "gregor-console-consumer",
-        Duration::from_secs(5),
     )?;
-    if let Some(p) = a.partition {
-        leaders.retain(|x, _| *x == p);
-        if leaders.is_empty() {
-            return Err(format!("topic `{topic}` has no partition {p}"));
-        }
-    }
-    let mut chans: BTreeMap<String, BlockingChannel> = BTreeMap::new();
-    let mut offsets: BTreeMap<i32, i64> = BTreeMap::new();
-    for (p, addr) in &leaders {
-        chan(addr, &mut chans)?;
-        let c = chans.get_mut(addr).expect("connected above");
-        let start = match a.offset.as_str() {
-            "earliest" => list_offset(c, &topic, *p, EARLIEST_TIME)?,
-            "latest" => list_offset(c, &topic, *p, LATEST_TIME)?,
-            n => n
-                .parse()
-                .map_err(|_| format!("--offset must be earliest, latest or a number, got `{n}`"))?,
-        };
-        offsets.insert(*p, start);
-    }
     let out = std::io::stdout();
     let mut out = out.lock();
     let mut seen = 0u64;
-    let mut at_end: BTreeMap<i32, bool> = BTreeMap::new();
     loop {
-        if a.max_messages.is_some_and(|n| seen >= n) {
-            return Ok(());
-        }
-        for (p, addr) in leaders.clone() {
-            chan(&addr, &mut chans)?;
-            let req = FetchRequest::new(
-                -1,
-                500,
-                1,
-                vec![(
-                    topic.clone(),
-                    vec![FetchPartition::new(p, offsets[&p], 1 << 20)],
-                )],
-            );
-            let v = fetch::CLIENT_VERSION;
-            let resp = match chans.get_mut(&addr).expect("connected above").call(
-                FETCH,
-                v,
-                &|b| req.encode(b, v),
-                |r| FetchResponse::decode(r, v),
-            ) {
-                Ok(r) => r,
-                Err(e) => {
-                    chans.remove(&addr);
-                    leaders = refresh(&a, &e.to_string())?;
-                    continue;
-                }
-            };
-            let part = &resp.topics[0].1[0];
-            match ErrorCode::from_code(part.error_code) {
-                ErrorCode::None => {}
-                ErrorCode::NotLeaderForPartition
-                | ErrorCode::LeaderNotAvailable
-                | ErrorCode::UnknownTopicOrPartition => {
-                    leaders = refresh(&a, "leader moved")?;
-                    continue;
-                }
-                e => return Err(format!("partition {p}: broker answered {e:?}")),
+        let round = consumer.poll()?;
+        for (p, m) in &round.messages {
+            if a.max_messages.is_some_and(|n| seen >= n) {
+                return Ok(());
             }
-            for m in decode_deep(&part.message_set).map_err(|e| format!("partition {p}: {e:?}"))? {
-                if m.offset < offsets[&p] {
-                    continue;
-                }
-                offsets.insert(p, m.offset + 1);
-                let at = format!("{p}:{}", m.offset);
-                print_record(&mut out, &a, &at, m.key.as_deref(), m.value.as_deref());
-                seen += 1;
-                if a.max_messages.is_some_and(|n| seen >= n) {
-                    return Ok(());
-                }
-            }
-            at_end.insert(p, offsets[&p] >= part.high_watermark);
+            let at = format!("{p}:{}", m.offset);
+            print_record(&mut out, &a, &at, m.key.as_deref(), m.value.as_deref());
+            seen += 1;
         }
         let _ = out.flush();
-        if a.exit_at_end && at_end.len() == leaders.len() && at_end.values().all(|e| *e) {
+        if a.max_messages.is_some_and(|n| seen >= n) || (a.exit_at_end && round.at_end) {
             return Ok(());
         }
     }
-}
-
-/// Opens a connection to `addr` unless one is open.
-fn chan(addr: &str, chans: &mut BTreeMap<String, BlockingChannel>) -> Result<(), String> {
-    if !chans.contains_key(addr) {
-        let c = BlockingChannel::connect(addr, "gregor-console-consumer", Duration::from_secs(30))
-            .map_err(|e| format!("{addr}: {e}"))?;
-        chans.insert(addr.to_owned(), c);
-    }
-    Ok(())
-}
-
-fn refresh(a: &ConsumeArgs, why: &str) -> Result<BTreeMap<i32, String>, String> {
-    log::info!("refreshing metadata: {why}");
-    std::thread::sleep(Duration::from_millis(200));
-    let mut l = partition_leaders(
-        &a.bootstrap,
-        a.topic.as_deref().unwrap_or_default(),
-        "gregor-console-consumer",
-        Duration::from_secs(30),
-    )?;
-    if let Some(p) = a.partition {
-        l.retain(|x, _| *x == p);
-    }
-    Ok(l)
 }
 
 pub fn status(a: StatusArgs) -> Result<(), String> {

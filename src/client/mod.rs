@@ -4,5 +4,6 @@
 pub mod admin;
 pub mod consumer;
 pub mod metadata;
+pub mod partition_consumer;
 pub mod partitioner;
 pub mod producer;
