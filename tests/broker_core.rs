@@ -406,6 +406,7 @@ fn a_stale_leader_and_isr_at_the_same_epoch_does_not_undo_the_leaders_isr_change
         isr: vec![1, 2],
         controller_epoch: 1,
     };
+    zkc.ensure_path(&paths::topic_path("s")).unwrap();
     paths::write_leader_and_isr(&zkc, "s", 0, &state, None).unwrap();
     let mut c = b.client();
     let command = vec![tps("s", 0, partition_state(1, 0, &[1, 2], &[1, 2], 1))];

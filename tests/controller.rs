@@ -187,6 +187,8 @@ fn a_conditional_leader_and_isr_write_that_loses_a_race_is_retried() {
         isr: vec![1, 2],
         controller_epoch: 1,
     };
+    // A partition's state lives under its topic's node.
+    zk.ensure_path(&paths::topic_path("t")).unwrap();
     paths::write_leader_and_isr(&zk, "t", 0, &first, None).unwrap();
     let mut seen = Vec::new();
     let tp = ("t".to_owned(), 0);
@@ -404,4 +406,35 @@ fn a_duplicate_broker_id_fails_without_disturbing_the_live_broker() {
     assert_eq!(reg.ephemeral_owner, owner);
     assert_eq!(c.state("t", 0).unwrap(), before);
     assert_eq!(c.client(2).produce(1, "t", 0, &[b"still leader"]).0, 0);
+}
+
+/// Writing a partition's first leader and ISR never brings back a topic deleted meanwhile:
+/// it used to create every missing parent, so an election racing a deletion (during a
+/// controller failover) left an empty `/brokers/topics/[topic]` that hid the deletion, and the
+/// live brokers kept the partition (seen in CI by
+/// `a_returning_broker_deletes_partitions_of_a_deleted_and_recreated_topic`).
+#[test]
+fn a_first_leader_write_never_recreates_a_deleted_topic() {
+    let c = Cluster::start("no-resurrect", 1, &[]);
+    let state = LeaderAndIsr {
+        leader: 1,
+        leader_epoch: 0,
+        isr: vec![1],
+        controller_epoch: 1,
+    };
+    let got = paths::write_leader_and_isr(&c.zk, "gone", 0, &state, None);
+    assert_eq!(got, Err(zookeeper::ZkError::NoNode));
+    assert!(c.zk.exists(&paths::topic_path("gone")).unwrap().is_none());
+    // Under a topic that exists, the first write creates the partition's node.
+    c.create_topic_on("here", "1");
+    c.wait_all_led("here");
+    c.zk.delete_recursive("/brokers/topics/here/0").unwrap();
+    let v = paths::write_leader_and_isr(&c.zk, "here", 0, &state, None).unwrap();
+    assert_eq!(v, 0);
+    assert_eq!(
+        paths::leader_and_isr(&c.zk, "here", 0)
+            .unwrap()
+            .map(|(l, _)| l),
+        Some(state)
+    );
 }

@@ -166,6 +166,16 @@ pub fn init_leaders(
             Err(ZkError::NodeExists) | Err(ZkError::BadVersion) => {
                 super::leader_and_isr::refresh(&c.zk, &mut c.ctx, tp)?;
             }
+            // The topic was deleted meanwhile: the TopicChange it caused deletes the partition.
+            Err(ZkError::NoNode) => {
+                log::info!(
+                    "[Controller epoch {}] {}-{}: topic deleted before its first leader",
+                    c.ctx.epoch,
+                    tp.0,
+                    tp.1
+                );
+                continue;
+            }
             Err(e) => return Err(e),
         }
         // step 2: LeaderAndIsr to the affected brokers.

@@ -212,6 +212,19 @@ impl ZkClient {
         )
     }
 
+    /// Creates `path` only if its parent exists (NoNode otherwise): for nodes under a topic,
+    /// which must not bring back a topic deleted meanwhile.
+    pub fn create_child(&self, path: &str, data: Vec<u8>) -> ZkResult<()> {
+        self.zk()
+            .create(
+                path,
+                data,
+                Acl::open_unsafe().clone(),
+                CreateMode::Persistent,
+            )
+            .map(|_| ())
+    }
+
     pub fn create_persistent(&self, path: &str, data: Vec<u8>) -> ZkResult<()> {
         if let Some((parent, _)) = path.rsplit_once('/')
             && !parent.is_empty()

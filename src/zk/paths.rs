@@ -212,7 +212,9 @@ pub fn leader_and_isr(
 }
 
 /// Writes the leader and ISR, conditionally on `version` when given (spec A step 3.3); returns
-/// the node's new version. Creates the node when `version` is `None` and it does not exist.
+/// the node's new version. Creates the node when `version` is `None` and it does not exist —
+/// but only under a topic node that exists: a topic deleted meanwhile gets NoNode, never a
+/// resurrected, empty `/brokers/topics/[topic]` (which hid the deletion from the controller).
 pub fn write_leader_and_isr(
     zk: &ZkClient,
     topic: &str,
@@ -224,7 +226,11 @@ pub fn write_leader_and_isr(
     match zk.set_data(&path, to_json(v), version) {
         Ok(stat) => Ok(stat.version),
         Err(ZkError::NoNode) if version.is_none() => {
-            zk.create_persistent(&path, to_json(v))?;
+            match zk.create_child(&format!("{}/{partition}", topic_path(topic)), Vec::new()) {
+                Ok(()) | Err(ZkError::NodeExists) => {}
+                Err(e) => return Err(e),
+            }
+            zk.create_child(&path, to_json(v))?;
             Ok(0)
         }
         Err(e) => Err(e),
