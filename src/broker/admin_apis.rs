@@ -25,10 +25,6 @@ use crate::protocol::delete_records::{
 use crate::protocol::map_topics;
 use crate::zk::{ids, paths, topic_config};
 
-/// Kafka's ConfigSource values.
-const SOURCE_TOPIC: i8 = 1;
-const SOURCE_DEFAULT: i8 = 5;
-
 /// Kafka's error code for each admin failure, with the message to show.
 fn admin_error(e: &AdminError) -> (ErrorCode, Option<String>) {
     let code = match e {
@@ -200,10 +196,7 @@ impl KafkaApis {
     fn config_entries(&self, set: &BTreeMap<String, String>) -> Vec<TopicConfigEntry> {
         topic_config::known_keys()
             .map(|k| {
-                let (value, source) = match set.get(k) {
-                    Some(v) => (v.clone(), SOURCE_TOPIC),
-                    None => (self.config.topic_default(k), SOURCE_DEFAULT),
-                };
+                let (value, source) = self.topic_value(set, k);
                 TopicConfigEntry {
                     name: k.to_owned(),
                     value: Some(value),

@@ -173,10 +173,7 @@ impl KafkaApis {
         Ok(topic_config::known_keys()
             .filter(|k| wanted(&res.keys, k))
             .map(|k| {
-                let (value, source) = match set.get(k) {
-                    Some(v) => (v.clone(), SOURCE_TOPIC),
-                    None => (self.config.topic_default(k), SOURCE_DEFAULT),
-                };
+                let (value, source) = self.topic_value(&set, k);
                 DescribedConfig {
                     name: k.to_owned(),
                     value: Some(value),
@@ -192,6 +189,15 @@ impl KafkaApis {
                 }
             })
             .collect())
+    }
+
+    /// A topic-level key's value: the topic's own (source DYNAMIC_TOPIC_CONFIG) or the broker's
+    /// default (DEFAULT_CONFIG).
+    pub(super) fn topic_value(&self, set: &BTreeMap<String, String>, key: &str) -> (String, i8) {
+        match set.get(key) {
+            Some(v) => (v.clone(), SOURCE_TOPIC),
+            None => (self.config.topic_default(key), SOURCE_DEFAULT),
+        }
     }
 
     /// This broker's settings; Kafka answers a broker resource only at that broker, and an

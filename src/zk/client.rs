@@ -225,20 +225,14 @@ impl ZkClient {
             .map(|_| ())
     }
 
+    /// Creates `path`, and its missing parents first.
     pub fn create_persistent(&self, path: &str, data: Vec<u8>) -> ZkResult<()> {
         if let Some((parent, _)) = path.rsplit_once('/')
             && !parent.is_empty()
         {
             self.ensure_path(parent)?;
         }
-        self.zk()
-            .create(
-                path,
-                data,
-                Acl::open_unsafe().clone(),
-                CreateMode::Persistent,
-            )
-            .map(|_| ())
+        self.create_child(path, data)
     }
 
     /// Creates an ephemeral node that this client re-creates in every new session. When the
