@@ -118,6 +118,7 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
                 partition: 0,
                 time: -1,
                 max_num_offsets: 2,
+                current_leader_epoch: -1,
             }],
         )],
     });
@@ -181,6 +182,7 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
                             partition: 0,
                             time: 1_600_000_000_000,
                             max_num_offsets: 1,
+                            current_leader_epoch: -1,
                         }],
                     )],
                 }

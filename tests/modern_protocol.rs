@@ -50,6 +50,7 @@ fn list_at(c: &mut Client, version: i16, topic: &str, time: i64) -> (i16, i64, i
                 partition: 0,
                 time,
                 max_num_offsets: 1,
+                current_leader_epoch: -1,
             }],
         )],
     };

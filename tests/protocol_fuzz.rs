@@ -191,6 +191,7 @@ fn samples() -> Vec<Vec<u8>> {
                     partition: 0,
                     time: -1,
                     max_num_offsets: 1,
+                    current_leader_epoch: -1,
                 }],
             )],
         }

@@ -23,6 +23,7 @@ use gregor::protocol::group_offsets::{
 use gregor::protocol::header::is_flexible;
 use gregor::protocol::init_producer_id::InitProducerIdRequest;
 use gregor::protocol::metadata::MetadataRequest;
+use gregor::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
 use gregor::protocol::offsets::ListOffsetsRequest;
 use gregor::protocol::produce::{ProduceRequest, TopicSets, encode_request};
 use gregor::protocol::{Reader, Writer};
@@ -94,6 +95,9 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
             .map_err(e)?
             .encode(&mut out, v),
         21 => DeleteRecordsRequest::decode(&mut r)
+            .map_err(e)?
+            .encode(&mut out, v),
+        23 => OffsetForLeaderEpochRequest::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out, v),
         37 => CreatePartitionsRequest::decode(&mut r, v)

@@ -22,7 +22,9 @@ use gregor::protocol::init_producer_id::InitProducerIdResponse;
 use gregor::protocol::metadata::MetadataResponse;
 use gregor::protocol::offsets::ListOffsetsResponse;
 use gregor::protocol::produce::ProduceResponse;
-use gregor::protocol::{admin_configs, admin_describe, admin_topics, delete_records};
+use gregor::protocol::{
+    admin_configs, admin_describe, admin_topics, delete_records, offset_for_leader_epoch,
+};
 
 /// gregor's decode then encode of one response body.
 fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
@@ -88,6 +90,10 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         21 => {
             let topics = delete_records::decode_delete_records_response(&mut r).map_err(e)?;
             delete_records::encode_delete_records_response(&mut out, &topics, v);
+        }
+        23 => {
+            let topics = offset_for_leader_epoch::decode_response(&mut r).map_err(e)?;
+            offset_for_leader_epoch::encode_response(&mut out, &topics, v);
         }
         37 => {
             let results = admin_topics::decode_create_partitions_response(&mut r).map_err(e)?;

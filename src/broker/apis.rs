@@ -35,6 +35,7 @@ use crate::protocol::group_offsets::{OffsetCommitRequest, OffsetFetchRequest};
 use crate::protocol::header::{self, RequestHeader};
 use crate::protocol::init_producer_id::InitProducerIdRequest;
 use crate::protocol::metadata::MetadataRequest;
+use crate::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
 use crate::protocol::offsets::ListOffsetsRequest;
 use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer};
 use crate::zk::{ZkClient, paths};
@@ -131,6 +132,10 @@ impl RequestHandler for KafkaApis {
                 InitProducerIdRequest::decode(r, version)
             })
             .map(|req| self.handle_init_producer_id(&req, version, out)),
+            header::OFFSET_FOR_LEADER_EPOCH => decode_v(frame, body_at, flex, |r| {
+                OffsetForLeaderEpochRequest::decode(r, version)
+            })
+            .map(|req| self.handle_offset_for_leader_epoch(&req, version, out)),
             header::OFFSET_COMMIT => decode_v(frame, body_at, flex, |r| {
                 OffsetCommitRequest::decode(r, version)
             })

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::apis::KafkaApis;
-use super::partition::{Partition, Role};
+use super::partition::Partition;
 use crate::log::LogError;
 use crate::network::Action;
 use crate::protocol::fetch::{self, FetchRequest, PartitionHead};
@@ -117,10 +117,11 @@ impl KafkaApis {
         o: &mut Vec<u8>,
     ) -> Result<usize, ErrorCode> {
         let part = self.partition(topic, p.partition)?;
+        part.check_leader(
+            p.current_leader_epoch,
+            replica_id != fetch::DEBUGGING_REPLICA_ID,
+        )?;
         let hw = part.high_watermark();
-        if replica_id != fetch::DEBUGGING_REPLICA_ID && part.role() != Role::Leader {
-            return Err(ErrorCode::NotLeaderForPartition);
-        }
         // Followers read to the log end offset; consumers only what the ISR has.
         let max_offset = (replica_id < 0).then_some(hw);
         if p.max_bytes < 0 {

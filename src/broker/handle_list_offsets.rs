@@ -2,7 +2,7 @@
 //! through each segment's time index.
 
 use super::apis::KafkaApis;
-use super::partition::{Partition, Role};
+use super::partition::Partition;
 use crate::network::Action;
 use crate::protocol::fetch;
 use crate::protocol::offsets::{
@@ -26,9 +26,10 @@ impl KafkaApis {
                 offsets: Vec::new(),
                 timestamp: -1,
                 offset: -1,
+                leader_epoch: -1,
             };
             let found = self
-                .leader_for_list_offsets(t, p.partition, req.replica_id)
+                .leader_for_list_offsets(t, p.partition, req.replica_id, p.current_leader_epoch)
                 .and_then(|part| {
                     if version == 0 {
                         answer.offsets =
@@ -38,6 +39,13 @@ impl KafkaApis {
                         let (offset, ts) =
                             self.offset_at_time(&part, p.time, version, req.replica_id)?;
                         (answer.offset, answer.timestamp) = (offset, ts);
+                        // The epoch that wrote the message found, or for the end the
+                        // latest (Kafka's answers; a consumer validates its position with it).
+                        answer.leader_epoch = match (offset, p.time) {
+                            (-1, _) => -1,
+                            (_, LATEST_TIME) => part.log.latest_epoch().unwrap_or(-1),
+                            _ => part.log.epoch_of(offset),
+                        };
                         Ok(())
                     }
                 });
@@ -55,11 +63,13 @@ impl KafkaApis {
         topic: &str,
         partition: i32,
         replica_id: i32,
+        current_leader_epoch: i32,
     ) -> Result<std::sync::Arc<Partition>, ErrorCode> {
         let part = self.partition(topic, partition)?;
-        if replica_id == fetch::CONSUMER_REPLICA_ID && part.role() != Role::Leader {
-            return Err(ErrorCode::NotLeaderForPartition);
-        }
+        part.check_leader(
+            current_leader_epoch,
+            replica_id == fetch::CONSUMER_REPLICA_ID,
+        )?;
         Ok(part)
     }
 

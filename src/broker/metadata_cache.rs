@@ -14,9 +14,6 @@ use crate::protocol::{BrokerInfo, ErrorCode};
 /// LeaderDuringDelete): the cache drops the partition.
 pub const LEADER_DURING_DELETE: i32 = -2;
 
-/// The leader epoch Metadata v7+ answers: unknown.
-const UNADVERTISED_LEADER_EPOCH: i32 = -1;
-
 struct Cache {
     brokers: Vec<BrokerInfo>,
     topics: BTreeMap<String, BTreeMap<i32, PartitionState>>,
@@ -173,10 +170,9 @@ fn partition_metadata(
         error_code: error.code(),
         partition,
         leader,
-        // Not advertised (-1, unknown) until OffsetForLeaderEpoch is served: a client that
-        // sees a leader epoch grow validates its position with that API (KIP-320), and
-        // kafka-python 3.0.12 stops fetching while it cannot.
-        leader_epoch: UNADVERTISED_LEADER_EPOCH,
+        // The controller's epoch for this leader: a client that sees it grow validates its
+        // position with OffsetForLeaderEpoch (KIP-320) and fences its fetches with it.
+        leader_epoch: s.leader_epoch,
         replicas,
         isr,
         offline_replicas: offline,

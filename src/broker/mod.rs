@@ -12,6 +12,7 @@ mod coordinator_apis;
 mod group_apis;
 pub mod group_offsets;
 mod handle_fetch;
+mod handle_leader_epochs;
 mod handle_list_offsets;
 mod handle_produce;
 mod isr;

@@ -13,6 +13,7 @@ use std::time::Instant;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::log::Log;
+use crate::protocol::ErrorCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -117,6 +118,30 @@ impl Partition {
 
     pub fn role(&self) -> Role {
         self.state.lock().role
+    }
+
+    /// KIP-320's fencing, then leadership (Kafka checks in that order): a request naming a
+    /// leader epoch (`current_leader_epoch` ≥ 0) older than ours is FENCED_LEADER_EPOCH, newer
+    /// UNKNOWN_LEADER_EPOCH (our LeaderAndIsr has not arrived yet); then, when
+    /// `require_leader`, NOT_LEADER_FOR_PARTITION unless we lead.
+    pub fn check_leader(
+        &self,
+        current_leader_epoch: i32,
+        require_leader: bool,
+    ) -> Result<(), ErrorCode> {
+        let st = self.state.lock();
+        if current_leader_epoch >= 0 {
+            if current_leader_epoch < st.leader_epoch {
+                return Err(ErrorCode::FencedLeaderEpoch);
+            }
+            if current_leader_epoch > st.leader_epoch {
+                return Err(ErrorCode::UnknownLeaderEpoch);
+            }
+        }
+        if require_leader && st.role != Role::Leader {
+            return Err(ErrorCode::NotLeaderForPartition);
+        }
+        Ok(())
     }
 
     /// The high watermark is the smallest log end offset in the ISR (architecture: data path

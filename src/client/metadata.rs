@@ -115,6 +115,7 @@ pub fn list_offset(
                 partition,
                 time,
                 max_num_offsets: 1,
+                current_leader_epoch: -1,
             }],
         )],
     };

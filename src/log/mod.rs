@@ -5,7 +5,9 @@
 pub mod checkpoint;
 mod idempotence;
 pub mod index;
+pub mod leader_epochs;
 pub mod manager;
+mod offset_lookup;
 pub mod overrides;
 pub mod partition_log;
 pub mod producer_state;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::leader_epochs::LeaderEpochCache;
 use super::producer_state::{Check, ProducerError, ProducerStates};
 use super::segment::{Recovered, Segment};
 use crate::protocol::{message, record_batch};
@@ -75,21 +76,23 @@ pub struct Log {
     config: LogConfig,
     /// Where the log starts for readers when DeleteRecords moved it past the first
     /// segment's base (-1: the first segment's base).
-    log_start: AtomicI64,
+    pub(super) log_start: AtomicI64,
     /// The topic's settings over `config` and the broker's retention.
     pub overrides: super::overrides::LogOverrides,
     /// Sorted by base offset; never empty. The last one is the active segment.
-    segments: RwLock<Vec<Arc<Segment>>>,
+    pub(super) segments: RwLock<Vec<Arc<Segment>>>,
     /// Offset the next message gets (LEO). Published after the bytes are in the segment.
     log_end_offset: AtomicI64,
     pub(super) append_lock: Mutex<AppendState>,
 }
 
-/// Appender-side state: the flush policy's bookkeeping and the idempotent producers'.
+/// Appender-side state: the flush policy's bookkeeping, the idempotent producers' and the
+/// leader epochs'.
 pub(super) struct AppendState {
     unflushed_messages: u64,
     last_flush: Instant,
     pub(super) producers: ProducerStates,
+    pub(super) epochs: LeaderEpochCache,
 }
 
 /// Where a partition's directory lives, by Kafka's naming.
@@ -165,9 +168,11 @@ impl Log {
                 unflushed_messages: 0,
                 last_flush: Instant::now(),
                 producers: ProducerStates::default(),
+                epochs: LeaderEpochCache::default(),
             }),
         };
         log.load_producers()?;
+        log.load_leader_epochs()?;
         Ok((log, recovered))
     }
 
@@ -193,7 +198,7 @@ impl Log {
     /// (capped at the log end), and the segments wholly before it are deleted. Never moves
     /// the start back. Returns the start after.
     pub fn delete_records_before(&self, offset: i64) -> io::Result<i64> {
-        let _state = self.append_lock.lock();
+        let mut state = self.append_lock.lock();
         let offset = offset.min(self.log_end_offset());
         if offset <= self.log_start_offset() {
             return Ok(self.log_start_offset());
@@ -204,6 +209,9 @@ impl Log {
             segs.remove(0).delete_files()?;
         }
         drop(segs);
+        if state.epochs.truncate_from_start(offset) {
+            state.epochs.write(&self.dir)?;
+        }
         log::info!(
             "[{}-{}] records before {offset} deleted; log now starts there",
             self.topic,
@@ -302,7 +310,7 @@ impl Log {
         // The leader checked these batches; a follower only keeps the state it would need
         // if it became leader.
         self.record_producers(&mut flush.producers, set);
-        Ok(())
+        self.record_epochs(&mut flush.epochs, set)
     }
 
     fn append_locked(
@@ -399,6 +407,11 @@ impl Log {
     /// `log_end_offset` tells which. Segments wholly above it are deleted.
     pub fn truncate_to(&self, offset: i64) -> io::Result<()> {
         let mut state = self.append_lock.lock();
+        // Epochs said to begin at or past the cut go even when no message does (a leader's
+        // epoch that never appended anything).
+        if state.epochs.truncate_from_end(offset) {
+            state.epochs.write(&self.dir)?;
+        }
         if offset >= self.log_end_offset() {
             return Ok(());
         }
@@ -416,8 +429,11 @@ impl Log {
         // A log cut below where DeleteRecords had moved its start now starts at its end.
         self.log_start.fetch_min(offset, Ordering::AcqRel);
         drop(segs);
-        // Batches past `offset` are gone, and with them their producers' sequences.
+        // Batches past `offset` are gone, and with them their producers' sequences and epochs.
         state.producers = self.rebuild_producers()?;
+        if state.epochs.truncate_from_end(offset) {
+            state.epochs.write(&self.dir)?;
+        }
         log::info!(
             "[{}-{}] truncated log to offset {offset}",
             self.topic,
@@ -432,6 +448,8 @@ impl Log {
         let mut state = self.append_lock.lock();
         state.producers = ProducerStates::default();
         super::producer_state::delete_snapshots(&self.dir)?;
+        state.epochs.clear();
+        state.epochs.write(&self.dir)?;
         let mut segs = self.segments.write();
         for s in segs.drain(..) {
             s.delete_files()?;
@@ -449,65 +467,6 @@ impl Log {
             self.partition
         );
         Ok(())
-    }
-
-    /// ListOffsets v0 semantics: candidates are each segment's base offset with its last
-    /// modification time, plus (LEO, now) when the active segment is not empty; answer up to
-    /// `max` of them, newest first, starting at the newest whose time is <= `time` (-1 latest,
-    /// -2 earliest).
-    pub fn offsets_before(&self, time: i64, max: usize) -> Vec<i64> {
-        let segs = self.segments.read().clone();
-        let mut cands: Vec<(i64, i64)> = segs
-            .iter()
-            .map(|s| (s.base_offset, millis(s.last_modified())))
-            .collect();
-        // The first segment counts from where DeleteRecords left the log (Kafka's rule).
-        cands[0].0 = cands[0].0.max(self.log_start.load(Ordering::Acquire));
-        if segs.last().is_some_and(|s| s.size() > 0) {
-            cands.push((self.log_end_offset(), millis(SystemTime::now())));
-        }
-        let start = match time {
-            -1 => cands.len().checked_sub(1),
-            -2 => (!cands.is_empty()).then_some(0),
-            t => cands.iter().rposition(|c| c.1 <= t),
-        };
-        match start {
-            None => Vec::new(),
-            Some(i) => cands[..=i].iter().rev().take(max).map(|c| c.0).collect(),
-        }
-    }
-
-    /// ListOffsets by time (v1+): the first message at or after `target` ms, as (offset,
-    /// timestamp), searching the first segment whose largest timestamp reaches it. `None`
-    /// when no message is that recent (or none has a timestamp).
-    pub fn offset_for_timestamp(&self, target: i64) -> io::Result<Option<(i64, i64)>> {
-        let segs = self.segments.read().clone();
-        for s in &segs {
-            if s.max_timestamp().0 >= target {
-                return s.find_by_timestamp(target);
-            }
-        }
-        Ok(None)
-    }
-
-    /// ListOffsets' MAX_TIMESTAMP (-3): the first message carrying the largest timestamp of
-    /// the log, as (offset, timestamp).
-    pub fn max_timestamp_offset(&self) -> io::Result<Option<(i64, i64)>> {
-        let segs = self.segments.read().clone();
-        let Some(best) = segs
-            .iter()
-            .filter(|s| s.max_timestamp().0 >= 0)
-            .reduce(|a, b| {
-                if b.max_timestamp().0 > a.max_timestamp().0 {
-                    b
-                } else {
-                    a
-                }
-            })
-        else {
-            return Ok(None);
-        };
-        best.find_by_timestamp(best.max_timestamp().0)
     }
 
     pub fn flush(&self) -> io::Result<()> {
@@ -533,7 +492,7 @@ impl Log {
         retention: Option<Duration>,
         retention_bytes: Option<u64>,
     ) -> io::Result<usize> {
-        let _guard = self.append_lock.lock();
+        let mut state = self.append_lock.lock();
         let mut segs = self.segments.write();
         let mut total: u64 = segs.iter().map(|s| s.size()).sum();
         let now = SystemTime::now();
@@ -555,6 +514,9 @@ impl Log {
             deleted += 1;
         }
         if deleted > 0 {
+            if state.epochs.truncate_from_start(segs[0].base_offset) {
+                state.epochs.write(&self.dir)?;
+            }
             log::info!(
                 "[{}-{}] retention deleted {deleted} segment(s); log now starts at {}",
                 self.topic,
@@ -564,9 +526,4 @@ impl Log {
         }
         Ok(deleted)
     }
-}
-
-fn millis(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -47,6 +47,10 @@ pub enum ErrorCode {
     InvalidProducerEpoch = 47,
     UnknownProducerId = 59,
     FetchSessionIdNotFound = 70,
+    /// The leader epoch a request names is older than the partition's (KIP-320).
+    FencedLeaderEpoch = 74,
+    /// The leader epoch a request names is newer than this broker knows of yet.
+    UnknownLeaderEpoch = 75,
     UnsupportedCompressionType = 76,
     NonEmptyGroup = 68,
     GroupIdNotFound = 69,
@@ -109,6 +113,8 @@ impl ErrorCode {
             47 => InvalidProducerEpoch,
             59 => UnknownProducerId,
             70 => FetchSessionIdNotFound,
+            74 => FencedLeaderEpoch,
+            75 => UnknownLeaderEpoch,
             76 => UnsupportedCompressionType,
             69 => GroupIdNotFound,
             79 => MemberIdRequired,

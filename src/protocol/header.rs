@@ -25,6 +25,7 @@ pub const CREATE_TOPICS: i16 = 19;
 pub const DELETE_TOPICS: i16 = 20;
 pub const DELETE_RECORDS: i16 = 21;
 pub const INIT_PRODUCER_ID: i16 = 22;
+pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
 pub const DESCRIBE_CONFIGS: i16 = 32;
 pub const ALTER_CONFIGS: i16 = 33;
 pub const CREATE_PARTITIONS: i16 = 37;
@@ -81,6 +82,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DELETE_TOPICS, 0, 6, 4),
     api(DELETE_RECORDS, 0, 2, 2),
     api(INIT_PRODUCER_ID, 0, 4, 2),
+    api(OFFSET_FOR_LEADER_EPOCH, 2, 4, 4),
     api(DESCRIBE_CONFIGS, 0, 4, 4),
     api(ALTER_CONFIGS, 0, 2, 2),
     api(CREATE_PARTITIONS, 0, 3, 2),

@@ -22,6 +22,7 @@ pub mod header;
 pub mod init_producer_id;
 pub mod message;
 pub mod metadata;
+pub mod offset_for_leader_epoch;
 pub mod offsets;
 pub mod primitives;
 pub mod produce;

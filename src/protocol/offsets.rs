@@ -19,6 +19,8 @@ pub struct OffsetsPartition {
     pub time: i64,
     /// v0 only.
     pub max_num_offsets: i32,
+    /// v4+: the leader epoch the asker believes current (-1: no fencing).
+    pub current_leader_epoch: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +39,7 @@ impl ListOffsetsRequest {
         write_topics_v(out, flex, &self.topics, |o, p| {
             o.put_i32(p.partition);
             if version >= 4 {
-                o.put_i32(-1); // current_leader_epoch: unknown
+                o.put_i32(p.current_leader_epoch);
             }
             o.put_i64(p.time);
             if version == 0 {
@@ -56,9 +58,11 @@ impl ListOffsetsRequest {
         }
         let topics = read_topics(r, 12, |r| {
             let partition = r.i32("partition")?;
-            if version >= 4 {
-                r.i32("current_leader_epoch")?;
-            }
+            let current_leader_epoch = if version >= 4 {
+                r.i32("current_leader_epoch")?
+            } else {
+                -1
+            };
             let time = r.i64("timestamp")?;
             let max_num_offsets = if version == 0 {
                 r.i32("max_num_offsets")?
@@ -70,6 +74,7 @@ impl ListOffsetsRequest {
                 partition,
                 time,
                 max_num_offsets,
+                current_leader_epoch,
             })
         })?;
         r.tags()?;
@@ -99,6 +104,8 @@ pub struct OffsetsPartitionResponse {
     pub timestamp: i64,
     /// v1+: its offset, -1 when none.
     pub offset: i64,
+    /// v4+: the leader epoch of the message at `offset` (-1: unknown).
+    pub leader_epoch: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,7 +132,7 @@ impl ListOffsetsResponse {
                 o.put_i64(p.offset);
             }
             if version >= 4 {
-                o.put_i32(-1); // leader_epoch: not tracked yet
+                o.put_i32(p.leader_epoch);
             }
             o.put_tags(flex);
         });
@@ -146,9 +153,11 @@ impl ListOffsetsResponse {
                 timestamp = r.i64("timestamp")?;
                 offset = r.i64("offset")?;
             }
-            if version >= 4 {
-                r.i32("leader_epoch")?;
-            }
+            let leader_epoch = if version >= 4 {
+                r.i32("leader_epoch")?
+            } else {
+                -1
+            };
             r.tags()?;
             Ok(OffsetsPartitionResponse {
                 partition,
@@ -156,6 +165,7 @@ impl ListOffsetsResponse {
                 offsets,
                 timestamp,
                 offset,
+                leader_epoch,
             })
         })?;
         r.tags()?;
@@ -196,6 +206,7 @@ mod tests {
                             EARLIEST_TIME
                         },
                         max_num_offsets: 1,
+                        current_leader_epoch: -1,
                     }],
                 )],
             };
@@ -217,6 +228,7 @@ mod tests {
                         offsets: if v0 { vec![10, 0] } else { Vec::new() },
                         timestamp: if v0 { -1 } else { 1_700_000_000_000 },
                         offset: if v0 { -1 } else { 10 },
+                        leader_epoch: -1,
                     }],
                 )],
             };
@@ -244,6 +256,7 @@ mod tests {
                     partition: 3,
                     time: LATEST_TIME,
                     max_num_offsets: 1,
+                    current_leader_epoch: -1,
                 }],
             )],
         };

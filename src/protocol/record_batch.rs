@@ -250,6 +250,18 @@ pub fn producer_meta(header: &[u8]) -> Option<ProducerMeta> {
     })
 }
 
+/// (partition leader epoch, base offset) of a format v2 batch header; `None` for a message
+/// of format 0 or 1, which carries no epoch.
+pub fn header_epoch(header: &[u8]) -> Option<(i32, i64)> {
+    if header.len() <= MAGIC_AT || header[MAGIC_AT] as i8 != MAGIC {
+        return None;
+    }
+    Some((
+        BigEndian::read_i32(&header[PLE_AT..]),
+        BigEndian::read_i64(header),
+    ))
+}
+
 /// What the leader learned about a produced batch while validating it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValidBatch {

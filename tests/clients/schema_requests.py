@@ -18,7 +18,7 @@ for v in range(0, 13):
                               include_topic_authorized_operations=False))
 for v in range(0, 8):
     T = ListOffsetsRequest.ListOffsetsTopic
-    parts = [T.ListOffsetsPartition(partition_index=3, current_leader_epoch=-1, timestamp=-2,
+    parts = [T.ListOffsetsPartition(partition_index=3, current_leader_epoch=2, timestamp=-2,
                                     max_num_offsets=1)]
     out(2, v, ListOffsetsRequest(version=v, replica_id=-1, isolation_level=0,
                                  topics=[T(name="t", partitions=parts)]))
@@ -50,7 +50,7 @@ from kafka.protocol.consumer import FetchRequest
 
 for v in range(0, 13):
     T = FetchRequest.FetchTopic
-    parts = [T.FetchPartition(partition=2, current_leader_epoch=-1, fetch_offset=7,
+    parts = [T.FetchPartition(partition=2, current_leader_epoch=5, fetch_offset=7,
                               last_fetched_epoch=-1, log_start_offset=-1,
                               partition_max_bytes=1048576)]
     out(1, v, FetchRequest(version=v, replica_id=-1, max_wait_ms=500, min_bytes=1,
@@ -146,3 +146,11 @@ for v in range(0, 3):
     out(21, v, DeleteRecordsRequest(version=v, timeout_ms=30000, topics=[
         T(name="t", partitions=[T.DeleteRecordsPartition(partition_index=0, offset=5),
                                 T.DeleteRecordsPartition(partition_index=1, offset=-1)])]))
+from kafka.protocol.consumer import OffsetForLeaderEpochRequest
+
+for v in range(2, 5):
+    T = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    out(23, v, OffsetForLeaderEpochRequest(version=v, replica_id=-1, topics=[
+        T(topic="t", partitions=[
+            T.OffsetForLeaderPartition(partition=0, current_leader_epoch=7, leader_epoch=5),
+            T.OffsetForLeaderPartition(partition=2, current_leader_epoch=-1, leader_epoch=0)])]))

@@ -5,7 +5,7 @@ gregor's. Prints one line per (api key, version): `KEY VERSION HEX`. The Rust te
 again with the broker's encoder, and the bytes must be the same.
 
 The values are what gregor's broker puts in the fields it does not track (throttle 0, no
-aborted transactions, leader epochs -1, authorized operations unknown: the schemas' default), so a difference is a
+aborted transactions, authorized operations unknown: the schemas' default), so a difference is a
 difference in layout."""
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteGroupsResponse
 from kafka.protocol.admin import DeleteTopicsResponse, DescribeGroupsResponse, ListGroupsResponse
@@ -47,7 +47,7 @@ for v in range(0, 8):
     T = ListOffsetsResponse.ListOffsetsTopicResponse
     P = T.ListOffsetsPartitionResponse
     parts = [P(partition_index=3, error_code=0, old_style_offsets=[17, 0], timestamp=-1,
-               offset=17, leader_epoch=-1)]
+               offset=17, leader_epoch=4)]
     if v > 0:
         parts[0].old_style_offsets = []
     out(2, v, ListOffsetsResponse(version=v, throttle_time_ms=0,
@@ -57,7 +57,7 @@ for v in range(0, 13):
     B = MetadataResponse.MetadataResponseBroker
     T = MetadataResponse.MetadataResponseTopic
     P = T.MetadataResponsePartition
-    parts = [P(error_code=0, partition_index=0, leader_id=2, leader_epoch=-1,
+    parts = [P(error_code=0, partition_index=0, leader_id=2, leader_epoch=3,
                replica_nodes=[2, 1, 3], isr_nodes=[2, 1], offline_replicas=[3]),
              P(error_code=5, partition_index=1, leader_id=-1, leader_epoch=-1,
                replica_nodes=[3], isr_nodes=[], offline_replicas=[3])]
@@ -212,3 +212,11 @@ for v in range(0, 3):
     out(21, v, DeleteRecordsResponse(version=v, throttle_time_ms=0, topics=[
         T(name="t", partitions=[P(partition_index=0, low_watermark=5, error_code=0),
                                 P(partition_index=1, low_watermark=-1, error_code=1)])]))
+from kafka.protocol.consumer import OffsetForLeaderEpochResponse
+
+for v in range(2, 5):
+    T = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+    P = T.EpochEndOffset
+    out(23, v, OffsetForLeaderEpochResponse(version=v, throttle_time_ms=0, topics=[
+        T(topic="t", partitions=[P(error_code=0, partition=0, leader_epoch=5, end_offset=120),
+                                 P(error_code=74, partition=1, leader_epoch=-1, end_offset=-1)])]))

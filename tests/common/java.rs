@@ -57,12 +57,13 @@ impl JavaProgram {
 
     /// Runs it with `args` under a deadline: (success, stdout, stderr).
     pub fn run(&self, args: &[&str], limit: Duration) -> (bool, String, String) {
-        run_with_deadline(
-            Command::new("java")
-                .args(["-cp", &self.classpath, &self.class])
-                .args(args),
-            "",
-            limit,
-        )
+        run_with_deadline(&mut self.command(args), "", limit)
+    }
+
+    /// The command that runs it, for a test that talks to it while it runs.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("java");
+        cmd.args(["-cp", &self.classpath, &self.class]).args(args);
+        cmd
     }
 }

@@ -583,6 +583,7 @@ impl Client {
                     partition,
                     time,
                     max_num_offsets: 1,
+                    current_leader_epoch: -1,
                 }],
             )],
         };

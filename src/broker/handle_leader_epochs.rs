@@ -1,0 +1,44 @@
+//! OffsetForLeaderEpoch (key 23): where an epoch ends in this leader's log, from the
+//! partition's leader-epoch cache (`log::leader_epochs`).
+
+use super::apis::KafkaApis;
+use crate::network::Action;
+use crate::protocol::map_topics;
+use crate::protocol::offset_for_leader_epoch::{
+    EpochEndOffset, OffsetForLeaderEpochRequest, encode_response,
+};
+
+/// `replica_id` of a request that may be answered by a follower (Kafka's DEBUGGING id, and
+/// what a v2 request, which has no `replica_id`, is read as).
+const ANY_REPLICA: i32 = -2;
+
+impl KafkaApis {
+    /// Each partition: fenced by `current_leader_epoch` (KIP-320), answered by the leader
+    /// only (unless the asker is the debugging id), then the largest epoch ≤ the one asked and
+    /// where it ends (-1, -1 when undefined; the latest epoch ends at the log end offset).
+    pub(super) fn handle_offset_for_leader_epoch(
+        &self,
+        req: &OffsetForLeaderEpochRequest,
+        version: i16,
+        out: &mut Vec<u8>,
+    ) -> Action {
+        let topics = map_topics(&req.topics, |t, q| {
+            let answer = self.partition(t, q.partition).and_then(|part| {
+                part.check_leader(q.current_leader_epoch, req.replica_id != ANY_REPLICA)?;
+                Ok(part.log.end_offset_for_epoch(q.leader_epoch))
+            });
+            let (error_code, (leader_epoch, end_offset)) = match answer {
+                Ok(found) => (0, found),
+                Err(e) => (e.code(), crate::log::leader_epochs::UNDEFINED),
+            };
+            EpochEndOffset {
+                error_code,
+                partition: q.partition,
+                leader_epoch,
+                end_offset,
+            }
+        });
+        encode_response(out, &topics, version);
+        Action::Respond
+    }
+}

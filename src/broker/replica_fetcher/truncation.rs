@@ -1,0 +1,158 @@
+//! A new follower's first step (KIP-101, KIP-279): before fetching, ask the leader where our
+//! latest leader epoch ends in its log (OffsetForLeaderEpoch) and cut our log there. What
+//! our log holds past that point was written in an epoch the leader's log does not continue:
+//! it diverges, whether or not it lies below our high watermark.
+//!
+//! When the leader's answer names an older epoch than the one asked (it never had ours), we
+//! ask again about our own largest epoch at or below it, until both sides name an epoch they
+//! share: the cut is then the smaller of the two ends of that epoch. When either side has no
+//! epoch to offer (format 0 and 1 messages carry none), the comparison of `verify_held` is
+//! all there is, as before leader epochs. It stays in force after the cut as well: what we
+//! hold above the high watermark is still compared entry by entry with the leader's.
+
+use super::{Fetcher, Followed, TopicPartition};
+use crate::network::BlockingChannel;
+use crate::protocol::ErrorCode;
+use crate::protocol::header::OFFSET_FOR_LEADER_EPOCH;
+use crate::protocol::offset_for_leader_epoch::{
+    self as ofle, EpochEndOffset, EpochQuery, OffsetForLeaderEpochRequest,
+};
+
+impl Fetcher {
+    /// Whether some partition still waits for its epoch answer (it is not fetched until then).
+    pub(super) fn epochs_pending(&self) -> bool {
+        self.partitions
+            .lock()
+            .values()
+            .any(|f| f.ask_epoch.is_some())
+    }
+
+    /// One OffsetForLeaderEpoch round for every partition waiting for it; `Err` when the
+    /// call itself failed (the connection is then of no further use).
+    pub(super) fn truncate_by_epochs(
+        &self,
+        tag: &str,
+        chan: &mut BlockingChannel,
+        me: i32,
+    ) -> Result<(), String> {
+        let waiting: Vec<_> = self
+            .partitions
+            .lock()
+            .iter()
+            .filter_map(|(tp, f)| f.ask_epoch.map(|e| (tp.clone(), e, f.partition.clone())))
+            .collect();
+        // The partition's state lock is taken outside ours: a LeaderAndIsr holds it while it
+        // removes partitions from fetchers.
+        let asked: Vec<(TopicPartition, i32, i32)> = waiting
+            .into_iter()
+            .map(|(tp, e, p)| (tp, e, p.lock().leader_epoch))
+            .collect();
+        if asked.is_empty() {
+            return Ok(());
+        }
+        let mut topics: Vec<(String, Vec<EpochQuery>)> = Vec::new();
+        for ((t, p), epoch, current) in &asked {
+            let q = EpochQuery {
+                partition: *p,
+                current_leader_epoch: *current,
+                leader_epoch: *epoch,
+            };
+            match topics.iter_mut().find(|x| &x.0 == t) {
+                Some(x) => x.1.push(q),
+                None => topics.push((t.clone(), vec![q])),
+            }
+        }
+        let req = OffsetForLeaderEpochRequest {
+            replica_id: me,
+            topics,
+        };
+        let answer = chan.call(
+            OFFSET_FOR_LEADER_EPOCH,
+            ofle::CLIENT_VERSION,
+            &|b| req.encode(b, ofle::CLIENT_VERSION),
+            ofle::decode_response,
+        );
+        let topics = answer.map_err(|e| e.to_string())?;
+        let mut parts = self.partitions.lock();
+        for (topic, answers) in topics {
+            for a in answers {
+                let tp = (topic.clone(), a.partition);
+                let asked_epoch = asked.iter().find(|x| x.0 == tp).map(|x| x.1);
+                let Some(f) = parts.get_mut(&tp) else {
+                    continue;
+                };
+                if asked_epoch.is_none() || f.ask_epoch != asked_epoch {
+                    continue; // followed anew meanwhile
+                }
+                if let Err(e) = apply_epoch_answer(tag, f, &a) {
+                    log::error!("{tag} {}-{}: cannot truncate by epoch: {e}", tp.0, tp.1);
+                    f.ask_epoch = None;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// After repeated failed calls (a leader that does not serve OffsetForLeaderEpoch closes
+    /// the connection), the waiting partitions go on without epochs: the comparison decides,
+    /// and replication never stops for want of an answer.
+    pub(super) fn abandon_epochs(&self, tag: &str, why: &str) {
+        log::warn!("{tag} OffsetForLeaderEpoch failed ({why}); checking our logs by comparison");
+        for f in self.partitions.lock().values_mut() {
+            f.ask_epoch = None;
+        }
+    }
+}
+
+/// Acts on the leader's answer about `f.ask_epoch`: cut, ask again about an older epoch, or
+/// fall back to the comparison. An error code leaves the question pending for the next round.
+fn apply_epoch_answer(tag: &str, f: &mut Followed, a: &EpochEndOffset) -> std::io::Result<()> {
+    let (t, p) = (&f.partition.topic, f.partition.partition);
+    let asked = f.ask_epoch.unwrap_or(-1);
+    match ErrorCode::from_code(a.error_code) {
+        ErrorCode::None => {}
+        e => {
+            log::debug!(
+                "{tag} {t}-{p}: OffsetForLeaderEpoch({asked}) answered {e:?}; asking again"
+            );
+            return Ok(());
+        }
+    }
+    if a.leader_epoch < 0 || a.end_offset < 0 {
+        log::info!(
+            "{tag} {t}-{p}: the leader has no epoch at or below {asked}; our log is checked by comparison"
+        );
+        f.ask_epoch = None;
+        return Ok(());
+    }
+    let log = f.partition.log.clone();
+    let (ours, our_end) = log.end_offset_for_epoch(a.leader_epoch);
+    if ours != a.leader_epoch {
+        // The leader never had epoch `asked` (KIP-279): ask about our largest epoch at or
+        // below the one it named. Each round asks an older epoch, so this ends.
+        f.ask_epoch = (ours >= 0 && ours < asked).then_some(ours);
+        if f.ask_epoch.is_none() {
+            log::info!(
+                "{tag} {t}-{p}: no epoch shared with the leader; our log is checked by comparison"
+            );
+        }
+        return Ok(());
+    }
+    let cut = a.end_offset.min(our_end);
+    let leo = log.log_end_offset();
+    log.truncate_to(cut)?;
+    let end = log.log_end_offset();
+    if end < leo {
+        log::warn!(
+            "{tag} {t}-{p}: epoch {} ends at {} in the leader's log: our log cut from {leo} to {end}",
+            a.leader_epoch,
+            a.end_offset
+        );
+    }
+    f.fetch_offset = f.fetch_offset.min(end);
+    f.verify_until = f.verify_until.min(end);
+    f.partition
+        .set_high_watermark(f.partition.high_watermark().min(end));
+    f.ask_epoch = None;
+    Ok(())
+}
