@@ -3,8 +3,10 @@
 # and BENCH_BASE_PORT..+2) and prints one table: 100-byte messages produced with
 # (replication 1, acks 1), (3, 1) and (3, all); consumer throughput; the RF 1 produce case driven
 # by kcat; and the machine's own ceiling measured in the same run (raw loopback TCP, sequential
-# disk write + fsync of the same bytes), every figure also as a share of that ceiling.
-#   BENCH_MESSAGES (default 2000000) messages per case.
+# disk write + fsync of the same bytes), every figure also as a share of that ceiling; then
+# end-to-end latency (gregor perf e2e) through one partition with replication 3 and acks=all at
+# 10 K and 50 K messages a second.
+#   BENCH_MESSAGES (default 2000000) messages per case; BENCH_E2E_SECONDS (default 10) per rate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -27,6 +29,7 @@ b="127.0.0.1:$BASE_PORT"
 "$bin" topics --zookeeper "$zk" --create --topic rf1 --replica-assignment 1 >/dev/null
 "$bin" topics --zookeeper "$zk" --create --topic rf3 --replica-assignment 1:2:3 >/dev/null
 "$bin" topics --zookeeper "$zk" --create --topic kc --replica-assignment 1 >/dev/null
+"$bin" topics --zookeeper "$zk" --create --topic lat --replica-assignment 1:2:3 >/dev/null
 
 # "N messages, X msg/s, Y MB/s, ..." -> "X Y"
 rates() { sed -E 's/^[0-9]+ messages, ([0-9]+) msg\/s, ([0-9.]+) MB\/s.*/\1 \2/'; }
@@ -44,6 +47,15 @@ t0=$(date +%s.%N)
 kcat -P -b "$b" -t kc -X acks=1 -l "$lines" 2>/dev/null
 t1=$(date +%s.%N)
 kcat_rates=$(awk -v n="$messages" -v s="$size" -v t="$(echo "$t1 - $t0" | bc)" 'BEGIN{printf "%d %.1f", n/t, n*s/t/1048576}')
+
+# "... latency ms p50 A p99 B p99.9 C max D" -> "A B C D"
+e2e() {
+  "$bin" perf e2e --bootstrap "$b" --topic lat --rate "$1" --size "$size" --acks -1 \
+    --seconds "${BENCH_E2E_SECONDS:-10}" | tail -1 |
+    sed -E 's/.*p50 ([0-9.]+) p99 ([0-9.]+) p99.9 ([0-9.]+) max ([0-9.]+)$/\1 \2 \3 \4/'
+}
+e2e_10k=$(e2e 10000)
+e2e_50k=$(e2e 50000)
 
 ceiling=$("$bin" perf ceiling --bytes $((messages * size)) --dir "$GREGOR_HOME")
 tcp=$(echo "$ceiling" | sed -n 's/^loopback tcp: \([0-9.]*\) MB\/s/\1/p')
@@ -64,3 +76,10 @@ row "consume RF 1 (gregor perf)" "$consume"
 row "produce RF 1, acks 1 (kcat)" "$kcat_rates"
 echo "ceiling: loopback TCP $tcp MB/s, disk write + fsync $disk MB/s (same bytes, same run)"
 echo "MB/s counts message values only (100 bytes each)."
+echo
+echo "| end-to-end latency, RF 3, acks all (gregor perf e2e) | p50 ms | p99 ms | p99.9 ms | max ms |"
+echo "|------------------------------------------------------|--------|--------|----------|--------|"
+for r in "10000 $e2e_10k" "50000 $e2e_50k"; do
+  read -r rate p50 p99 p999 max <<<"$r"
+  printf "| %-52s | %6s | %6s | %8s | %6s |\n" "$rate msg/s" "$p50" "$p99" "$p999" "$max"
+done

@@ -282,3 +282,76 @@ fn status_shows_the_replicas_of_a_dead_broker() {
         );
     }
 }
+
+#[test]
+fn perf_e2e_receives_every_message_it_sends_and_names_bad_flags() {
+    let c = Cluster::start("perf-e2e", 2, &[("auto.create.topics.enable", "false")]);
+    c.create_topic("lat", 1, 2);
+    let b = c.bootstrap();
+    let (ok, out, err) = gregor_cli(
+        &[
+            "perf",
+            "e2e",
+            "--bootstrap",
+            &b,
+            "--topic",
+            "lat",
+            "--rate",
+            "2000",
+            "--seconds",
+            "1",
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("2000 messages of 100 B at 2000 msg/s (acks -1)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("2000 received; end-to-end latency ms p50"),
+        "{out}"
+    );
+    // What was sent is in the log, once: 2000 records.
+    let leader = c.leader("lat", 0);
+    assert_eq!(c.client(leader).list_offsets("lat", 0, -1), (0, vec![2000]));
+    assert_cli_fails(
+        &[
+            "perf",
+            "e2e",
+            "--bootstrap",
+            &b,
+            "--topic",
+            "lat",
+            "--acks",
+            "0",
+        ],
+        "--acks must be 1 or -1",
+    );
+    assert_cli_fails(
+        &[
+            "perf",
+            "e2e",
+            "--bootstrap",
+            &b,
+            "--topic",
+            "lat",
+            "--size",
+            "4",
+        ],
+        "--size must be at least 8",
+    );
+    assert_cli_fails(
+        &[
+            "perf",
+            "e2e",
+            "--bootstrap",
+            &b,
+            "--topic",
+            "nope",
+            "--seconds",
+            "1",
+        ],
+        "nope",
+    );
+}

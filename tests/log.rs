@@ -90,8 +90,15 @@ fn append_and_read_across_segment_rolls() {
         .collect();
     names.sort();
     assert_eq!(names[0], "00000000000000000000.index");
-    // .index, .log, .timeindex and the producer state .snapshot of each roll.
-    assert!(names.iter().all(|n| [26, 24, 30, 29].contains(&n.len())));
+    // .index, .log, .timeindex and the producer state .snapshot of each roll, and the
+    // partition's leader-epoch checkpoint (Kafka's name).
+    assert!(
+        names
+            .iter()
+            .all(|n| [26, 24, 30, 29].contains(&n.len()) || n == "leader-epoch-checkpoint"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"leader-epoch-checkpoint".to_owned()));
 }
 
 #[test]

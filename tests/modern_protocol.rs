@@ -301,9 +301,14 @@ fn metadata_names_the_cluster_and_each_topic_by_id() {
     );
     let id = m.topics[0].topic_id;
     assert_ne!(id, [0; 16]);
-    // Leader epochs are not advertised until OffsetForLeaderEpoch is served (clients would
-    // validate their positions with it).
-    assert_eq!(m.topics[0].partitions[0].leader_epoch, -1);
+    // The leader epoch the controller gave (`lead` makes it 0): clients fence and validate
+    // their positions with it (KIP-320).
+    assert_eq!(m.topics[0].partitions[0].leader_epoch, 0);
+    assert_eq!(
+        meta(&mut c, 6).topics[0].partitions[0].leader_epoch,
+        -1,
+        "v6 has no epoch"
+    );
     // Stable across requests, connections and versions that carry it.
     let mut c2 = b.client();
     for v in [9, 10, 11] {

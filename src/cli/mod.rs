@@ -4,5 +4,6 @@ pub mod broker;
 pub mod console;
 pub mod groups;
 pub mod perf;
+pub mod perf_e2e;
 pub mod topics;
 mod topics_wire;

@@ -1,4 +1,4 @@
-//! `gregor perf produce|consume`: Kafka's perf-test tools. A progress line every few seconds,
+//! `gregor perf produce|consume|ceiling|e2e`: Kafka's perf-test tools (`e2e` in `perf_e2e`). A progress line every few seconds,
 //! then messages/s, MB/s and (produce) request latency percentiles.
 //!
 //! The producer encodes one message set of `--batch-size` messages per thread and sends it
@@ -31,6 +31,8 @@ pub enum PerfCommand {
     Consume(ConsumeArgs),
     /// The machine's own ceiling for the same bytes: raw loopback TCP and sequential disk write.
     Ceiling(CeilingArgs),
+    /// End-to-end latency (send to receive) at a fixed rate, through one partition.
+    E2e(super::perf_e2e::E2eArgs),
 }
 
 #[derive(Args)]
@@ -150,6 +152,7 @@ pub fn run(cmd: PerfCommand) -> Result<(), String> {
         PerfCommand::Produce(a) => produce(a),
         PerfCommand::Consume(a) => consume(a),
         PerfCommand::Ceiling(a) => ceiling(a),
+        PerfCommand::E2e(a) => super::perf_e2e::e2e(a),
     }
 }
 

@@ -1,6 +1,7 @@
 //! After the faults heal: read every partition from every replica and check the promise —
 //! every acknowledged message present exactly once at its acknowledged offset, in order per
-//! producer, replicas identical up to the high watermark, and the group saw every one.
+//! producer, replicas identical up to the high watermark, and the group saw every one; and
+//! of the idempotent producer (which retries), no message stored twice, acknowledged or not.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use gregor::protocol::records::decode_deep;
 
 use crate::common::Client;
 use crate::env::{Env, PARTITIONS, TOPIC};
-use crate::workload::{Ack, value};
+use crate::workload::{Ack, IDEMPOTENT, value};
 
 #[derive(Debug, Default)]
 pub struct Report {
@@ -24,6 +25,12 @@ pub struct Report {
     pub unreadable_partitions: usize,
     pub consumer_missing: usize,
     pub consumer_duplicates: usize,
+    /// Messages of the idempotent producer stored more than once.
+    pub duplicated: usize,
+    pub idempotent_acknowledged: usize,
+    /// Fatal errors the idempotent producer reported (librdkafka gives up on idempotence
+    /// when the broker's answers contradict its sequence numbers).
+    pub producer_fatal: usize,
     pub longest_unavailable_ms: Vec<u128>,
     /// One line per violation (capped), for the failure message.
     pub problems: Vec<String>,
@@ -36,12 +43,15 @@ impl Report {
             && self.divergent_replicas == 0
             && self.unreadable_partitions == 0
             && self.consumer_missing == 0
+            && self.duplicated == 0
+            && self.producer_fatal == 0
     }
 
     pub fn summary(&self) -> String {
         format!(
             "operations={} acknowledged={} lost={} reordered={} divergent_replicas={} \
              unreadable_partitions={} consumer_missing={} consumer_duplicates={} \
+             idempotent_acknowledged={} duplicated={} producer_fatal={} \
              longest_unavailability_ms={:?}",
             self.operations,
             self.acknowledged,
@@ -51,6 +61,9 @@ impl Report {
             self.unreadable_partitions,
             self.consumer_missing,
             self.consumer_duplicates,
+            self.idempotent_acknowledged,
+            self.duplicated,
+            self.producer_fatal,
             self.longest_unavailable_ms
         )
     }
@@ -118,13 +131,19 @@ pub fn check(
     attempts: u64,
     acks: &[Ack],
     consumed: &[String],
+    producer_errors: &[String],
     window: (Instant, Instant),
 ) -> Report {
     let mut r = Report {
         operations: attempts,
         acknowledged: acks.len(),
+        idempotent_acknowledged: acks.iter().filter(|a| a.producer == IDEMPOTENT).count(),
         ..Report::default()
     };
+    for e in producer_errors.iter().filter(|e| e.starts_with("fatal")) {
+        r.producer_fatal += 1;
+        r.problem(format!("the idempotent producer: {e}"));
+    }
     for p in 0..PARTITIONS {
         check_partition(env, p, acks, &mut r);
     }
@@ -198,6 +217,15 @@ fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) {
     let mut count: HashMap<&str, usize> = HashMap::new();
     for (_, v) in log {
         *count.entry(v.as_str()).or_default() += 1;
+    }
+    let idempotent = format!("p{IDEMPOTENT}-");
+    for (v, n) in &count {
+        if *n > 1 && v.starts_with(&idempotent) {
+            r.duplicated += 1;
+            r.problem(format!(
+                "partition {p}: {v} of the idempotent producer is stored {n} times"
+            ));
+        }
     }
     for a in acks.iter().filter(|a| a.partition == p) {
         let v = value(a.producer, a.seq);

@@ -1,6 +1,7 @@
 //! The fault-injection run: ZooKeeper and three brokers as processes, a topic of 6 partitions
-//! with replication factor 3 and `min.insync.replicas=2`, producers with acks=all, a consumer
-//! group, and faults chosen by a seed; then the checker (`checker.rs`).
+//! with replication factor 3 and `min.insync.replicas=2`, producers with acks=all (gregor's,
+//! and librdkafka's idempotent one), a consumer group, and faults chosen by a seed; then the
+//! checker (`checker.rs`).
 //!
 //! The one test runs the fixed seeds within `scripts/test.sh`, or the long run of
 //! `scripts/chaos.sh [--minutes N] [--seed S]`. A failing run keeps its logs under
@@ -84,7 +85,15 @@ fn run(seed: u64, duration: Duration) {
     work.stop_consumers();
     let consumed = work.consumed.lock().clone();
     let attempts = work.attempts.load(std::sync::atomic::Ordering::Relaxed);
-    let report = checker::check(&env, attempts, &acks, &consumed, (work.started, end));
+    let producer_errors = work.producer_errors.lock().clone();
+    let report = checker::check(
+        &env,
+        attempts,
+        &acks,
+        &consumed,
+        &producer_errors,
+        (work.started, end),
+    );
     let line = format!(
         "chaos seed={seed} seconds={} episodes={episodes} unhealed={} broker_exits={} {}",
         duration.as_secs(),

@@ -1,7 +1,11 @@
 //! The traffic of a chaos run: producers writing unique, sequence-numbered messages with
 //! acks=all and no retries (so an acknowledged message was sent exactly once), recording each
-//! acknowledgement with its partition and offset; and a consumer group reading throughout.
+//! acknowledgement with its partition and offset; librdkafka's idempotent producer
+//! (`tests/clients/idempotent_producer.py`), which retries everything until acknowledged and
+//! must still store each message once; and a consumer group reading throughout.
 
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -28,6 +32,11 @@ pub struct Ack {
     pub at: Instant,
 }
 
+/// The producer number of the idempotent librdkafka producer, in its values and acks.
+pub const IDEMPOTENT: u32 = 100;
+/// Its pause between messages: about 500 a second.
+const IDEMPOTENT_PAUSE_MS: &str = "2";
+
 pub fn value(producer: u32, seq: u64) -> String {
     format!("p{producer}-{seq}")
 }
@@ -38,7 +47,10 @@ pub struct Workload {
     pub acks: Arc<Mutex<Vec<Ack>>>,
     pub attempts: Arc<AtomicU64>,
     pub consumed: Arc<Mutex<Vec<String>>>,
+    /// What the idempotent producer reported other than acknowledgements (`fail`, `fatal`).
+    pub producer_errors: Arc<Mutex<Vec<String>>>,
     producers: Vec<JoinHandle<()>>,
+    idempotent: Option<(Child, JoinHandle<()>)>,
     consumers: Vec<JoinHandle<()>>,
     pub started: Instant,
 }
@@ -51,7 +63,9 @@ impl Workload {
             acks: Arc::default(),
             attempts: Arc::default(),
             consumed: Arc::default(),
+            producer_errors: Arc::default(),
             producers: Vec::new(),
+            idempotent: None,
             consumers: Vec::new(),
             started: Instant::now(),
         };
@@ -66,6 +80,12 @@ impl Workload {
                 produce(id, &boot, &stop, &acks, &attempts)
             }));
         }
+        w.idempotent = Some(start_idempotent(
+            bootstrap,
+            &w.acks,
+            &w.producer_errors,
+            &w.attempts,
+        ));
         for _ in 0..consumers {
             let (stop, consumed, boot) = (
                 w.stop_consuming.clone(),
@@ -83,6 +103,20 @@ impl Workload {
         self.stop_producing.store(true, Ordering::Release);
         for h in self.producers.drain(..) {
             let _ = h.join();
+        }
+        if let Some((mut child, reader)) = self.idempotent.take() {
+            // `stop` ends its sending; it then waits for every message in flight (150 s at
+            // most) and reports how many it sent.
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(b"stop\n");
+            }
+            let deadline = Instant::now() + Duration::from_secs(180);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = reader.join();
         }
     }
 
@@ -139,6 +173,56 @@ fn produce(id: u32, boot: &str, stop: &AtomicBool, acks: &Mutex<Vec<Ack>>, attem
         std::thread::sleep(PACE);
     }
     producer.close();
+}
+
+/// Starts the idempotent producer process; a thread turns its `ack` lines into `Ack`s and
+/// keeps every other report but the final count.
+fn start_idempotent(
+    boot: &str,
+    acks: &Arc<Mutex<Vec<Ack>>>,
+    errors: &Arc<Mutex<Vec<String>>>,
+    attempts: &Arc<AtomicU64>,
+) -> (Child, JoinHandle<()>) {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/idempotent_producer.py"
+    );
+    let prefix = format!("p{IDEMPOTENT}-");
+    let mut cmd = crate::common::python();
+    cmd.args([script, boot, TOPIC, &prefix, "any", IDEMPOTENT_PAUSE_MS])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    crate::common::die_with_parent(&mut cmd);
+    let mut child = cmd
+        .spawn()
+        .expect("start the idempotent producer (confluent-kafka, installed by scripts/test.sh)");
+    let out = child.stdout.take().expect("piped");
+    let (acks, errors, attempts) = (acks.clone(), errors.clone(), attempts.clone());
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let mut w = line.split(' ');
+            match w.next() {
+                Some("ack") => {
+                    let mut num = || w.next().and_then(|x| x.parse::<i64>().ok());
+                    if let (Some(seq), Some(offset), Some(partition)) = (num(), num(), num()) {
+                        acks.lock().push(Ack {
+                            producer: IDEMPOTENT,
+                            seq: seq as u64,
+                            partition: partition as i32,
+                            offset,
+                            at: Instant::now(),
+                        });
+                    }
+                }
+                Some("done") => {
+                    let sent = w.next().and_then(|x| x.parse::<u64>().ok());
+                    attempts.fetch_add(sent.unwrap_or(0), Ordering::Relaxed);
+                }
+                _ => errors.lock().push(line),
+            }
+        }
+    });
+    (child, reader)
 }
 
 fn consume(boot: &str, stop: &AtomicBool, consumed: &Mutex<Vec<String>>) {

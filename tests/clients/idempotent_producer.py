@@ -1,11 +1,15 @@
 """An idempotent librdkafka producer (confluent-kafka, enable.idempotence=true, acks=all),
 driven by `tests/idempotent_clients.rs` while it kills and pauses leaders.
 
-usage: idempotent_producer.py BOOTSTRAP TOPIC
-Sends `m0`, `m1`, ... to partition 0, about one every millisecond, until a line `stop` (or EOF)
-arrives on stdin; then waits for every outstanding message. Prints, flushed, `ack I OFFSET`
-for each message the broker acknowledged, `fail I ERROR` for each that failed, `fatal ERROR`
-if the producer hit a fatal idempotence error, and `done SENT` at the end."""
+Also the idempotent producer of the chaos run (`tests/chaos/workload.rs`).
+
+usage: idempotent_producer.py BOOTSTRAP TOPIC [PREFIX PARTITIONS PAUSE_MS]
+Sends `m0`, `m1`, ... (PREFIX instead of `m` when given) to partition 0 (to any of the
+topic's partitions when PARTITIONS is `any`), about one every millisecond (every PAUSE_MS
+when given), until a line `stop` (or EOF) arrives on stdin; then waits for every
+outstanding message. Prints, flushed, `ack I OFFSET PARTITION` for each message the broker
+acknowledged, `fail I ERROR` for each that failed, `fatal ERROR` if the producer hit a fatal
+idempotence error, and `done SENT` at the end."""
 import sys
 import threading
 import time
@@ -13,6 +17,9 @@ import time
 from confluent_kafka import Producer
 
 bootstrap, topic = sys.argv[1:3]
+prefix = sys.argv[3] if len(sys.argv) > 3 else "m"
+partition = {} if len(sys.argv) > 4 and sys.argv[4] == "any" else {"partition": 0}
+pause = float(sys.argv[5]) / 1000 if len(sys.argv) > 5 else 0.001
 stop = threading.Event()
 lock = threading.Lock()
 
@@ -57,7 +64,7 @@ p = Producer({
 def delivered(i):
     def cb(err, msg):
         if err is None:
-            say("ack", i, msg.offset())
+            say("ack", i, msg.offset(), msg.partition())
         else:
             say("fail", i, err.str().replace(" ", "_"))
     return cb
@@ -66,10 +73,11 @@ def delivered(i):
 sent = 0
 while not stop.is_set():
     try:
-        p.produce(topic, ("m%d" % sent).encode(), partition=0, on_delivery=delivered(sent))
+        p.produce(topic, ("%s%d" % (prefix, sent)).encode(), on_delivery=delivered(sent),
+                  **partition)
         sent += 1
     except BufferError:
         pass
-    p.poll(0.001)
+    p.poll(pause)
 left = p.flush(150)
 say("done", sent, left)

@@ -1,0 +1,198 @@
+//! `gregor perf e2e`: end-to-end latency at a fixed rate, as Kafka's `EndToEndLatency` and the
+//! OpenMessaging Benchmark measure it. A producer sends messages of `--size` bytes to one
+//! partition at `--rate` messages a second for `--seconds`; a consumer in the same process
+//! reads that partition; each message's latency is the time it was read minus the time it was
+//! *due* to be sent (carried in its value), so a producer that falls behind its schedule is
+//! counted too (no coordinated omission). Printed as an HDR histogram's p50/p99/p99.9/max.
+//!
+//! The producer works as a client with `linger.ms=0` and one request in flight does: what
+//! fell due while a request was out goes in the next request, as one record batch.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use hdrhistogram::Histogram;
+
+use gregor::client::metadata::partition_leaders;
+use gregor::client::partition_consumer::{PartitionConsumer, StartAt};
+use gregor::network::BlockingChannel;
+use gregor::protocol::ErrorCode;
+use gregor::protocol::header::PRODUCE;
+use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
+
+/// Produce v7: format v2 batches, as current clients send.
+const PRODUCE_VERSION: i16 = 7;
+/// Bytes of a value that carry its due time.
+const STAMP: usize = 8;
+
+#[derive(Args)]
+pub struct E2eArgs {
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    /// An existing topic; its replication factor is the one measured
+    /// (`gregor topics --create ... --replication-factor N`).
+    #[arg(long)]
+    topic: String,
+    #[arg(long, default_value_t = 0)]
+    partition: i32,
+    /// Messages per second.
+    #[arg(long, default_value_t = 10_000)]
+    rate: u64,
+    /// Bytes of value per message (at least 8: the due time).
+    #[arg(long, default_value_t = 100)]
+    size: usize,
+    /// 1 or -1 (all).
+    #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
+    acks: i16,
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+}
+
+pub fn e2e(a: E2eArgs) -> Result<(), String> {
+    if !matches!(a.acks, -1 | 1) {
+        return Err(format!("--acks must be 1 or -1, got {}", a.acks));
+    }
+    if a.size < STAMP || a.rate == 0 || a.seconds == 0 {
+        return Err(format!(
+            "--size must be at least {STAMP}, --rate and --seconds positive"
+        ));
+    }
+    let total = a.rate * a.seconds;
+    // The consumer starts at the log end before the first message is sent.
+    let mut consumer = PartitionConsumer::new(
+        &a.bootstrap,
+        &a.topic,
+        Some(a.partition),
+        StartAt::Latest,
+        "gregor-perf-e2e",
+    )?;
+    let leaders = partition_leaders(
+        &a.bootstrap,
+        &a.topic,
+        "gregor-perf-e2e",
+        Duration::from_secs(10),
+    )?;
+    let leader = leaders
+        .get(&a.partition)
+        .ok_or_else(|| format!("topic `{}` has no partition {}", a.topic, a.partition))?
+        .clone();
+    let start = Instant::now();
+    let failed = Arc::new(AtomicBool::new(false));
+    let producer = {
+        let (topic, failed) = (a.topic.clone(), failed.clone());
+        let (p, rate, size, acks) = (a.partition, a.rate, a.size, a.acks);
+        std::thread::spawn(move || {
+            let r = produce_on_schedule(&leader, &topic, p, rate, total, size, acks, start);
+            if r.is_err() {
+                failed.store(true, Ordering::Release);
+            }
+            r
+        })
+    };
+    let mut hist = Histogram::<u64>::new(3).expect("valid histogram precision");
+    let deadline = start + Duration::from_secs(a.seconds + 30);
+    let mut received = 0u64;
+    while received < total && Instant::now() < deadline && !failed.load(Ordering::Acquire) {
+        for (_, m) in consumer.poll()?.messages {
+            let now = start.elapsed();
+            let Some(v) = m.value.as_deref().filter(|v| v.len() >= STAMP) else {
+                continue;
+            };
+            let due = u64::from_be_bytes(v[..STAMP].try_into().expect("8 bytes"));
+            hist.saturating_record((now.as_nanos() as u64).saturating_sub(due) / 1000);
+            received += 1;
+        }
+    }
+    let sent_secs = producer
+        .join()
+        .map_err(|_| "the producer thread panicked")??;
+    let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    println!(
+        "{total} messages of {} B at {} msg/s (acks {}): sent in {sent_secs:.2} s, {received} received; \
+         end-to-end latency ms p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
+        a.size,
+        a.rate,
+        a.acks,
+        ms(0.5),
+        ms(0.99),
+        ms(0.999),
+        hist.max() as f64 / 1000.0
+    );
+    if received < total {
+        return Err(format!("only {received} of {total} messages arrived"));
+    }
+    Ok(())
+}
+
+/// Sends message i at `start + i / rate`, batching whatever is due while a request is out;
+/// returns the seconds it took to send them all.
+#[allow(clippy::too_many_arguments)]
+fn produce_on_schedule(
+    leader: &str,
+    topic: &str,
+    partition: i32,
+    rate: u64,
+    total: u64,
+    size: usize,
+    acks: i16,
+    start: Instant,
+) -> Result<f64, String> {
+    let mut chan = BlockingChannel::connect(leader, "gregor-perf-e2e", Duration::from_secs(30))
+        .map_err(|e| format!("{leader}: {e}"))?;
+    let mut value = vec![0u8; size];
+    let mut sent = 0u64;
+    while sent < total {
+        let elapsed = start.elapsed();
+        let due = ((elapsed.as_nanos() * u128::from(rate) / 1_000_000_000) as u64 + 1).min(total);
+        if due <= sent {
+            // The next message's time: sleep to it (at most 1 ms, to stay on schedule).
+            let next = Duration::from_nanos(sent * 1_000_000_000 / rate);
+            std::thread::sleep(next.saturating_sub(elapsed).min(Duration::from_millis(1)));
+            continue;
+        }
+        let mut b = BatchBuilder::new();
+        for i in sent..due {
+            let at = i * 1_000_000_000 / rate;
+            value[..STAMP].copy_from_slice(&at.to_be_bytes());
+            b.push(&NewRecord {
+                timestamp: 0,
+                key: None,
+                value: Some(&value),
+                headers: &[],
+            });
+        }
+        let set = b.finish(0).map_err(|e| format!("{e:?}"))?;
+        let r = chan
+            .call(
+                PRODUCE,
+                PRODUCE_VERSION,
+                &|buf| {
+                    encode_request(
+                        buf,
+                        PRODUCE_VERSION,
+                        acks,
+                        30_000,
+                        &[(topic, vec![(partition, &set[..])])],
+                    )
+                },
+                |r| ProduceResponse::decode(r, PRODUCE_VERSION),
+            )
+            .map_err(|e| e.to_string())?;
+        let code = r
+            .topics
+            .first()
+            .and_then(|t| t.1.first())
+            .map_or(-1, |p| p.error_code);
+        if code != 0 {
+            return Err(format!(
+                "partition {partition}: broker answered {:?}",
+                ErrorCode::from_code(code)
+            ));
+        }
+        sent = due;
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
