@@ -16,7 +16,6 @@ use common::{die_with_parent, wait_until};
 use crossbeam_channel::{Receiver, unbounded};
 use gregor::network::BlockingChannel;
 use gregor::protocol::produce::{ProduceResponse, encode_request};
-use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
 
 const HALF: usize = 30;
 
@@ -32,14 +31,7 @@ impl Drop for Running {
 
 /// Produce v7 of one record, acks=all, retried until acknowledged by the current leader.
 fn produce(c: &Cluster, value: &str) {
-    let mut b = BatchBuilder::new();
-    b.push(&NewRecord {
-        timestamp: 1_700_000_000_000,
-        key: None,
-        value: Some(value.as_bytes()),
-        headers: &[],
-    });
-    let set = b.finish(0).unwrap();
+    let set = common::one_record_batch(value);
     wait_until(
         Duration::from_secs(40),
         &format!("{value} to be acknowledged"),

@@ -17,28 +17,15 @@ use gregor::protocol::offset_for_leader_epoch::{
 };
 use gregor::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition};
 use gregor::protocol::produce::{ProduceResponse, encode_request};
-use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
 use gregor::protocol::records::decode_deep;
 
 const LONG: Duration = Duration::from_secs(40);
-
-/// One format v2 batch (Produce v3 and later carry them): what the leader stamps its epoch on.
-fn batch(value: &str) -> Vec<u8> {
-    let mut b = BatchBuilder::new();
-    b.push(&NewRecord {
-        timestamp: 1_700_000_000_000,
-        key: None,
-        value: Some(value.as_bytes()),
-        headers: &[],
-    });
-    b.finish(0).unwrap()
-}
 
 /// Produce v7 of one record to t-0 of `broker`: (error, offset), or why it could not be sent.
 fn produce(c: &Cluster, broker: i32, acks: i16, value: &str) -> Result<(i16, i64), String> {
     let mut chan = BlockingChannel::connect(c.addr(broker), "epoch-test", Duration::from_secs(15))
         .map_err(|e| e.to_string())?;
-    let set = batch(value);
+    let set = one_record_batch(value);
     let r = chan
         .call(
             0,

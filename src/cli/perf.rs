@@ -336,22 +336,30 @@ fn produce_thread(
                     ProduceResponse::decode(r, version)
                 })
                 .map_err(|e| e.to_string())?;
-            let code = r
-                .topics
-                .first()
-                .and_then(|t| t.1.first())
-                .map_or(-1, |p| p.error_code);
-            if code != 0 {
+            if let Err(e) = partition_outcome(&r, *partition) {
                 failed.store(true, Ordering::Relaxed);
-                return Err(format!(
-                    "partition {partition}: broker answered {:?}",
-                    ErrorCode::from_code(code)
-                ));
+                return Err(e);
             }
         }
         hist.saturating_record(t0.elapsed().as_micros() as u64);
         sent.fetch_add(batch as u64, Ordering::Relaxed);
     }
+}
+
+/// The error of a one-partition Produce answer, named for the user.
+pub(super) fn partition_outcome(r: &ProduceResponse, partition: i32) -> Result<(), String> {
+    let code = r
+        .topics
+        .first()
+        .and_then(|t| t.1.first())
+        .map_or(-1, |p| p.error_code);
+    if code == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "partition {partition}: broker answered {:?}",
+        ErrorCode::from_code(code)
+    ))
 }
 
 fn consume(a: ConsumeArgs) -> Result<(), String> {

@@ -18,7 +18,6 @@ use hdrhistogram::Histogram;
 use gregor::client::metadata::partition_leaders;
 use gregor::client::partition_consumer::{PartitionConsumer, StartAt};
 use gregor::network::BlockingChannel;
-use gregor::protocol::ErrorCode;
 use gregor::protocol::header::PRODUCE;
 use gregor::protocol::produce::{ProduceResponse, encode_request};
 use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
@@ -181,17 +180,7 @@ fn produce_on_schedule(
                 |r| ProduceResponse::decode(r, PRODUCE_VERSION),
             )
             .map_err(|e| e.to_string())?;
-        let code = r
-            .topics
-            .first()
-            .and_then(|t| t.1.first())
-            .map_or(-1, |p| p.error_code);
-        if code != 0 {
-            return Err(format!(
-                "partition {partition}: broker answered {:?}",
-                ErrorCode::from_code(code)
-            ));
-        }
+        super::perf::partition_outcome(&r, partition)?;
         sent = due;
     }
     Ok(start.elapsed().as_secs_f64())

@@ -347,6 +347,18 @@ pub fn message_set(values: &[&[u8]]) -> Vec<u8> {
 }
 
 /// (offset, value) of every complete message in a fetched set, in any format.
+/// One format v2 batch holding one record with `value` (what Produce v3+ carries).
+pub fn one_record_batch(value: &str) -> Vec<u8> {
+    let mut b = gregor::protocol::record_batch::BatchBuilder::new();
+    b.push(&gregor::protocol::record_batch::NewRecord {
+        timestamp: 1_700_000_000_000,
+        key: None,
+        value: Some(value.as_bytes()),
+        headers: &[],
+    });
+    b.finish(0).unwrap()
+}
+
 pub fn values(set: &[u8]) -> Vec<(i64, Vec<u8>)> {
     gregor::protocol::records::decode_deep(set)
         .unwrap()
