@@ -192,7 +192,7 @@ fn a_conditional_leader_and_isr_write_that_loses_a_race_is_retried() {
     paths::write_leader_and_isr(&zk, "t", 0, &first, None).unwrap();
     let mut seen = Vec::new();
     let tp = ("t".to_owned(), 0);
-    let r = update_leader_and_isr(&zk, 2, &tp, |cur| {
+    let r = update_leader_and_isr(&zk, 2, &tp, None, |cur| {
         seen.push(cur.clone());
         if seen.len() == 1 {
             // Someone else (the old leader shrinking its ISR) writes between our read and write.
@@ -226,6 +226,48 @@ fn a_conditional_leader_and_isr_write_that_loses_a_race_is_retried() {
         ),
         other => panic!("not written: {other:?}"),
     }
+}
+
+#[test]
+fn a_stale_cached_leader_and_isr_costs_a_reread_never_a_wrong_write() {
+    init_logging();
+    let zk_connect = format!("{}{}", zk_address(), chroot("cached"));
+    let zk = gregor::zk::ZkClient::connect(&zk_connect, Duration::from_secs(10)).unwrap();
+    zk.ensure_path(&paths::topic_path("t")).unwrap();
+    let old = LeaderAndIsr {
+        leader: 1,
+        leader_epoch: 3,
+        isr: vec![1, 2, 3],
+        controller_epoch: 1,
+    };
+    let v0 = paths::write_leader_and_isr(&zk, "t", 0, &old, None).unwrap();
+    // The leader shrank its ISR since the controller cached the state.
+    let now = LeaderAndIsr {
+        isr: vec![1, 3],
+        ..old.clone()
+    };
+    paths::write_leader_and_isr(&zk, "t", 0, &now, Some(v0)).unwrap();
+    let tp = ("t".to_owned(), 0);
+    // Broker 1 died: elect the first other ISR member. From the stale copy that is 2, which
+    // is no longer in the ISR; the conditional write fails and the fresh state gives 3.
+    let elect = |cur: &LeaderAndIsr| {
+        let isr: Vec<i32> = cur.isr.iter().copied().filter(|r| *r != 1).collect();
+        Some((isr[0], isr))
+    };
+    let r = update_leader_and_isr(&zk, 2, &tp, Some((old.clone(), v0)), elect).unwrap();
+    match r {
+        Update::Written(l, _) => assert_eq!((l.leader, l.isr), (3, vec![3])),
+        other => panic!("not written: {other:?}"),
+    }
+    // "Nothing to change" is never taken from a cached copy: the fresh state decides.
+    let mut seen = Vec::new();
+    let r = update_leader_and_isr(&zk, 2, &tp, Some((old, v0)), |cur| {
+        seen.push(cur.isr.clone());
+        None
+    })
+    .unwrap();
+    assert_eq!(seen, vec![vec![1, 2, 3], vec![3]]);
+    assert!(matches!(r, Update::Unchanged(l, _) if l.leader == 3));
 }
 
 #[test]

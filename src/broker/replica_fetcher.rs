@@ -258,19 +258,25 @@ impl Fetcher {
     ) -> bool {
         let mut parts = self.partitions.lock();
         let mut progress = false;
+        // The offsets asked for, by partition: looked up once per answer (a fetcher may
+        // follow thousands of partitions).
+        let requested: HashMap<(&str, i32), i64> = req
+            .topics
+            .iter()
+            .flat_map(|(t, ps)| {
+                ps.iter()
+                    .map(move |x| ((t.as_str(), x.partition), x.fetch_offset))
+            })
+            .collect();
         for (topic, ps) in resp.topics {
             for p in ps {
+                let asked = requested.get(&(topic.as_str(), p.partition)).copied();
                 let tp = (topic.clone(), p.partition);
-                let requested = req
-                    .topics
-                    .iter()
-                    .find(|t| t.0 == topic)
-                    .and_then(|t| t.1.iter().find(|x| x.partition == p.partition));
                 let Some(f) = parts.get_mut(&tp) else {
                     continue;
                 };
                 // Only apply a response to the offset we asked for; anything else is stale.
-                if requested.map(|r| r.fetch_offset) != Some(f.fetch_offset) {
+                if asked != Some(f.fetch_offset) {
                     continue;
                 }
                 match ErrorCode::from_code(p.error_code) {

@@ -8,7 +8,7 @@ use super::ControllerState;
 use super::channel_manager::CommandBatch;
 use super::context::{TopicPartition, broker_changes};
 use super::election_rules::{Election, offline_partition_leader};
-use super::leader_and_isr::{refresh, update_in_context};
+use super::leader_and_isr::{refresh, update_many_in_context};
 use super::topic_change::init_leaders;
 use crate::zk::paths;
 
@@ -39,9 +39,10 @@ impl ControllerState {
         }
         // A returning broker first learns the state of every partition it hosts.
         for id in &joined {
-            for tp in self.ctx.partitions_on(*id) {
-                refresh(&self.zk, &mut self.ctx, &tp)?;
-                batch.leader_and_isr(&self.ctx, &[*id], &tp);
+            let hosted = self.ctx.partitions_on(*id);
+            refresh(&self.zk, &mut self.ctx, &hosted)?;
+            for tp in &hosted {
+                batch.leader_and_isr(&self.ctx, &[*id], tp);
             }
         }
         // step 2: set_p, the partitions whose leader is not live (or that have none).
@@ -59,23 +60,29 @@ impl ControllerState {
             .filter(|(_, (l, _))| l.leader == -1 && l.isr.is_empty())
             .map(|(tp, _)| tp.clone())
             .collect();
-        // step 3: elect each (3.1–3.3 in update_in_context).
+        // step 3: elect each (3.1–3.3 in update_leader_and_isr), their ZooKeeper requests
+        // pipelined.
         let unclean = self.unclean_leader_election;
         let eligible = self.ctx.eligible_brokers();
-        for tp in set_p.iter().filter(|tp| !never_led.contains(tp)) {
-            let ar = self.ctx.assignments.get(tp).cloned().unwrap_or_default();
-            update_in_context(&self.zk, &mut self.ctx, tp, |cur| {
-                if eligible.contains(&cur.leader) {
-                    return None; // re-read at 3.1: the leader is live after all
-                }
-                match offline_partition_leader(&ar, &cur.isr, |r| eligible.contains(&r), unclean) {
-                    Election::Leader { leader, isr } => Some((leader, isr)),
-                    Election::NoLeader { isr } if cur.leader != -1 => Some((-1, isr)),
-                    Election::NoLeader { .. } => None,
-                }
-            })?;
-            // step 4: LeaderAndIsr to the affected brokers.
-            batch.leader_and_isr(&self.ctx, &ar, tp);
+        let to_elect: Vec<TopicPartition> = set_p
+            .into_iter()
+            .filter(|tp| !never_led.contains(tp))
+            .collect();
+        let assignments = self.ctx.assignments_of(&to_elect);
+        update_many_in_context(&self.zk, &mut self.ctx, &to_elect, |tp, cur| {
+            if eligible.contains(&cur.leader) {
+                return None; // re-read at 3.1: the leader is live after all
+            }
+            let ar = &assignments[tp];
+            match offline_partition_leader(ar, &cur.isr, |r| eligible.contains(&r), unclean) {
+                Election::Leader { leader, isr } => Some((leader, isr)),
+                Election::NoLeader { isr } if cur.leader != -1 => Some((-1, isr)),
+                Election::NoLeader { .. } => None,
+            }
+        })?;
+        // step 4: LeaderAndIsr to the affected brokers.
+        for tp in &to_elect {
+            batch.leader_and_isr(&self.ctx, &assignments[tp], tp);
         }
         // Partitions created while none of their replicas was live get a first leader now.
         init_leaders(self, &never_led, batch)?;
@@ -103,21 +110,21 @@ impl ControllerState {
             })
             .map(|(tp, _)| tp.clone())
             .collect();
-        for tp in affected {
-            let live = self.ctx.live_brokers.clone();
-            let written = update_in_context(&self.zk, &mut self.ctx, &tp, |cur| {
-                let isr: Vec<i32> = cur
-                    .isr
-                    .iter()
-                    .copied()
-                    .filter(|r| live.contains_key(r))
-                    .collect();
-                (isr.len() < cur.isr.len() && live.contains_key(&cur.leader))
-                    .then_some((cur.leader, isr))
-            })?;
-            if written {
-                let ar = self.ctx.assignments.get(&tp).cloned().unwrap_or_default();
-                batch.leader_and_isr(&self.ctx, &ar, &tp);
+        let live = self.ctx.live_brokers.clone();
+        let results = update_many_in_context(&self.zk, &mut self.ctx, &affected, |_, cur| {
+            let isr: Vec<i32> = cur
+                .isr
+                .iter()
+                .copied()
+                .filter(|r| live.contains_key(r))
+                .collect();
+            (isr.len() < cur.isr.len() && live.contains_key(&cur.leader))
+                .then_some((cur.leader, isr))
+        })?;
+        for (tp, r) in affected.iter().zip(results) {
+            if r.is_some_and(|(_, written)| written) {
+                let ar = self.ctx.assignments.get(tp).cloned().unwrap_or_default();
+                batch.leader_and_isr(&self.ctx, &ar, tp);
             }
         }
         Ok(())

@@ -75,6 +75,19 @@ impl ControllerContext {
             .collect()
     }
 
+    /// The assigned replicas of `tps` (a copy, for work that runs beside the context).
+    pub fn assignments_of(
+        &self,
+        tps: &[TopicPartition],
+    ) -> std::collections::HashMap<TopicPartition, Vec<i32>> {
+        tps.iter()
+            .map(|tp| {
+                let ar = self.assignments.get(tp).cloned().unwrap_or_default();
+                (tp.clone(), ar)
+            })
+            .collect()
+    }
+
     /// Partitions with a replica on broker `id`.
     pub fn partitions_on(&self, id: i32) -> Vec<TopicPartition> {
         self.assignments

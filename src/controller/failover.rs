@@ -29,7 +29,7 @@ impl ControllerState {
             self.ctx.broker_sessions.insert(b.id, session);
             self.ctx.live_brokers.insert(b.id, b);
         }
-        let mut without_leader: Vec<TopicPartition> = Vec::new();
+        let mut partitions: Vec<TopicPartition> = Vec::new();
         for topic in self.read_topics()? {
             let Some(assignment) = self.read_topic_assignment(&topic)? else {
                 continue;
@@ -37,15 +37,11 @@ impl ControllerState {
             for (p, ar) in assignment {
                 let tp = (topic.clone(), p);
                 self.ctx.assignments.insert(tp.clone(), ar);
-                // step 3: read the LeaderAndISR path of each partition.
-                match paths::leader_and_isr(&self.zk, &topic, p)? {
-                    Some(l) => {
-                        self.ctx.leaders.insert(tp, l);
-                    }
-                    None => without_leader.push(tp),
-                }
+                partitions.push(tp);
             }
         }
+        // step 3: read the LeaderAndISR path of each partition (pipelined).
+        let without_leader = self.record_leaders(partitions)?;
         // step 4: LeaderAndIsr with INIT to every live broker, each with all its partitions.
         let ids: Vec<i32> = self.ctx.live_brokers.keys().copied().collect();
         for id in ids {

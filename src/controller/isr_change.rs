@@ -18,17 +18,22 @@ impl ControllerState {
             .get_children_w(paths::ISR_CHANGE_NOTIFICATION, move |_| {
                 let _ = tx.send(Event::IsrChange);
             })?;
+        let mut changed = Vec::new();
         for child in &children {
             let path = format!("{}/{child}", paths::ISR_CHANGE_NOTIFICATION);
             if let Some(list) = paths::read_json::<PartitionList>(&self.zk, &path)? {
                 for p in list.partitions {
                     let tp = (p.topic, p.partition);
                     if self.ctx.assignments.contains_key(&tp) {
-                        refresh(&self.zk, &mut self.ctx, &tp)?;
+                        changed.push(tp);
                     }
                 }
             }
-            self.zk.delete_if_exists(&path)?;
+        }
+        refresh(&self.zk, &mut self.ctx, &changed)?;
+        for child in &children {
+            self.zk
+                .delete_if_exists(&format!("{}/{child}", paths::ISR_CHANGE_NOTIFICATION))?;
         }
         if !children.is_empty() {
             batch.update_metadata();

@@ -83,7 +83,7 @@ impl ControllerState {
                     let _ = tx.send(Event::ReassignPartitions);
                 }
             })?;
-        super::leader_and_isr::refresh(&self.zk, &mut self.ctx, tp)?;
+        super::leader_and_isr::refresh(&self.zk, &mut self.ctx, std::slice::from_ref(tp))?;
         let isr = self
             .ctx
             .leaders

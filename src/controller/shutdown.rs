@@ -8,7 +8,7 @@ use super::ControllerState;
 use super::channel_manager::CommandBatch;
 use super::context::TopicPartition;
 use super::election_rules::{Election, controlled_shutdown_leader};
-use super::leader_and_isr::update_in_context;
+use super::leader_and_isr::update_many_in_context;
 
 impl ControllerState {
     /// Returns the partitions `leaving` still leads (no other live ISR member to take over).
@@ -22,48 +22,37 @@ impl ControllerState {
         }
         self.ctx.shutting_down.insert(leaving);
         let eligible = self.ctx.eligible_brokers();
-        let mut remaining = Vec::new();
-        for tp in self.ctx.partitions_on(leaving) {
-            let ar = self.ctx.assignments[&tp].clone();
-            let mut still_leads = false;
-            let written = update_in_context(&self.zk, &mut self.ctx, &tp, |cur| {
-                still_leads = false;
-                if cur.leader == leaving {
-                    match controlled_shutdown_leader(
-                        &ar,
-                        &cur.isr,
-                        |r| eligible.contains(&r),
-                        leaving,
-                    ) {
-                        Some(Election::Leader { leader, isr }) => Some((leader, isr)),
-                        _ => {
-                            still_leads = true;
-                            None
-                        }
-                    }
-                } else if cur.isr.contains(&leaving) && cur.isr.len() > 1 {
-                    Some((
-                        cur.leader,
-                        cur.isr.iter().copied().filter(|r| *r != leaving).collect(),
-                    ))
-                } else {
-                    None
+        let hosted = self.ctx.partitions_on(leaving);
+        let assignments = self.ctx.assignments_of(&hosted);
+        // Every partition's leaderAndISR updated at once (pipelined).
+        let results = update_many_in_context(&self.zk, &mut self.ctx, &hosted, |tp, cur| {
+            if cur.leader == leaving {
+                let ar = &assignments[tp];
+                match controlled_shutdown_leader(ar, &cur.isr, |r| eligible.contains(&r), leaving) {
+                    Some(Election::Leader { leader, isr }) => Some((leader, isr)),
+                    _ => None, // no other live ISR member: it keeps leading
                 }
-            })?;
-            if still_leads {
+            } else if cur.isr.contains(&leaving) && cur.isr.len() > 1 {
+                Some((
+                    cur.leader,
+                    cur.isr.iter().copied().filter(|r| *r != leaving).collect(),
+                ))
+            } else {
+                None
+            }
+        })?;
+        let mut remaining = Vec::new();
+        for (tp, r) in hosted.iter().zip(results) {
+            let leads = r.as_ref().is_some_and(|(l, _)| l.leader == leaving);
+            if leads {
                 remaining.push(tp.clone());
             }
-            if written {
-                batch.leader_and_isr(&self.ctx, &ar, &tp);
+            if r.is_some_and(|(_, written)| written) {
+                batch.leader_and_isr(&self.ctx, &assignments[tp], tp);
             }
             // A follower that keeps fetching would be taken back into the ISR by its leader.
-            let leads = self
-                .ctx
-                .leaders
-                .get(&tp)
-                .is_some_and(|(l, _)| l.leader == leaving);
             if !leads {
-                batch.stop_replica(leaving, false, &tp);
+                batch.stop_replica(leaving, false, tp);
             }
         }
         batch.update_metadata();

@@ -9,6 +9,7 @@ use super::channel_manager::CommandBatch;
 use super::context::TopicPartition;
 use super::election_rules::{Election, init_leader};
 use crate::zk::paths::{self, LeaderAndIsr};
+use crate::zk::{ZkClient, pipeline};
 
 impl ControllerState {
     /// Spec B, on_topic_change: the controller keeps the list of existing topics in memory
@@ -17,7 +18,7 @@ impl ControllerState {
         let now: BTreeSet<String> = self.read_topics()?.into_iter().collect();
         let before = self.ctx.topics();
         // step 1: a new topic: read its replica assignment from TopicPath...
-        let mut new_partitions = Vec::new();
+        let mut added = Vec::new();
         for topic in now.difference(&before) {
             let Some(assignment) = self.read_topic_assignment(topic)? else {
                 continue;
@@ -25,12 +26,7 @@ impl ControllerState {
             for (p, ar) in assignment {
                 let tp = (topic.clone(), p);
                 self.ctx.assignments.insert(tp.clone(), ar);
-                match paths::leader_and_isr(&self.zk, topic, p)? {
-                    Some(l) => {
-                        self.ctx.leaders.insert(tp, l);
-                    }
-                    None => new_partitions.push(tp),
-                }
+                added.push(tp);
             }
             log::info!(
                 "[Controller {} epoch {}] new topic {topic}",
@@ -38,6 +34,7 @@ impl ControllerState {
                 self.ctx.epoch
             );
         }
+        let new_partitions = self.record_leaders(added)?;
         // step 1.1: ...and init_leaders on all newly created partitions.
         init_leaders(self, &new_partitions, batch)?;
         // step 2: a deleted topic: StopReplica (with delete) to every affected broker.
@@ -90,6 +87,22 @@ impl ControllerState {
         Ok(())
     }
 
+    /// Reads the leaderAndISR nodes of `tps` (pipelined) into the context; returns the
+    /// partitions that have none yet.
+    pub fn record_leaders(&mut self, tps: Vec<TopicPartition>) -> ZkResult<Vec<TopicPartition>> {
+        let states = super::leader_and_isr::read_many(&self.zk, &tps)?;
+        let mut without = Vec::new();
+        for (tp, l) in tps.into_iter().zip(states) {
+            match l {
+                Some(l) => {
+                    self.ctx.leaders.insert(tp, l);
+                }
+                None => without.push(tp),
+            }
+        }
+        Ok(without)
+    }
+
     /// Reads a topic's assignment and watches it for added partitions.
     pub fn read_topic_assignment(
         &self,
@@ -118,7 +131,9 @@ impl ControllerState {
     }
 }
 
-/// Spec B, init_leaders(set_p).
+/// Spec B, init_leaders(set_p). The elections are made in memory, in order; the writes of
+/// step 1.2 go to ZooKeeper pipelined (`zk::pipeline`), and their outcomes are applied in
+/// order again.
 pub fn init_leaders(
     c: &mut ControllerState,
     set_p: &[TopicPartition],
@@ -127,32 +142,30 @@ pub fn init_leaders(
     // step 0: the live brokers (kept current by on_broker_change).
     let eligible = c.ctx.eligible_brokers();
     // step 1: for each partition P in set_p...
-    for tp in set_p {
-        let ar = c.ctx.assignments.get(tp).cloned().unwrap_or_default();
-        // step 1.1: a live replica of AR leads; every live replica of AR is in the ISR.
-        let (leader, isr) = match init_leader(&ar, |r| eligible.contains(&r)) {
-            Election::Leader { leader, isr } => (leader, isr),
-            Election::NoLeader { isr } => (-1, isr),
-        };
-        // step 1.2: write the leader and ISR to the leaderAndISR path.
-        let existing = paths::leader_and_isr(&c.zk, &tp.0, tp.1)?;
-        let version = match existing {
-            Some((cur, v)) if !(cur.leader == -1 && cur.isr.is_empty()) => {
-                c.ctx.leaders.insert(tp.clone(), (cur, v));
-                batch.leader_and_isr(&c.ctx, &ar, tp);
-                continue;
-            }
-            Some((_, v)) => Some(v),
-            None => None,
-        };
-        let l = LeaderAndIsr {
-            leader,
-            leader_epoch: 0,
-            isr,
-            controller_epoch: c.ctx.epoch,
-        };
-        match paths::write_leader_and_isr(&c.zk, &tp.0, tp.1, &l, version) {
-            Ok(v) => {
+    let plans: Vec<(TopicPartition, Vec<i32>, LeaderAndIsr)> = set_p
+        .iter()
+        .map(|tp| {
+            let ar = c.ctx.assignments.get(tp).cloned().unwrap_or_default();
+            // step 1.1: a live replica of AR leads; every live replica of AR is in the ISR.
+            let (leader, isr) = match init_leader(&ar, |r| eligible.contains(&r)) {
+                Election::Leader { leader, isr } => (leader, isr),
+                Election::NoLeader { isr } => (-1, isr),
+            };
+            let l = LeaderAndIsr {
+                leader,
+                leader_epoch: 0,
+                isr,
+                controller_epoch: c.ctx.epoch,
+            };
+            (tp.clone(), ar, l)
+        })
+        .collect();
+    // step 1.2: write the leader and ISR to the leaderAndISR path.
+    let zk = &c.zk;
+    let outcomes = pipeline::map(&plans, |(tp, _, l)| first_write(zk, tp, l));
+    for ((tp, ar, l), outcome) in plans.into_iter().zip(outcomes) {
+        match outcome? {
+            FirstWrite::Written(v) => {
                 log::info!(
                     "[Controller epoch {}] {}-{}: initial leader {} isr {:?}",
                     c.ctx.epoch,
@@ -163,11 +176,14 @@ pub fn init_leaders(
                 );
                 c.ctx.leaders.insert(tp.clone(), (l, v));
             }
-            Err(ZkError::NodeExists) | Err(ZkError::BadVersion) => {
-                super::leader_and_isr::refresh(&c.zk, &mut c.ctx, tp)?;
+            FirstWrite::Existing(cur, v) => {
+                c.ctx.leaders.insert(tp.clone(), (cur, v));
+            }
+            FirstWrite::Raced => {
+                super::leader_and_isr::refresh(&c.zk, &mut c.ctx, std::slice::from_ref(&tp))?;
             }
             // The topic was deleted meanwhile: the TopicChange it caused deletes the partition.
-            Err(ZkError::NoNode) => {
+            FirstWrite::TopicGone => {
                 log::info!(
                     "[Controller epoch {}] {}-{}: topic deleted before its first leader",
                     c.ctx.epoch,
@@ -176,10 +192,38 @@ pub fn init_leaders(
                 );
                 continue;
             }
-            Err(e) => return Err(e),
         }
         // step 2: LeaderAndIsr to the affected brokers.
-        batch.leader_and_isr(&c.ctx, &ar, tp);
+        batch.leader_and_isr(&c.ctx, &ar, &tp);
     }
     Ok(())
+}
+
+/// What the first write of a partition's leaderAndISR node found.
+enum FirstWrite {
+    /// Written; the node's version.
+    Written(i32),
+    /// A leader was there already (a previous controller's): kept.
+    Existing(LeaderAndIsr, i32),
+    /// Someone wrote between our read and our write: read it again.
+    Raced,
+    TopicGone,
+}
+
+/// Step 1.2 for one partition: write `l` unless the node already names a leader or an ISR
+/// (an empty node — no live replica when the topic was made — is overwritten).
+fn first_write(zk: &ZkClient, tp: &TopicPartition, l: &LeaderAndIsr) -> ZkResult<FirstWrite> {
+    let version = match paths::leader_and_isr(zk, &tp.0, tp.1)? {
+        Some((cur, v)) if !(cur.leader == -1 && cur.isr.is_empty()) => {
+            return Ok(FirstWrite::Existing(cur, v));
+        }
+        Some((_, v)) => Some(v),
+        None => None,
+    };
+    match paths::write_leader_and_isr(zk, &tp.0, tp.1, l, version) {
+        Ok(v) => Ok(FirstWrite::Written(v)),
+        Err(ZkError::NodeExists) | Err(ZkError::BadVersion) => Ok(FirstWrite::Raced),
+        Err(ZkError::NoNode) => Ok(FirstWrite::TopicGone),
+        Err(e) => Err(e),
+    }
 }

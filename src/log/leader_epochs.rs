@@ -178,9 +178,13 @@ impl Log {
                 self.epochs_from_headers()?
             }
         };
+        // Written when it changed, or when it was missing and the log has epochs; a new or
+        // format 0 log without a file costs no file (creating 10,000 partitions at once is
+        // bound by file creation).
+        let missing = !self.epochs_path().exists();
         let changed = cache.truncate_from_end(self.log_end_offset())
             | cache.truncate_from_start(self.log_start_offset())
-            | !self.epochs_path().exists();
+            | (missing && !cache.entries().is_empty());
         if changed {
             cache.write(&self.dir)?;
         }

@@ -119,11 +119,15 @@ impl LogManager {
         if let Some(l) = logs.get(&key) {
             return Ok(l.clone());
         }
-        let dir = self
-            .dirs
-            .iter()
-            .min_by_key(|d| logs.values().filter(|l| l.dir.starts_with(d)).count())
-            .expect("config has at least one log dir");
+        // The directory with the fewest logs (counting costs a pass over every log: skipped
+        // when there is one directory, the usual case, so 10,000 creations stay linear).
+        let dir = match self.dirs.as_slice() {
+            [only] => only,
+            dirs => dirs
+                .iter()
+                .min_by_key(|d| logs.values().filter(|l| l.dir.starts_with(d)).count())
+                .expect("config has at least one log dir"),
+        };
         let (l, _) = Log::open(
             partition_dir(dir, topic, partition),
             topic,

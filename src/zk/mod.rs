@@ -7,6 +7,7 @@ pub mod groups;
 pub mod ids;
 pub mod kafka_groups;
 pub mod paths;
+pub mod pipeline;
 pub mod producer_ids;
 pub mod topic_config;
 
