@@ -138,3 +138,56 @@ fn a_corrupt_compressed_payload_is_refused_and_the_log_is_unchanged() {
     assert_eq!(client.list_offsets("z", 0, -1).1, vec![1]);
     assert_eq!(replica(&c, 1, "z"), vec![(0, b"plain".to_vec())]);
 }
+
+/// The broker's peak resident memory (VmHWM), in MB.
+fn peak_mb(c: &Cluster, broker: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", c.pid(broker))).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb / 1024
+}
+
+#[test]
+fn a_decompression_bomb_is_refused_within_bounded_memory_and_what_is_stored_reads_back() {
+    let c = Cluster::start("bomb", 1, &[]);
+    c.create_topic("z", 1, 1);
+    let mut client = c.client(1);
+    // One gzip wrapper holding one 40 MB message: 40 KB on the wire.
+    let wrapper = |mb: usize| {
+        let mut inner = Vec::new();
+        message::encode_entry(&mut inner, 0, 0, -1, None, Some(&vec![0u8; mb << 20]));
+        let mut w = Vec::new();
+        message::encode_entry_with_attributes(
+            &mut w,
+            0,
+            0,
+            compression::GZIP,
+            -1,
+            None,
+            Some(&compression::compress(compression::GZIP, &inner).unwrap()),
+        );
+        w
+    };
+    let forty = wrapper(40);
+    // The request: 12 of them, 480 MB inflated from under half a megabyte.
+    let bomb: Vec<u8> = (0..12).flat_map(|_| forty.iter().copied()).collect();
+    assert!(bomb.len() < 1 << 20);
+    assert_eq!(
+        client.produce_set(1, "z", 0, &bomb).0,
+        ErrorCode::RecordListTooLarge.code()
+    );
+    assert_eq!(client.list_offsets("z", 0, -1).1, vec![0], "nothing stored");
+    // It stopped inflating at the 64 MiB budget of one set (was 553 MB for this request).
+    let peak = peak_mb(&c, 1);
+    assert!(peak < 300, "the broker's peak memory reached {peak} MB");
+    // What it does accept, every reader can inflate: two 20 MB wrappers, stored as one.
+    let twenty = wrapper(20);
+    let two: Vec<u8> = twenty.iter().chain(&twenty).copied().collect();
+    assert_eq!(client.produce_set(1, "z", 0, &two).0, 0);
+    let stored = replica(&c, 1, "z");
+    assert_eq!(stored.len(), 2);
+    assert!(stored.iter().all(|(_, v)| v.len() == 20 << 20));
+}

@@ -190,6 +190,10 @@ impl KafkaApis {
 fn set_error(e: SetError) -> (ErrorCode, Option<&'static str>) {
     match e {
         SetError::MessageTooLarge => (ErrorCode::MessageTooLarge, None),
+        SetError::RecordListTooLarge => (
+            ErrorCode::RecordListTooLarge,
+            Some("compressed messages inflating past 64 MiB in one set"),
+        ),
         SetError::Corrupt(_) => (ErrorCode::CorruptMessage, Some("corrupt record set")),
         SetError::BadCompression(_) => (ErrorCode::CorruptMessage, Some("bad compression")),
         SetError::NotOneBatch => (

@@ -22,7 +22,8 @@ pub const MAX_DECOMPRESSED: usize = 64 << 20;
 pub enum CompressionError {
     UnsupportedCodec(i8),
     Corrupt(String),
-    TooLarge,
+    /// Inflating would pass this many bytes.
+    TooLarge(usize),
 }
 
 impl std::fmt::Display for CompressionError {
@@ -30,8 +31,8 @@ impl std::fmt::Display for CompressionError {
         match self {
             CompressionError::UnsupportedCodec(c) => write!(f, "unsupported compression codec {c}"),
             CompressionError::Corrupt(why) => write!(f, "corrupt compressed payload: {why}"),
-            CompressionError::TooLarge => {
-                write!(f, "decompressed payload above {MAX_DECOMPRESSED} bytes")
+            CompressionError::TooLarge(limit) => {
+                write!(f, "decompressed payload above {limit} bytes")
             }
         }
     }
@@ -53,42 +54,55 @@ pub fn codec_by_name(name: &str) -> Result<Option<i8>, String> {
 
 /// Reads a decoder to its end, stopping one byte past the limit so that a bomb is refused
 /// without being inflated.
-fn read_bounded(r: impl Read) -> Result<Vec<u8>, CompressionError> {
+fn read_bounded(r: impl Read, limit: usize) -> Result<Vec<u8>, CompressionError> {
     let mut out = Vec::new();
-    r.take(MAX_DECOMPRESSED as u64 + 1)
+    r.take(limit as u64 + 1)
         .read_to_end(&mut out)
         .map_err(|e| CompressionError::Corrupt(e.to_string()))?;
     Ok(out)
 }
 
 pub fn decompress(codec: i8, data: &[u8]) -> Result<Vec<u8>, CompressionError> {
+    decompress_within(codec, data, MAX_DECOMPRESSED)
+}
+
+/// `decompress`, refusing (without inflating further) past `limit` bytes: what is left of a
+/// request's budget when it holds several compressed wrappers.
+pub fn decompress_within(
+    codec: i8,
+    data: &[u8],
+    limit: usize,
+) -> Result<Vec<u8>, CompressionError> {
     let out = match codec {
-        GZIP => read_bounded(flate2::read::GzDecoder::new(data))?,
+        GZIP => read_bounded(flate2::read::GzDecoder::new(data), limit)?,
         // A stream too short for a frame header reads as empty to the decoder: insist on the
         // frame's magic number so that junk is an error, not an empty set.
         LZ4 if !data.starts_with(&LZ4_MAGIC) => {
             return Err(CompressionError::Corrupt("not an LZ4 frame".into()));
         }
-        LZ4 => read_bounded(lz4_flex::frame::FrameDecoder::new(data))?,
+        LZ4 => read_bounded(lz4_flex::frame::FrameDecoder::new(data), limit)?,
         ZSTD => read_bounded(
             zstd::stream::read::Decoder::new(data)
                 .map_err(|e| CompressionError::Corrupt(e.to_string()))?,
+            limit,
         )?,
-        SNAPPY if data.len() > 16 && data[..8] == XERIAL_MAGIC => xerial_decode(&data[16..])?,
-        SNAPPY => raw_snappy_decode(data)?,
+        SNAPPY if data.len() > 16 && data[..8] == XERIAL_MAGIC => {
+            xerial_decode(&data[16..], limit)?
+        }
+        SNAPPY => raw_snappy_decode(data, limit)?,
         c => return Err(CompressionError::UnsupportedCodec(c)),
     };
-    if out.len() > MAX_DECOMPRESSED {
-        return Err(CompressionError::TooLarge);
+    if out.len() > limit {
+        return Err(CompressionError::TooLarge(limit));
     }
     Ok(out)
 }
 
-fn raw_snappy_decode(data: &[u8]) -> Result<Vec<u8>, CompressionError> {
+fn raw_snappy_decode(data: &[u8], limit: usize) -> Result<Vec<u8>, CompressionError> {
     let len =
         snap::raw::decompress_len(data).map_err(|e| CompressionError::Corrupt(e.to_string()))?;
-    if len > MAX_DECOMPRESSED {
-        return Err(CompressionError::TooLarge);
+    if len > limit {
+        return Err(CompressionError::TooLarge(limit));
     }
     snap::raw::Decoder::new()
         .decompress_vec(data)
@@ -96,7 +110,7 @@ fn raw_snappy_decode(data: &[u8]) -> Result<Vec<u8>, CompressionError> {
 }
 
 /// After the 16-byte header: repeated [int32 BE length][raw snappy block].
-fn xerial_decode(mut data: &[u8]) -> Result<Vec<u8>, CompressionError> {
+fn xerial_decode(mut data: &[u8], limit: usize) -> Result<Vec<u8>, CompressionError> {
     let mut out = Vec::new();
     while !data.is_empty() {
         if data.len() < 4 {
@@ -110,9 +124,12 @@ fn xerial_decode(mut data: &[u8]) -> Result<Vec<u8>, CompressionError> {
                 "xerial block length past the payload".into(),
             ));
         }
-        out.extend(raw_snappy_decode(&data[4..4 + n as usize])?);
-        if out.len() > MAX_DECOMPRESSED {
-            return Err(CompressionError::TooLarge);
+        out.extend(raw_snappy_decode(
+            &data[4..4 + n as usize],
+            limit - out.len(),
+        )?);
+        if out.len() > limit {
+            return Err(CompressionError::TooLarge(limit));
         }
         data = &data[4 + n as usize..];
     }
@@ -186,7 +203,10 @@ mod tests {
         );
         for codec in [GZIP, LZ4, ZSTD] {
             let bomb = compress(codec, &vec![0u8; MAX_DECOMPRESSED + 10]).unwrap();
-            assert_eq!(decompress(codec, &bomb), Err(CompressionError::TooLarge));
+            assert_eq!(
+                decompress(codec, &bomb),
+                Err(CompressionError::TooLarge(MAX_DECOMPRESSED))
+            );
         }
     }
 }

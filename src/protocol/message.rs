@@ -259,6 +259,9 @@ pub enum SetError {
     Corrupt(MessageError),
     /// A message above `message.max.bytes`.
     MessageTooLarge,
+    /// Compressed wrappers that together inflate past `compression::MAX_DECOMPRESSED`: more
+    /// than the one wrapper they are stored as could hold for a reader.
+    RecordListTooLarge,
     /// A wrapper that does not decompress, uses an unknown codec, or nests compression.
     BadCompression(String),
     /// A produce of format v2 must be exactly one batch (as Kafka requires).
@@ -275,6 +278,9 @@ fn for_each_deep(
     mut f: impl FnMut(&Message<'_>),
 ) -> Result<usize, SetError> {
     let mut pos = 0;
+    // Bytes inflated so far: every wrapper of the set draws on one budget, since they are
+    // stored merged into one wrapper that every reader must be able to inflate.
+    let mut inflated = 0;
     while pos < set.len() {
         let m = match parse_entry(&set[pos..]) {
             Ok(m) => m,
@@ -290,8 +296,19 @@ fn for_each_deep(
             // Kafka allows zstd only in format v2 (KIP-110).
             return Err(SetError::Unsupported("zstd in message format 0 or 1"));
         } else {
-            let inner = compression::decompress(m.codec(), m.value.unwrap_or_default())
-                .map_err(|e| SetError::BadCompression(e.to_string()))?;
+            let budget = compression::MAX_DECOMPRESSED - inflated;
+            let inner = match compression::decompress_within(
+                m.codec(),
+                m.value.unwrap_or_default(),
+                budget,
+            ) {
+                Ok(inner) => inner,
+                Err(compression::CompressionError::TooLarge(_)) => {
+                    return Err(SetError::RecordListTooLarge);
+                }
+                Err(e) => return Err(SetError::BadCompression(e.to_string())),
+            };
+            inflated += inner.len();
             let mut ipos = 0;
             while ipos < inner.len() {
                 let im = parse_entry(&inner[ipos..])
