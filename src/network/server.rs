@@ -180,17 +180,37 @@ fn accept_loop(
         let spawned = std::thread::Builder::new()
             .name(format!("conn-{peer}"))
             .spawn(move || {
+                // Given back when the thread ends, however it ends: a handler that panics
+                // must not keep its connection counted against `max.connections`.
+                let _slot = Slot {
+                    id,
+                    connections: c,
+                    open: o,
+                };
                 if let Err(e) = serve_connection(stream, &peer, &*h, &l) {
                     log::debug!("connection from {peer} ended: {e}");
                 }
-                c.lock().remove(&id);
-                o.fetch_sub(1, Ordering::AcqRel);
             });
         if let Err(e) = spawned {
             log::error!("cannot start a thread for {peer}: {e}");
             connections.lock().remove(&id);
             open.fetch_sub(1, Ordering::AcqRel);
         }
+    }
+}
+
+/// A connection's place in the server's count and map, released on drop (also when its
+/// thread unwinds).
+struct Slot {
+    id: u64,
+    connections: Arc<Mutex<HashMap<u64, TcpStream>>>,
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.connections.lock().remove(&self.id);
+        self.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -345,4 +365,69 @@ fn read_rest(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers a frame with its own bytes; panics on a frame that starts with 1.
+    struct Echo;
+
+    impl RequestHandler for Echo {
+        fn handle(&self, frame: &mut [u8], out: &mut Vec<u8>, _: &SocketAddr) -> Action {
+            assert_ne!(frame[0], 1, "a handler bug");
+            out.extend_from_slice(frame);
+            Action::Respond
+        }
+    }
+
+    fn ask(addr: SocketAddr, byte: u8) -> Option<Vec<u8>> {
+        let mut s = TcpStream::connect(addr).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        s.write_all(&[0, 0, 0, 1, byte]).ok()?;
+        let mut size = [0u8; 4];
+        s.read_exact(&mut size).ok()?;
+        let mut body = vec![0u8; u32::from_be_bytes(size) as usize];
+        s.read_exact(&mut body).ok()?;
+        Some(body)
+    }
+
+    #[test]
+    fn a_handler_that_panics_gives_its_connection_slot_back() {
+        let server = SocketServer::start(
+            "127.0.0.1:0",
+            Arc::new(Echo),
+            1024,
+            2,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let addr = server.local_addr();
+        for _ in 0..5 {
+            assert_eq!(ask(addr, 1), None, "the panicking request gets no answer");
+        }
+        // Both slots of max.connections are free again (they were leaked before): two
+        // connections at once are served, once the closed ones have been counted out.
+        let both = || -> Option<()> {
+            let mut a = TcpStream::connect(addr).ok()?;
+            let mut b = TcpStream::connect(addr).ok()?;
+            for s in [&mut a, &mut b] {
+                s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+                s.write_all(&[0, 0, 0, 1, 7]).ok()?;
+                let mut answer = [0u8; 5];
+                s.read_exact(&mut answer).ok()?;
+                (answer == [0, 0, 0, 1, 7]).then_some(())?;
+            }
+            Some(())
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while both().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "connections refused after handler panics"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }

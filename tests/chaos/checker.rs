@@ -77,49 +77,86 @@ impl Report {
 
 /// A replica's messages from offset 0 up to `upto` (exclusive), read with the debugging
 /// replica id so followers answer too; waits (up to a deadline) until the replica's high
-/// watermark reaches `upto`.
+/// watermark reaches `upto`. A broker slow to answer (a fetch past the client's 2 s timeout)
+/// is asked again until the deadline, and only then reported.
 fn read_replica(env: &Env, broker: i32, p: i32, upto: i64) -> Result<Vec<(i64, String)>, String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let mut c = Client::try_connect(env.addr(broker)).ok_or("cannot connect")?;
-        let mut out = Vec::new();
-        let mut next = 0;
-        let mut hw = 0;
-        while next < upto {
-            let r = c.fetch_as(DEBUGGING_REPLICA_ID, TOPIC, p, next, 0);
-            hw = r.high_watermark;
-            if r.error_code != 0 {
-                return Err(format!("fetch answered {}", r.error_code));
+        match read_replica_once(env, broker, p, upto) {
+            Ok(Some(out)) => return Ok(out),
+            Ok(None) | Err(_) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(200));
             }
-            let msgs = decode_deep(&r.message_set).map_err(|e| format!("{e:?}"))?;
-            let before = next;
-            for m in msgs
-                .into_iter()
-                .filter(|m| m.offset >= before && m.offset < upto)
-            {
-                next = m.offset + 1;
-                out.push((
-                    m.offset,
-                    String::from_utf8_lossy(m.value.as_deref().unwrap_or(b"")).into_owned(),
-                ));
-            }
-            if next == before {
-                break; // this replica's high watermark is below `upto` for now
-            }
+            Ok(None) => return Err(format!("high watermark stays below {upto}")),
+            Err(e) => return Err(e),
         }
-        if next >= upto || hw >= upto {
-            return Ok(out);
-        }
-        if Instant::now() >= deadline {
-            return Err(format!("high watermark stuck at {hw}, below {upto}"));
-        }
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
+/// One pass of `read_replica`: `None` when the replica's high watermark is below `upto`.
+fn read_replica_once(
+    env: &Env,
+    broker: i32,
+    p: i32,
+    upto: i64,
+) -> Result<Option<Vec<(i64, String)>>, String> {
+    let mut c = Client::try_connect(env.addr(broker)).ok_or("cannot connect")?;
+    let mut out = Vec::new();
+    let mut next = 0;
+    let mut hw = 0;
+    while next < upto {
+        let r = c.try_fetch_v(
+            gregor::protocol::fetch::CLIENT_VERSION,
+            DEBUGGING_REPLICA_ID,
+            TOPIC,
+            p,
+            next,
+            0,
+        )?;
+        hw = r.high_watermark;
+        if r.error_code != 0 {
+            return Err(format!("fetch answered {}", r.error_code));
+        }
+        let msgs = decode_deep(&r.message_set).map_err(|e| format!("{e:?}"))?;
+        let before = next;
+        for m in msgs
+            .into_iter()
+            .filter(|m| m.offset >= before && m.offset < upto)
+        {
+            next = m.offset + 1;
+            out.push((
+                m.offset,
+                String::from_utf8_lossy(m.value.as_deref().unwrap_or(b"")).into_owned(),
+            ));
+        }
+        if next == before {
+            break; // this replica's high watermark is below `upto` for now
+        }
+    }
+    Ok((next >= upto || hw >= upto).then_some(out))
+}
+
+/// The leader's high watermark, asked again (for up to 30 s) while it is slow to answer.
 fn leader_hw(env: &Env, leader: i32, p: i32) -> Result<i64, String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match leader_hw_once(env, leader, p) {
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            r => return r,
+        }
+    }
+}
+
+fn leader_hw_once(env: &Env, leader: i32, p: i32) -> Result<i64, String> {
     let mut c = Client::try_connect(env.addr(leader)).ok_or("cannot connect to the leader")?;
-    let r = c.fetch(TOPIC, p, 0, 0);
+    let r = c.try_fetch_v(
+        gregor::protocol::fetch::CLIENT_VERSION,
+        gregor::protocol::fetch::CONSUMER_REPLICA_ID,
+        TOPIC,
+        p,
+        0,
+        0,
+    )?;
     if r.error_code != 0 {
         return Err(format!("leader answered {}", r.error_code));
     }

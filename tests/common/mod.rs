@@ -551,6 +551,20 @@ impl Client {
         offset: i64,
         max_wait_ms: i32,
     ) -> FetchPartitionResponse {
+        self.try_fetch_v(version, replica_id, topic, partition, offset, max_wait_ms)
+            .unwrap()
+    }
+
+    /// `fetch_v`, with a failed round trip (a timeout, a closed connection) as an error.
+    pub fn try_fetch_v(
+        &mut self,
+        version: i16,
+        replica_id: i32,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+    ) -> Result<FetchPartitionResponse, String> {
         let req = FetchRequest::new(
             replica_id,
             max_wait_ms,
@@ -565,15 +579,12 @@ impl Client {
             .call(1, version, &|b| req.encode(b, version), |r| {
                 FetchResponse::decode(r, version)
             })
-            .unwrap();
+            .map_err(|e| e.to_string())?;
         resp.topics
             .into_iter()
             .next()
-            .unwrap()
-            .1
-            .into_iter()
-            .next()
-            .unwrap()
+            .and_then(|t| t.1.into_iter().next())
+            .ok_or_else(|| "a fetch answer without the partition".to_owned())
     }
 
     pub fn fetch(
