@@ -66,6 +66,9 @@ pub struct BrokerConfig {
     pub connections_max_idle: Duration,
     pub replica_lag_time_max: Duration,
     pub replica_fetch_max_bytes: i32,
+    /// `fetch.max.bytes`: the most record bytes one Fetch answer carries, whatever its
+    /// partitions ask (Kafka's default, 55 MiB).
+    pub fetch_max_bytes: i32,
     pub replica_fetch_wait_max: Duration,
     pub replica_fetch_min_bytes: i32,
     pub replica_high_watermark_checkpoint_interval: Duration,
@@ -245,6 +248,7 @@ impl BrokerConfig {
             connections_max_idle: p.millis("connections.max.idle.ms", 600_000)?,
             replica_lag_time_max: p.millis("replica.lag.time.max.ms", 10_000)?,
             replica_fetch_max_bytes: p.positive("replica.fetch.max.bytes", 1 << 20)?,
+            fetch_max_bytes: p.positive("fetch.max.bytes", 57_671_680)?,
             replica_fetch_wait_max: p.millis("replica.fetch.wait.max.ms", 500)?,
             replica_fetch_min_bytes: p.positive("replica.fetch.min.bytes", 1)?,
             replica_high_watermark_checkpoint_interval: p

@@ -874,3 +874,54 @@ fn a_busy_port_is_reported_in_words() {
     );
     assert!(!msg.contains("Os {"), "{msg}");
 }
+
+#[test]
+fn a_fetch_answer_is_bounded_by_fetch_max_bytes_however_often_it_names_a_partition() {
+    use gregor::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse};
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("fetchcap"));
+    let _controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[("fetch.max.bytes", "100000")]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "big", 1);
+    let value = vec![b'x'; 1000];
+    for _ in 0..30 {
+        let batch: Vec<&[u8]> = (0..10).map(|_| &value[..]).collect();
+        assert_eq!(c.produce(1, "big", 0, &batch).0, E_OK);
+    }
+    // 300 KB stored; one request naming the partition 50 times, 1 MB each (15 MB before).
+    for version in [0, 4, 11] {
+        let req = FetchRequest::new(
+            -1,
+            0,
+            1,
+            vec![("big".into(), vec![FetchPartition::new(0, 0, 1 << 20); 50])],
+        );
+        let resp = c
+            .chan
+            .call(1, version, &|buf| req.encode(buf, version), |r| {
+                FetchResponse::decode(r, version)
+            })
+            .unwrap();
+        let parts = &resp.topics[0].1;
+        let total: usize = parts.iter().map(|p| p.message_set.len()).sum();
+        assert!(total > 0, "v{version}: the first is answered");
+        assert!(
+            total <= 100_000,
+            "v{version}: {total} record bytes in one answer"
+        );
+        assert!(parts.iter().all(|p| p.error_code == E_OK), "v{version}");
+    }
+    // The setting is checked like every other.
+    let bad = gregor::config::BrokerConfig::from_map(
+        [
+            ("broker.id".to_owned(), "1".to_owned()),
+            ("zookeeper.connect".to_owned(), zk.clone()),
+            ("log.dirs".to_owned(), "/nonexistent".to_owned()),
+            ("fetch.max.bytes".to_owned(), "0".to_owned()),
+        ]
+        .into(),
+    );
+    let err = bad.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("fetch.max.bytes"), "{err}");
+}

@@ -95,6 +95,7 @@ fn broker_configs(c: &BrokerConfig) -> Vec<(&'static str, String, i8)> {
             c.unclean_leader_election_enable.to_string(),
             TYPE_BOOLEAN,
         ),
+        ("fetch.max.bytes", c.fetch_max_bytes.to_string(), TYPE_INT),
         (
             "replica.lag.time.max.ms",
             ms(c.replica_lag_time_max),

@@ -61,8 +61,9 @@ impl KafkaApis {
     }
 
     /// Writes the whole fetch response; returns the record bytes included and whether any
-    /// partition had an error. The request's `max_bytes` (v3+) bounds the total, except that
-    /// the first partition with data is answered even when it alone is larger.
+    /// partition had an error. The request's `max_bytes` (v3+) and the broker's
+    /// `fetch.max.bytes` (every version; Kafka's rule) bound the record bytes of the whole
+    /// answer, so a request naming one partition many times gets no more than that either.
     fn write_fetch_response(
         &self,
         req: &FetchRequest,
@@ -70,6 +71,8 @@ impl KafkaApis {
         out: &mut Vec<u8>,
     ) -> (usize, bool) {
         let flex = version >= 12;
+        let cap = self.config.fetch_max_bytes.max(0) as usize;
+        let request_max = (req.max_bytes.max(0) as usize).min(cap);
         let mut total = 0;
         let mut errors = false;
         fetch::write_response_head(out, version, 0);
@@ -78,11 +81,10 @@ impl KafkaApis {
             out.put_str(flex, topic);
             out.put_len(flex, Some(parts.len()));
             for p in parts {
-                let budget = (req.max_bytes.max(0) as usize).saturating_sub(total);
                 let budget = if total == 0 {
-                    req.max_bytes.max(0) as usize
+                    request_max
                 } else {
-                    budget
+                    request_max.saturating_sub(total)
                 };
                 match self.read_partition(topic, p, req.replica_id, version, budget, out) {
                     Ok(n) => total += n,
