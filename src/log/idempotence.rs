@@ -7,16 +7,8 @@ use std::io;
 use super::partition_log::Log;
 use super::producer_state::{self, ProducerStates};
 use crate::protocol::record_batch;
-use crate::protocol::records;
 
 impl Log {
-    /// Records the idempotent batches of `set` (entries with offsets assigned).
-    pub(super) fn record_producers(&self, producers: &mut ProducerStates, set: &[u8]) {
-        for e in records::entries(set).map_while(Result::ok) {
-            record_header(producers, e.bytes);
-        }
-    }
-
     /// Rebuilds the producers' state for the log as it is now: the newest snapshot at or
     /// below the log end offset, then every batch header after it. Called with the append
     /// lock held (or before the log is shared).
@@ -66,7 +58,7 @@ impl Log {
 }
 
 /// Records one batch from its header, when it is an idempotent producer's.
-fn record_header(producers: &mut ProducerStates, header: &[u8]) {
+pub(super) fn record_header(producers: &mut ProducerStates, header: &[u8]) {
     if let Some(m) = record_batch::producer_meta(header) {
         producers.record(
             m.producer_id,

@@ -47,6 +47,11 @@ impl LeaderEpochCache {
         true
     }
 
+    /// A copied batch's epoch (format v2 headers; format 0/1 carry none): `assign`.
+    pub fn assign_from_header(&mut self, header: &[u8]) -> bool {
+        record_batch::header_epoch(header).is_some_and(|(epoch, base)| self.assign(epoch, base))
+    }
+
     /// Where `epoch` ends: (the largest epoch ≤ `epoch` we know, the start offset of the
     /// first epoch after it), or the log end offset when it is the latest. `UNDEFINED` when
     /// `epoch` is newer than any here (or the cache is empty). An epoch older than all of
@@ -197,9 +202,7 @@ impl Log {
         let start = self.log_start_offset();
         for seg in self.segments_from(start) {
             seg.for_each_header_from(start.max(seg.base_offset), |h| {
-                if let Some((epoch, base)) = record_batch::header_epoch(h) {
-                    cache.assign(epoch, base);
-                }
+                cache.assign_from_header(h);
             })?;
         }
         Ok(cache)
@@ -212,24 +215,6 @@ impl Log {
         let mut state = self.append_lock.lock();
         if state.epochs.assign(epoch, self.log_end_offset()) {
             state.epochs.write(&self.dir)?;
-        }
-        Ok(())
-    }
-
-    /// A follower's append: the epochs of the leader's batches (format v2) it copied.
-    pub(super) fn record_epochs(
-        &self,
-        epochs: &mut LeaderEpochCache,
-        set: &[u8],
-    ) -> io::Result<()> {
-        let mut changed = false;
-        for e in crate::protocol::records::entries(set).map_while(Result::ok) {
-            if let Some((epoch, base)) = record_batch::header_epoch(e.bytes) {
-                changed |= epochs.assign(epoch, base);
-            }
-        }
-        if changed {
-            epochs.write(&self.dir)?;
         }
         Ok(())
     }

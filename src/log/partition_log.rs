@@ -308,9 +308,17 @@ impl Log {
         }
         self.append_locked(&mut flush, set, leo, last)?;
         // The leader checked these batches; a follower only keeps the state it would need
-        // if it became leader.
-        self.record_producers(&mut flush.producers, set);
-        self.record_epochs(&mut flush.epochs, set)
+        // if it became leader: its producers' sequences and the leader epochs, read from
+        // the batch headers in one pass.
+        let mut epochs_changed = false;
+        for e in crate::protocol::records::entries(set).map_while(Result::ok) {
+            super::idempotence::record_header(&mut flush.producers, e.bytes);
+            epochs_changed |= flush.epochs.assign_from_header(e.bytes);
+        }
+        if epochs_changed {
+            flush.epochs.write(&self.dir)?;
+        }
+        Ok(())
     }
 
     fn append_locked(
@@ -407,12 +415,12 @@ impl Log {
     /// `log_end_offset` tells which. Segments wholly above it are deleted.
     pub fn truncate_to(&self, offset: i64) -> io::Result<()> {
         let mut state = self.append_lock.lock();
-        // Epochs said to begin at or past the cut go even when no message does (a leader's
-        // epoch that never appended anything).
-        if state.epochs.truncate_from_end(offset) {
-            state.epochs.write(&self.dir)?;
-        }
         if offset >= self.log_end_offset() {
+            // No message goes, but epochs said to begin at or past the cut do (a leader's
+            // epoch that never appended anything).
+            if state.epochs.truncate_from_end(offset) {
+                state.epochs.write(&self.dir)?;
+            }
             return Ok(());
         }
         let mut segs = self.segments.write();
