@@ -9,6 +9,12 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+mod connection_limits;
+mod listeners;
+
+pub use crate::network::ConnectionLimits;
+pub use listeners::{Listener, Listeners};
+
 /// A configuration problem, named so the operator can fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError(pub String);
@@ -24,13 +30,9 @@ impl std::error::Error for ConfigError {}
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     pub broker_id: i32,
-    /// Address the listener binds and registers; 127.0.0.1 unless configured.
-    pub host: String,
-    /// 0 picks a free port (tests); the bound port is what gets registered.
-    pub port: u16,
-    /// `advertised.listeners`: the address registered for clients and other brokers when it
-    /// is not the bound one (a proxy in front of the broker).
-    pub advertised: Option<(String, u16)>,
+    /// `listeners`, `advertised.listeners`, `listener.security.protocol.map` and
+    /// `inter.broker.listener.name`; one PLAINTEXT listener on 127.0.0.1:9092 by default.
+    pub listeners: Listeners,
     pub log_dirs: Vec<PathBuf>,
     /// `host:port[,host:port...][/chroot]`.
     pub zookeeper_connect: String,
@@ -59,11 +61,9 @@ pub struct BrokerConfig {
     /// `log.message.timestamp.type=LogAppendTime`: batches get the broker's clock as their
     /// timestamp (format v2; older formats keep the producer's). `CreateTime` by default.
     pub log_append_time: bool,
-    pub socket_request_max_bytes: usize,
-    pub max_connections: usize,
-    /// `connections.max.idle.ms`: an idle connection is closed after this long, and so is one
-    /// whose request has been arriving for longer (a client trickling bytes).
-    pub connections_max_idle: Duration,
+    /// What the socket servers admit: request sizes, the request memory pool, connection
+    /// counts per broker and per address, the creation rate, idle time.
+    pub connection_limits: ConnectionLimits,
     pub replica_lag_time_max: Duration,
     pub replica_fetch_max_bytes: i32,
     /// `fetch.max.bytes`: the most record bytes one Fetch answer carries, whatever its
@@ -111,6 +111,16 @@ pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, ConfigEr
 struct Props(BTreeMap<String, String>);
 
 impl Props {
+    #[cfg(test)]
+    fn of(pairs: &[(&str, &str)]) -> Props {
+        Props(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
     fn take(&mut self, key: &str) -> Option<String> {
         self.0.remove(key)
     }
@@ -181,11 +191,8 @@ impl BrokerConfig {
             .ok()
             .filter(|id| *id >= 0)
             .ok_or_else(|| ConfigError("`broker.id` must be a non-negative integer".into()))?;
-        let (host, port) = listener(&mut p)?;
-        let advertised = p
-            .take("advertised.listeners")
-            .map(|l| plaintext("advertised.listeners", &l))
-            .transpose()?;
+        let listeners = listeners::read(&mut p)?;
+        let connection_limits = connection_limits::read(&mut p)?;
         let log_dirs: Vec<PathBuf> = p
             .take("log.dirs")
             .or_else(|| p.take("log.dir"))
@@ -212,9 +219,8 @@ impl BrokerConfig {
         let zookeeper_session_timeout = p.millis("zookeeper.session.timeout.ms", 6000)?;
         let cfg = BrokerConfig {
             broker_id,
-            host,
-            port,
-            advertised,
+            listeners,
+            connection_limits,
             log_dirs,
             zookeeper_connect,
             zookeeper_session_timeout,
@@ -243,9 +249,6 @@ impl BrokerConfig {
                     )));
                 }
             },
-            socket_request_max_bytes: p.positive("socket.request.max.bytes", 104_857_600)?,
-            max_connections: p.positive("max.connections", 1000)?,
-            connections_max_idle: p.millis("connections.max.idle.ms", 600_000)?,
             replica_lag_time_max: p.millis("replica.lag.time.max.ms", 10_000)?,
             replica_fetch_max_bytes: p.positive("replica.fetch.max.bytes", 1 << 20)?,
             fetch_max_bytes: p.positive("fetch.max.bytes", 57_671_680)?,
@@ -280,40 +283,6 @@ impl BrokerConfig {
     }
 }
 
-/// `listeners=PLAINTEXT://host:port`, or 0.8's `host.name` + `port`.
-fn listener(p: &mut Props) -> Result<(String, u16), ConfigError> {
-    let host_name = p.take("host.name");
-    let port = p.take("port");
-    if let Some(l) = p.take("listeners") {
-        return plaintext("listeners", &l);
-    }
-    let port = match port {
-        None => 9092,
-        Some(v) => v
-            .parse()
-            .map_err(|_| ConfigError(format!("bad value `{v}` for `port`")))?,
-    };
-    let host = host_name
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "127.0.0.1".into());
-    Ok((host, port))
-}
-
-/// `PLAINTEXT://host:port`; an empty host means 127.0.0.1.
-fn plaintext(key: &str, l: &str) -> Result<(String, u16), ConfigError> {
-    let rest = l
-        .strip_prefix("PLAINTEXT://")
-        .ok_or_else(|| ConfigError(format!("`{key}` must be PLAINTEXT://host:port, got `{l}`")))?;
-    let (h, pt) = rest
-        .rsplit_once(':')
-        .ok_or_else(|| ConfigError(format!("`{key}` has no port: `{l}`")))?;
-    let pt = pt
-        .parse()
-        .map_err(|_| ConfigError(format!("bad port in `{key}`: `{l}`")))?;
-    let h = if h.is_empty() { "127.0.0.1" } else { h };
-    Ok((h.to_owned(), pt))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,17 +295,20 @@ mod tests {
     #[test]
     fn defaults_and_listener() {
         let c = BrokerConfig::from_map(base()).unwrap();
-        assert_eq!((c.host.as_str(), c.port), ("127.0.0.1", 9092));
+        assert_eq!(
+            c.listeners.bind[0].to_string(),
+            "PLAINTEXT://127.0.0.1:9092"
+        );
         assert!(!c.unclean_leader_election_enable);
         let mut m = base();
         m.insert("listeners".into(), "PLAINTEXT://127.0.0.1:9999".into());
-        assert_eq!(BrokerConfig::from_map(m.clone()).unwrap().port, 9999);
         m.insert(
             "advertised.listeners".into(),
             "PLAINTEXT://127.0.0.1:7777".into(),
         );
         let c = BrokerConfig::from_map(m.clone()).unwrap();
-        assert_eq!(c.advertised, Some(("127.0.0.1".to_owned(), 7777)));
+        assert_eq!(c.listeners.bind[0].port, 9999);
+        assert_eq!(c.listeners.advertised[0].port, 7777);
         m.insert("advertised.listeners".into(), "127.0.0.1:7777".into());
         let e = BrokerConfig::from_map(m).unwrap_err();
         assert!(e.0.contains("advertised.listeners"), "{e}");

@@ -784,14 +784,23 @@ fn groups_tool_lists_and_describes_with_lag() {
     let (ok, out, err) =
         common::gregor_cli(&["groups", "--bootstrap", &addr, "--describe", "g"], "");
     assert!(ok, "{err}");
-    assert!(out.contains(&m.id), "{out}");
-    for line in out.lines().filter(|l| l.starts_with("t ")) {
-        let f: Vec<&str> = line.split_whitespace().collect();
+    // One row per partition, each fully committed with no lag and owned by the member.
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.starts_with("t "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let partitions: Vec<&str> = rows.iter().map(|f| f[1]).collect();
+    assert_eq!(partitions, ["0", "1"], "{out}");
+    let mut committed = 0;
+    for f in &rows {
         // TOPIC PARTITION COMMITTED LOG-END LAG OWNER
-        assert_eq!(f[2], f[3], "{line}");
-        assert_eq!(f[4], "0", "{line}");
-        assert!(f[5].starts_with(&m.id), "{line}");
+        assert_eq!(f[2], f[3], "{f:?}");
+        assert_eq!(f[4], "0", "{f:?}");
+        assert!(f[5].starts_with(&m.id), "{f:?}");
+        committed += f[2].parse::<i64>().unwrap();
     }
+    assert_eq!(committed, 10, "{out}");
     common::assert_cli_fails(
         &["groups", "--bootstrap", &addr, "--describe", "nope"],
         "no group `nope`",

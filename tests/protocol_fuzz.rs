@@ -27,6 +27,7 @@ fn decode_everything(bytes: &[u8]) {
     let _ = decode_all::<UpdateMetadataRequest>(bytes);
     let _ = decode_all::<PartitionErrorsResponse>(bytes);
     let _ = decode_all::<ErrorOnlyResponse>(bytes);
+    decode_coordinator_messages(bytes);
     let _ = RequestHeader::decode(&mut Reader::new(bytes));
     decode_group_apis(bytes);
     for v in 0..3 {
@@ -41,6 +42,23 @@ fn decode_everything(bytes: &[u8]) {
     let _ = records::max_timestamp_of(bytes);
     let mut out = Vec::new();
     let _ = records::down_convert(bytes, 1, 0, 1 << 20, &mut out);
+}
+
+/// The spec consumer coordinator's messages, every one reachable from the network (a broker
+/// reads Register and Consult; a consumer the coordinator's Ping, Stop and Start; the
+/// coordinator its members' answers).
+fn decode_coordinator_messages(bytes: &[u8]) {
+    use gregor::protocol::coordinator::*;
+    let _ = decode_all::<Empty>(bytes);
+    let _ = decode_all::<ConsultResponse>(bytes);
+    let _ = decode_all::<Subscription>(bytes);
+    let _ = decode_all::<RegisterRequest>(bytes);
+    let _ = decode_all::<RegisterResponse>(bytes);
+    let _ = decode_all::<ErrorResponse>(bytes);
+    let _ = decode_all::<PingRequest>(bytes);
+    let _ = decode_all::<PingResponse>(bytes);
+    let _ = decode_all::<StopResponse>(bytes);
+    let _ = decode_all::<StartRequest>(bytes);
 }
 
 /// The data-path decoders at every version served, in the encoding of each version.
@@ -222,7 +240,14 @@ fn samples() -> Vec<Vec<u8>> {
             controller_id: 1,
             controller_epoch: 1,
             partition_states: vec![state.clone()],
-            live_brokers: vec![broker.clone()],
+            live_brokers: vec![gregor::protocol::BrokerEndPoints {
+                id: broker.id,
+                endpoints: vec![gregor::protocol::EndPoint {
+                    listener: "PLAINTEXT".into(),
+                    host: broker.host.clone(),
+                    port: broker.port,
+                }],
+            }],
         }
         .encode(b)
     });

@@ -5,7 +5,6 @@
 //! connection with a log line naming the peer and the problem (the protocol has no error
 //! response for an unparseable request); ApiVersions always gets an answer.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::group_apis::RequestContext;
@@ -17,7 +16,7 @@ use crate::client::admin;
 use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
 use crate::coordinator::Coordinator;
-use crate::network::{Action, RequestHandler};
+use crate::network::{Action, ConnectionContext, RequestHandler, Response};
 use crate::protocol::admin_configs::AlterConfigsRequest;
 use crate::protocol::admin_describe::{DescribeClusterRequest, DescribeConfigsRequest};
 use crate::protocol::admin_topics::{
@@ -26,13 +25,13 @@ use crate::protocol::admin_topics::{
 use crate::protocol::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use crate::protocol::controller::{
     ControlledShutdownRequest, ControlledShutdownResponse, ErrorOnlyResponse, LeaderAndIsrRequest,
-    StopReplicaRequest, UpdateMetadataRequest,
+    PartitionErrorsResponse, StopReplicaRequest, UpdateMetadataRequest,
 };
 use crate::protocol::coordinator::is_coordinator_request;
 use crate::protocol::delete_records::DeleteRecordsRequest;
 use crate::protocol::fetch::FetchRequest;
 use crate::protocol::group_offsets::{OffsetCommitRequest, OffsetFetchRequest};
-use crate::protocol::header::{self, RequestHeader};
+use crate::protocol::header::{self, INTER_BROKER_APIS, RequestHeader};
 use crate::protocol::init_producer_id::InitProducerIdRequest;
 use crate::protocol::metadata::MetadataRequest;
 use crate::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
@@ -62,10 +61,11 @@ impl RequestHandler for KafkaApis {
         header::peek_key_version(frame).is_some_and(|(key, _)| key == header::PRODUCE)
     }
 
-    fn handle(&self, frame: &mut [u8], out: &mut Vec<u8>, peer: &SocketAddr) -> Action {
+    fn handle(&self, frame: &mut [u8], out: &mut Response, conn: &ConnectionContext) -> Action {
         if frame.len() >= 2 && is_coordinator_request(i16::from_be_bytes([frame[0], frame[1]])) {
-            return self.handle_coordinator_request(frame, out, peer);
+            return self.handle_coordinator_request(frame, out, conn);
         }
+        let peer = &conn.peer;
         let mut r = Reader::new(frame);
         let h = match RequestHeader::decode(&mut r) {
             Ok(h) => h,
@@ -104,10 +104,13 @@ impl RequestHandler for KafkaApis {
         }
         out.put_i32(corr);
         out.put_tags(header::response_is_flexible(key, version));
+        if INTER_BROKER_APIS.contains(&key) && !conn.inter_broker {
+            return self.refuse_broker_request(key, conn, out);
+        }
         let result = match key {
             header::PRODUCE => self.handle_produce(frame, body_at, out),
             header::FETCH => decode_v(frame, body_at, flex, |r| FetchRequest::decode(r, version))
-                .map(|req| self.handle_fetch(&req, version, out)),
+                .map(|req| self.handle_fetch(&req, version, conn, out)),
             header::LIST_OFFSETS => decode_v(frame, body_at, flex, |r| {
                 ListOffsetsRequest::decode_v(r, version)
             })
@@ -115,7 +118,7 @@ impl RequestHandler for KafkaApis {
             header::METADATA => decode_v(frame, body_at, flex, |r| {
                 MetadataRequest::decode_v(r, version)
             })
-            .map(|req| self.handle_metadata(&req, version, out)),
+            .map(|req| self.handle_metadata(&req, version, &conn.listener, out)),
             header::LEADER_AND_ISR => {
                 decode(frame, body_at).map(|req| self.handle_leader_and_isr(&req, out))
             }
@@ -172,7 +175,7 @@ impl RequestHandler for KafkaApis {
             header::DESCRIBE_CLUSTER => decode_v(frame, body_at, flex, |r| {
                 DescribeClusterRequest::decode(r, version)
             })
-            .map(|req| self.handle_describe_cluster(&req, version, out)),
+            .map(|req| self.handle_describe_cluster(&req, version, &conn.listener, out)),
             header::FIND_COORDINATOR
             | header::JOIN_GROUP
             | header::SYNC_GROUP
@@ -185,7 +188,7 @@ impl RequestHandler for KafkaApis {
                     version,
                     flexible: flex,
                     client_id: h.client_id.unwrap_or(""),
-                    peer,
+                    conn,
                 };
                 self.handle_group_api(key, &frame[body_at..], &cx, out)
             }
@@ -245,7 +248,13 @@ impl KafkaApis {
     /// LEADER_NOT_AVAILABLE until the controller has given it leaders; clients retry), and is
     /// UNKNOWN_TOPIC_OR_PARTITION otherwise; an illegal name is INVALID_TOPIC. Topic ids (v10+)
     /// are read from ZooKeeper once per topic.
-    fn handle_metadata(&self, req: &MetadataRequest, version: i16, out: &mut Vec<u8>) -> Action {
+    fn handle_metadata(
+        &self,
+        req: &MetadataRequest,
+        version: i16,
+        listener: &str,
+        out: &mut Vec<u8>,
+    ) -> Action {
         if version >= 10 {
             for t in self.metadata_cache.topics_without_id(req.topics.as_deref()) {
                 match crate::zk::ids::topic_id(&self.zk, &t) {
@@ -258,7 +267,9 @@ impl KafkaApis {
                 }
             }
         }
-        let mut resp = self.metadata_cache.metadata(req.topics.as_deref(), version);
+        let mut resp = self
+            .metadata_cache
+            .metadata(req.topics.as_deref(), version, listener);
         for t in resp
             .topics
             .iter_mut()
@@ -278,7 +289,7 @@ impl KafkaApis {
         if matches!(paths::topic_assignment(&self.zk, topic), Ok(Some(_))) {
             return ErrorCode::LeaderNotAvailable;
         }
-        let live = self.metadata_cache.live_brokers().len().max(1) as i32;
+        let live = self.metadata_cache.live_broker_count().max(1) as i32;
         let rf = self.config.default_replication_factor.min(live);
         match admin::create_topic(&self.zk, topic, self.config.num_partitions, rf, None) {
             Ok(_) => {
@@ -298,6 +309,40 @@ impl KafkaApis {
                 ErrorCode::LeaderNotAvailable
             }
         }
+    }
+
+    /// A request only brokers send (LeaderAndIsr, StopReplica, UpdateMetadata,
+    /// ControlledShutdown) that arrived on a client listener while an inter-broker listener
+    /// exists: answered CLUSTER_AUTHORIZATION_FAILED (what Kafka answers a client without the
+    /// ClusterAction right), nothing carried out.
+    fn refuse_broker_request(
+        &self,
+        key: i16,
+        conn: &ConnectionContext,
+        out: &mut Vec<u8>,
+    ) -> Action {
+        log::warn!(
+            "[Broker {}] refusing api {key} from {} on listener {}: only brokers send it, on {}",
+            self.broker_id,
+            conn.peer,
+            conn.listener,
+            self.config.listeners.inter_broker
+        );
+        let code = ErrorCode::ClusterAuthorizationFailed.code();
+        match key {
+            header::UPDATE_METADATA => ErrorOnlyResponse { error_code: code }.encode(out),
+            header::CONTROLLED_SHUTDOWN => ControlledShutdownResponse {
+                error_code: code,
+                partitions_remaining: Vec::new(),
+            }
+            .encode(out),
+            _ => PartitionErrorsResponse {
+                error_code: code,
+                partitions: Vec::new(),
+            }
+            .encode(out),
+        }
+        Action::Respond
     }
 
     fn handle_controlled_shutdown(
@@ -337,7 +382,7 @@ impl KafkaApis {
 
     /// Epoch-checked like the other commands, then the cache takes the new state.
     fn handle_update_metadata(&self, req: &UpdateMetadataRequest, out: &mut Vec<u8>) -> Action {
-        let check = self.replica_manager.check_controller_epoch(
+        let check = self.replica_manager.controller_epoch.check(
             req.controller_epoch,
             "UpdateMetadata",
             req.controller_id,

@@ -27,11 +27,34 @@ use crate::zk::{paths, topic_config};
 fn broker_configs(c: &BrokerConfig) -> Vec<(&'static str, String, i8)> {
     let ms = |d: std::time::Duration| d.as_millis().to_string();
     let opt = |v: Option<u64>| v.map_or("-1".to_owned(), |v| v.to_string());
+    let list = |ls: &[crate::config::Listener]| {
+        ls.iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let l = &c.connection_limits;
     vec![
         ("broker.id", c.broker_id.to_string(), TYPE_INT),
+        ("listeners", list(&c.listeners.bind), TYPE_STRING),
         (
-            "listeners",
-            format!("PLAINTEXT://{}:{}", c.host, c.port),
+            "advertised.listeners",
+            list(&c.listeners.advertised),
+            TYPE_STRING,
+        ),
+        (
+            "listener.security.protocol.map",
+            c.listeners
+                .protocols
+                .iter()
+                .map(|(n, p)| format!("{n}:{p}"))
+                .collect::<Vec<_>>()
+                .join(","),
+            TYPE_STRING,
+        ),
+        (
+            "inter.broker.listener.name",
+            c.listeners.inter_broker.clone(),
             TYPE_STRING,
         ),
         (
@@ -103,10 +126,42 @@ fn broker_configs(c: &BrokerConfig) -> Vec<(&'static str, String, i8)> {
         ),
         (
             "socket.request.max.bytes",
-            c.socket_request_max_bytes.to_string(),
+            l.socket_request_max_bytes.to_string(),
             TYPE_INT,
         ),
-        ("max.connections", c.max_connections.to_string(), TYPE_INT),
+        (
+            "queued.max.request.bytes",
+            l.queued_max_request_bytes
+                .map_or("-1".to_owned(), |b| b.to_string()),
+            TYPE_LONG,
+        ),
+        ("max.connections", l.max_connections.to_string(), TYPE_INT),
+        (
+            "max.connections.per.ip",
+            l.max_connections_per_ip.to_string(),
+            TYPE_INT,
+        ),
+        (
+            "max.connections.per.ip.overrides",
+            l.max_connections_per_ip_overrides
+                .iter()
+                .map(|(ip, n)| format!("{ip}:{n}"))
+                .collect::<Vec<_>>()
+                .join(","),
+            TYPE_STRING,
+        ),
+        (
+            "max.connection.creation.rate",
+            l.max_connection_creation_rate
+                .map_or(i32::MAX.to_string(), |r| r.to_string()),
+            TYPE_INT,
+        ),
+        (
+            "max.connection.creation.rate.per.ip",
+            l.max_connection_creation_rate_per_ip.to_string(),
+            TYPE_INT,
+        ),
+        ("connections.max.idle.ms", ms(l.idle), TYPE_LONG),
         (
             "group.initial.rebalance.delay.ms",
             ms(c.group_initial_rebalance_delay),
@@ -238,9 +293,10 @@ impl KafkaApis {
         &self,
         req: &DescribeClusterRequest,
         version: i16,
+        listener: &str,
         out: &mut Vec<u8>,
     ) -> Action {
-        let m = self.metadata_cache.metadata(Some(&[]), 1);
+        let m = self.metadata_cache.metadata(Some(&[]), 1, listener);
         let resp = if req.endpoint_type != 1 {
             DescribeClusterResponse {
                 error_code: ErrorCode::UnsupportedEndpointType.code(),

@@ -6,12 +6,11 @@
 //! Start), is answered with INVALID_REQUEST and the connection is closed.
 
 use std::io::Write;
-use std::net::SocketAddr;
 
 use zookeeper::ZkResult;
 
 use super::apis::KafkaApis;
-use crate::network::Action;
+use crate::network::{Action, ConnectionContext};
 use crate::protocol::coordinator::{
     self as proto, ConsultBroker, ConsultResponse, Empty, ErrorResponse, RegisterRequest,
 };
@@ -24,12 +23,15 @@ impl KafkaApis {
         &self,
         frame: &[u8],
         out: &mut Vec<u8>,
-        peer: &SocketAddr,
+        conn: &ConnectionContext,
     ) -> Action {
+        let peer = &conn.peer;
         let type_id = i16::from_be_bytes([frame[0], frame[1]]);
         let body = &frame[2..];
         let result = match type_id {
-            proto::CONSULT => decode_all::<Empty>(body).map(|_| self.handle_consult(out)),
+            proto::CONSULT => {
+                decode_all::<Empty>(body).map(|_| self.handle_consult(&conn.listener, out))
+            }
             proto::REGISTER => decode_all::<RegisterRequest>(body).map(|req| {
                 let coordinator = self.coordinator.clone();
                 Action::Adopt(Box::new(move |stream| coordinator.register(req, stream)))
@@ -52,9 +54,9 @@ impl KafkaApis {
     }
 
     /// ConsultResponse: the elected coordinator (COORDINATOR_NOT_AVAILABLE while there is
-    /// none) and the live brokers.
-    fn handle_consult(&self, out: &mut Vec<u8>) -> Action {
-        let resp = match consult(&self.zk) {
+    /// none) and the live brokers, as reached on the listener the request came in on.
+    fn handle_consult(&self, listener: &str, out: &mut Vec<u8>) -> Action {
+        let resp = match consult(&self.zk, listener) {
             Ok(r) => r,
             Err(e) => {
                 log::warn!("[Broker {}] ConsultRequest: {e:?}", self.broker_id);
@@ -83,13 +85,15 @@ fn refuse() -> Action {
     }))
 }
 
-fn consult(zk: &ZkClient) -> ZkResult<ConsultResponse> {
+fn consult(zk: &ZkClient, listener: &str) -> ZkResult<ConsultResponse> {
     let coordinator = paths::read_json::<ElectedBroker>(zk, COORDINATOR)?.map(|e| e.brokerid);
     let brokers = paths::live_broker_registrations(zk)?
         .into_iter()
-        .map(|(broker, session)| ConsultBroker {
-            creator_id: format!("{session:x}"),
-            broker,
+        .filter_map(|(endpoints, session)| {
+            Some(ConsultBroker {
+                creator_id: format!("{session:x}"),
+                broker: endpoints.on(listener)?,
+            })
         })
         .collect();
     Ok(ConsultResponse {

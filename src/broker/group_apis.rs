@@ -4,11 +4,9 @@
 //! serves (any other broker answers NOT_COORDINATOR). Version differences are the codec's;
 //! these functions decode, hand over and encode.
 
-use std::net::SocketAddr;
-
 use super::apis::KafkaApis;
 use crate::coordinator::group_protocol::Join;
-use crate::network::Action;
+use crate::network::{Action, ConnectionContext};
 use crate::protocol::group_admin::{
     DescribeGroupsRequest, decode_delete_groups_request, decode_list_groups_request,
     encode_delete_groups, encode_describe_groups, encode_list_groups,
@@ -32,7 +30,7 @@ pub struct RequestContext<'a> {
     /// Whether the body is in the flexible encoding.
     pub flexible: bool,
     pub client_id: &'a str,
-    pub peer: &'a SocketAddr,
+    pub conn: &'a ConnectionContext,
 }
 
 impl KafkaApis {
@@ -51,12 +49,13 @@ impl KafkaApis {
             header::FIND_COORDINATOR => {
                 let req = FindCoordinatorRequest::decode(&mut r, v)?;
                 r.finish()?;
-                self.find_coordinator(&req).encode(out, v);
+                self.find_coordinator(&req, &cx.conn.listener)
+                    .encode(out, v);
             }
             header::JOIN_GROUP => {
                 let req = JoinGroupRequest::decode(&mut r, v)?;
                 r.finish()?;
-                let host = format!("/{}", cx.peer.ip());
+                let host = format!("/{}", cx.conn.peer.ip());
                 let join = Join {
                     req: &req,
                     version: v,
@@ -114,7 +113,12 @@ impl KafkaApis {
     }
 
     /// The elected coordinator, for any group: one broker coordinates them all.
-    fn find_coordinator(&self, req: &FindCoordinatorRequest) -> FindCoordinatorResponse {
+    /// The coordinator as reached on `listener`, the one the request came in on.
+    fn find_coordinator(
+        &self,
+        req: &FindCoordinatorRequest,
+        listener: &str,
+    ) -> FindCoordinatorResponse {
         let fail = |e: ErrorCode, why: &str| FindCoordinatorResponse {
             error_code: e.code(),
             error_message: Some(why.to_owned()),
@@ -145,7 +149,7 @@ impl KafkaApis {
         };
         match self
             .metadata_cache
-            .live_brokers()
+            .live_brokers(listener)
             .into_iter()
             .find(|b| b.id == elected)
         {

@@ -1,13 +1,14 @@
-//! Fetch (key 1) v0–v12: bytes straight from the segment files, parked until `min_bytes` or
-//! `max_wait_ms`. A consumer at a version that cannot read format v2 (v0–v3) gets batches
-//! down-converted; everyone else gets the bytes as stored.
+//! Fetch (key 1) v0–v12: parked until `min_bytes` or `max_wait_ms`. The records are slices
+//! of the segment files, sent with `sendfile` (they never enter the broker's memory); a
+//! consumer at a version that cannot read format v2 (v0–v3) gets batches down-converted, in
+//! memory, bounded like every answer by `fetch.max.bytes`.
 
 use std::time::{Duration, Instant};
 
 use super::apis::KafkaApis;
 use super::partition::Partition;
 use crate::log::LogError;
-use crate::network::Action;
+use crate::network::{Action, ConnectionContext, Response};
 use crate::protocol::fetch::{self, FetchRequest, PartitionHead};
 use crate::protocol::{ErrorCode, Writer, records};
 
@@ -15,13 +16,29 @@ impl KafkaApis {
     /// Fetch: up to the high watermark for consumers and the log end offset for followers.
     /// Parks (no polling) until `min_bytes` are readable or `max_wait_ms` passes. An
     /// incremental fetch of a session gets FETCH_SESSION_ID_NOT_FOUND: sessions are not kept,
-    /// and the client falls back to full fetches.
+    /// and the client falls back to full fetches. A follower's fetch (`replica_id` ≥ 0) that
+    /// arrives on a client listener while an inter-broker one exists is refused before it
+    /// moves any follower position (a client posing as a follower could otherwise advance the
+    /// high watermark over writes no follower has).
     pub(super) fn handle_fetch(
         &self,
         req: &FetchRequest,
         version: i16,
-        out: &mut Vec<u8>,
+        conn: &ConnectionContext,
+        out: &mut Response,
     ) -> Action {
+        if req.replica_id >= 0 && !conn.inter_broker {
+            log::warn!(
+                "[Broker {}] refusing a fetch as replica {} from {} on listener {}: followers fetch on {}",
+                self.broker_id,
+                req.replica_id,
+                conn.peer,
+                conn.listener,
+                self.config.listeners.inter_broker
+            );
+            self.write_error_partitions(req, version, ErrorCode::TopicAuthorizationFailed, out);
+            return Action::Respond;
+        }
         if version >= 7 && req.session_id != 0 {
             fetch::write_response_head(out, version, ErrorCode::FetchSessionIdNotFound.code());
             out.put_len(version >= 12, Some(0));
@@ -68,7 +85,7 @@ impl KafkaApis {
         &self,
         req: &FetchRequest,
         version: i16,
-        out: &mut Vec<u8>,
+        out: &mut Response,
     ) -> (usize, bool) {
         let flex = version >= 12;
         let cap = self.config.fetch_max_bytes.max(0) as usize;
@@ -90,14 +107,7 @@ impl KafkaApis {
                     Ok(n) => total += n,
                     Err(e) => {
                         errors = true;
-                        let head = PartitionHead {
-                            partition: p.partition,
-                            error_code: e.code(),
-                            high_watermark: -1,
-                            log_start_offset: -1,
-                        };
-                        let at = fetch::write_partition_head(out, version, &head);
-                        fetch::finish_partition(out, version, at);
+                        fetch::write_error_partition(out, version, p.partition, e.code());
                     }
                 }
             }
@@ -105,6 +115,29 @@ impl KafkaApis {
         }
         out.put_tags(flex);
         (total, errors)
+    }
+
+    /// Answers every partition of `req` with `code` (Kafka's answer to a follower fetch
+    /// without the ClusterAction right: TOPIC_AUTHORIZATION_FAILED per partition).
+    fn write_error_partitions(
+        &self,
+        req: &FetchRequest,
+        version: i16,
+        code: ErrorCode,
+        out: &mut Vec<u8>,
+    ) {
+        let flex = version >= 12;
+        fetch::write_response_head(out, version, 0);
+        out.put_len(flex, Some(req.topics.len()));
+        for (topic, parts) in &req.topics {
+            out.put_str(flex, topic);
+            out.put_len(flex, Some(parts.len()));
+            for p in parts {
+                fetch::write_error_partition(out, version, p.partition, code.code());
+            }
+            out.put_tags(flex);
+        }
+        out.put_tags(flex);
     }
 
     /// Writes one partition's answer (head + records) into `o` and returns the records' size;
@@ -116,7 +149,7 @@ impl KafkaApis {
         replica_id: i32,
         version: i16,
         budget: usize,
-        o: &mut Vec<u8>,
+        o: &mut Response,
     ) -> Result<usize, ErrorCode> {
         let part = self.partition(topic, p.partition)?;
         part.check_leader(
@@ -141,14 +174,22 @@ impl KafkaApis {
         let magic = fetch::readable_magic(version);
         let read = if replica_id < 0 && magic < 2 {
             self.read_down_converted(&part, p.fetch_offset, max_bytes, max_offset, magic, o)
+                .inspect(|_| fetch::finish_partition(o, version, at))
         } else {
-            part.log.read(p.fetch_offset, max_bytes, max_offset, o)
+            part.log
+                .read_slice(p.fetch_offset, max_bytes, max_offset)
+                .map(|slice| {
+                    let len = slice.as_ref().map_or(0, |s| s.len);
+                    fetch::put_records_len(o, version, at, len);
+                    if let Some(s) = slice {
+                        o.push_slice(s);
+                    }
+                    fetch::finish_records(o, version);
+                    len
+                })
         };
         match read {
-            Ok(n) => {
-                fetch::finish_partition(o, version, at);
-                Ok(n)
-            }
+            Ok(n) => Ok(n),
             Err(e) => {
                 o.truncate(head_at);
                 match e {

@@ -2,6 +2,12 @@
 //! that has not caught up for `replica.lag.time.max.ms` leaves. Every change is written to the
 //! leaderAndISR path conditionally on the zk version the controller gave us, and announced to
 //! the controller (ISR-change notification) so every broker's metadata follows.
+//!
+//! A change is decided under the partition's lock and written with it released: produce,
+//! fetch and the controller's commands for the partition never wait on ZooKeeper. Until the
+//! write succeeds the old ISR stays in force, which is the safe side both ways (a joining
+//! follower has reached the high watermark already; a leaving one holds it back a moment
+//! longer).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,15 +29,14 @@ impl ReplicaManager {
         }
         st.follower_leos.insert(replica_id, offset);
         let leo = partition.log.log_end_offset();
-        let mut changed = false;
+        let mut change = None;
         if !st.isr.contains(&replica_id) && offset >= partition.high_watermark() {
             let mut isr = st.isr.clone();
             isr.push(replica_id);
-            changed |= self.update_isr(
-                partition,
+            change = IsrChange::begin(
                 &mut st,
                 isr,
-                &format!("replica {replica_id} caught up to {offset}"),
+                format!("replica {replica_id} caught up to {offset}"),
             );
         }
         if offset >= leo
@@ -39,8 +44,11 @@ impl ReplicaManager {
         {
             st.caught_up_at.insert(replica_id, Instant::now());
         }
-        changed |= partition.maybe_increment_high_watermark(&st);
+        let mut changed = partition.maybe_increment_high_watermark(&st);
         drop(st);
+        if let Some(c) = change {
+            changed |= self.write_isr(partition, c);
+        }
         if changed {
             self.notifier.notify();
         }
@@ -53,7 +61,7 @@ impl ReplicaManager {
         let mut changed = false;
         for p in parts {
             let mut st = p.lock();
-            if st.role != Role::Leader {
+            if st.role != Role::Leader || st.isr_write_pending {
                 continue;
             }
             let lagging: Vec<i32> = st
@@ -76,16 +84,15 @@ impl ReplicaManager {
                 .copied()
                 .filter(|r| !lagging.contains(r))
                 .collect();
-            changed |= self.update_isr(
-                &p,
-                &mut st,
-                isr,
-                &format!(
-                    "replicas {lagging:?} lag more than {:?}",
-                    self.replica_lag_time_max
-                ),
+            let why = format!(
+                "replicas {lagging:?} lag more than {:?}",
+                self.replica_lag_time_max
             );
-            changed |= p.maybe_increment_high_watermark(&st);
+            let change = IsrChange::begin(&mut st, isr, why);
+            drop(st);
+            if let Some(c) = change {
+                changed |= self.write_isr(&p, c);
+            }
         }
         if changed {
             self.notifier.notify();
@@ -93,29 +100,44 @@ impl ReplicaManager {
     }
 
     /// Writes a new ISR to the leaderAndISR path, conditionally on the zk version the
-    /// controller gave us. Losing that race means the controller has moved on (spec question
-    /// 6: it fences the old leader), so we stop acting as leader until it tells us our role.
-    /// Returns true when our state changed.
-    pub(super) fn update_isr(
-        &self,
-        p: &Partition,
-        st: &mut PartitionState,
-        isr: Vec<i32>,
-        why: &str,
-    ) -> bool {
+    /// controller gave us, with no lock held; then applies it, unless the controller's
+    /// command changed the partition meanwhile (its state wins). Losing the conditional write
+    /// means the controller has moved on (spec question 6: it fences the old leader), so we
+    /// stop acting as leader until it tells us our role. Returns true when our state changed.
+    fn write_isr(&self, p: &Partition, c: IsrChange) -> bool {
         let tag = format!("[Broker {} {}-{}]", self.broker_id, p.topic, p.partition);
         let l = LeaderAndIsr {
             leader: self.broker_id,
-            leader_epoch: st.leader_epoch,
-            isr: isr.clone(),
-            controller_epoch: st.controller_epoch,
+            leader_epoch: c.leader_epoch,
+            isr: c.isr.clone(),
+            controller_epoch: c.controller_epoch,
         };
-        match paths::write_leader_and_isr(&self.zk, &p.topic, p.partition, &l, Some(st.zk_version))
+        let written =
+            paths::write_leader_and_isr(&self.zk, &p.topic, p.partition, &l, Some(c.zk_version));
+        let mut st = p.lock();
+        st.isr_write_pending = false;
+        if st.role != Role::Leader
+            || st.leader_epoch != c.leader_epoch
+            || st.zk_version != c.zk_version
         {
+            log::info!(
+                "{tag} the controller changed the partition while its ISR was written ({}); its state stands",
+                c.why
+            );
+            return false;
+        }
+        match written {
             Ok(v) => {
-                log::info!("{tag} ISR {:?} -> {isr:?} ({why}); zk version {v}", st.isr);
-                st.isr = isr;
+                log::info!(
+                    "{tag} ISR {:?} -> {:?} ({}); zk version {v}",
+                    st.isr,
+                    c.isr,
+                    c.why
+                );
+                st.isr = c.isr;
                 st.zk_version = v;
+                p.maybe_increment_high_watermark(&st);
+                drop(st);
                 let changed = vec![paths::PartitionRef {
                     topic: p.topic.clone(),
                     partition: p.partition,
@@ -128,16 +150,43 @@ impl ReplicaManager {
             Err(ZkError::BadVersion) | Err(ZkError::NoNode) => {
                 log::warn!(
                     "{tag} leaderAndISR changed since zk version {} (the controller has moved on): not changing the ISR, no longer acting as leader",
-                    st.zk_version
+                    c.zk_version
                 );
                 st.role = Role::Follower(-1);
                 true
             }
             Err(e) => {
-                log::error!("{tag} cannot write the ISR ({why}): {e:?}");
+                log::error!("{tag} cannot write the ISR ({}): {e:?}", c.why);
                 false
             }
         }
+    }
+}
+
+/// An ISR change decided under the partition's lock, with the state it was decided on.
+struct IsrChange {
+    isr: Vec<i32>,
+    leader_epoch: i32,
+    controller_epoch: i32,
+    zk_version: i32,
+    why: String,
+}
+
+impl IsrChange {
+    /// Starts a change, unless one is being written already (the next fetch or expiry check
+    /// decides again on what it left).
+    fn begin(st: &mut PartitionState, isr: Vec<i32>, why: String) -> Option<IsrChange> {
+        if st.isr_write_pending {
+            return None;
+        }
+        st.isr_write_pending = true;
+        Some(IsrChange {
+            isr,
+            leader_epoch: st.leader_epoch,
+            controller_epoch: st.controller_epoch,
+            zk_version: st.zk_version,
+            why,
+        })
     }
 }
 

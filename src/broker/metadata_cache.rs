@@ -1,6 +1,7 @@
 //! The metadata cache: live brokers and every partition's leader, replicas and ISR, as the
 //! controller last sent them in UpdateMetadata. Metadata requests are answered from here
-//! without touching ZooKeeper.
+//! without touching ZooKeeper, each with the brokers' endpoints on the listener it arrived on
+//! (Kafka's rule: a client on the REPLICATION listener is told REPLICATION addresses).
 
 use std::collections::BTreeMap;
 
@@ -8,14 +9,14 @@ use parking_lot::RwLock;
 
 use crate::protocol::controller::{PartitionState, UpdateMetadataRequest};
 use crate::protocol::metadata::{MetadataResponse, PartitionMetadata, TopicMetadata};
-use crate::protocol::{BrokerInfo, ErrorCode};
+use crate::protocol::{BrokerEndPoints, BrokerInfo, ErrorCode};
 
 /// Leader value the controller sends for a partition of a topic being deleted (0.8.2's
 /// LeaderDuringDelete): the cache drops the partition.
 pub const LEADER_DURING_DELETE: i32 = -2;
 
 struct Cache {
-    brokers: Vec<BrokerInfo>,
+    brokers: Vec<BrokerEndPoints>,
     topics: BTreeMap<String, BTreeMap<i32, PartitionState>>,
     /// Learned from ZooKeeper the first time a Metadata v10+ answer needs them.
     topic_ids: BTreeMap<String, [u8; 16]>,
@@ -81,18 +82,32 @@ impl MetadataCache {
         self.inner.read().topics.contains_key(topic)
     }
 
-    pub fn live_brokers(&self) -> Vec<BrokerInfo> {
-        self.inner.read().brokers.clone()
+    /// The live brokers as reached on `listener` (those without it left out).
+    pub fn live_brokers(&self, listener: &str) -> Vec<BrokerInfo> {
+        let c = self.inner.read();
+        c.brokers.iter().filter_map(|b| b.on(listener)).collect()
+    }
+
+    pub fn live_broker_count(&self) -> usize {
+        self.inner.read().brokers.len()
     }
 
     /// The answer to Metadata at `version` for `topics` (`None`: all). Unknown topics get
     /// UNKNOWN_TOPIC_OR_PARTITION; a partition without a live leader LEADER_NOT_AVAILABLE with
     /// leader -1. v0 answers as 0.8.2 did: a replica or ISR member not live is cut from the
     /// lists and flagged REPLICA_NOT_AVAILABLE. From v1 on the lists are whole and the dead
-    /// replicas are named in `offline_replicas` (v5+), as Kafka answers.
-    pub fn metadata(&self, topics: Option<&[String]>, version: i16) -> MetadataResponse {
+    /// replicas are named in `offline_replicas` (v5+), as Kafka answers. Brokers are listed
+    /// with their `listener` endpoint; a leader without one is not available to this client.
+    pub fn metadata(
+        &self,
+        topics: Option<&[String]>,
+        version: i16,
+        listener: &str,
+    ) -> MetadataResponse {
         let c = self.inner.read();
+        let brokers: Vec<BrokerInfo> = c.brokers.iter().filter_map(|b| b.on(listener)).collect();
         let live = |id: &i32| c.brokers.iter().any(|b| b.id == *id);
+        let reachable = |id: &i32| brokers.iter().any(|b| b.id == *id);
         let names: Vec<String> = match topics {
             None => c.topics.keys().cloned().collect(),
             Some(t) => t.to_vec(),
@@ -112,13 +127,13 @@ impl MetadataCache {
                     topic: name,
                     partitions: parts
                         .iter()
-                        .map(|(p, s)| partition_metadata(*p, s, version, &live))
+                        .map(|(p, s)| partition_metadata(*p, s, version, &live, &reachable))
                         .collect(),
                 },
             })
             .collect();
         MetadataResponse {
-            brokers: c.brokers.clone(),
+            brokers,
             cluster_id: c.cluster_id.clone(),
             controller_id: c.controller_id,
             topics,
@@ -149,6 +164,7 @@ fn partition_metadata(
     s: &PartitionState,
     version: i16,
     live: &impl Fn(&i32) -> bool,
+    reachable: &impl Fn(&i32) -> bool,
 ) -> PartitionMetadata {
     let offline: Vec<i32> = s.replicas.iter().copied().filter(|r| !live(r)).collect();
     let (mut replicas, mut isr) = (s.replicas.clone(), s.isr.clone());
@@ -160,7 +176,7 @@ fn partition_metadata(
             error = ErrorCode::ReplicaNotAvailable;
         }
     }
-    let leader = if live(&s.leader) {
+    let leader = if reachable(&s.leader) {
         s.leader
     } else {
         error = ErrorCode::LeaderNotAvailable;
@@ -198,10 +214,13 @@ mod tests {
     #[test]
     fn partition_errors_follow_liveness() {
         let cache = MetadataCache::default();
-        let b = |id| BrokerInfo {
+        let b = |id| BrokerEndPoints {
             id,
-            host: "h".into(),
-            port: 1,
+            endpoints: vec![crate::protocol::EndPoint {
+                listener: "PLAINTEXT".into(),
+                host: "h".into(),
+                port: 1,
+            }],
         };
         cache.update(&UpdateMetadataRequest {
             controller_id: 1,
@@ -220,7 +239,7 @@ mod tests {
             ],
             live_brokers: vec![b(1)],
         });
-        let m = cache.metadata(None, 0);
+        let m = cache.metadata(None, 0, "PLAINTEXT");
         let p = &m.topics[0].partitions;
         assert_eq!(
             (p[0].error_code, p[0].leader, p[0].isr.clone()),
@@ -228,11 +247,14 @@ mod tests {
         );
         assert_eq!((p[1].error_code, p[1].leader), (5, -1));
         assert_eq!(
-            cache.metadata(Some(&["nope".into()]), 0).topics[0].error_code,
+            cache
+                .metadata(Some(&["nope".into()]), 0, "PLAINTEXT")
+                .topics[0]
+                .error_code,
             3
         );
         // v1+: whole lists, the dead replica named offline, no REPLICA_NOT_AVAILABLE.
-        let m = cache.metadata(None, 5);
+        let m = cache.metadata(None, 5, "PLAINTEXT");
         let p = &m.topics[0].partitions;
         assert_eq!(
             (p[0].error_code, p[0].replicas.clone(), p[0].isr.clone()),
@@ -240,5 +262,10 @@ mod tests {
         );
         assert_eq!(p[0].offline_replicas, vec![2]);
         assert_eq!(m.controller_id, 1);
+        // Another listener's client sees no broker that lacks it, and no leader there.
+        let m = cache.metadata(None, 5, "REPLICATION");
+        assert!(m.brokers.is_empty());
+        assert_eq!(m.topics[0].partitions[0].leader, -1);
+        assert_eq!(m.brokers.len(), cache.live_brokers("REPLICATION").len());
     }
 }

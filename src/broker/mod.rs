@@ -8,6 +8,7 @@
 mod admin_apis;
 pub mod apis;
 mod config_apis;
+mod controller_epoch;
 mod coordinator_apis;
 mod group_apis;
 pub mod group_offsets;
@@ -24,7 +25,7 @@ pub mod replica_fetcher;
 pub mod replica_manager;
 mod topic_configs;
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -33,13 +34,14 @@ use crossbeam_channel::{RecvTimeoutError, Sender, bounded};
 use parking_lot::Mutex;
 
 use crate::config::BrokerConfig;
+use crate::config::Listeners;
 use crate::controller::KafkaController;
 use crate::coordinator::{Coordinator, CoordinatorConfig};
 use crate::log::LogManager;
-use crate::network::{BlockingChannel, SocketServer};
-use crate::protocol::ErrorCode;
+use crate::network::{BlockingChannel, ConnectionQuotas, ListenerSpec, RequestPool, SocketServer};
 use crate::protocol::controller::{ControlledShutdownRequest, ControlledShutdownResponse};
 use crate::protocol::header::CONTROLLED_SHUTDOWN;
+use crate::protocol::{EndPoint, ErrorCode};
 use crate::zk::{ZkClient, paths};
 use apis::KafkaApis;
 use metadata_cache::MetadataCache;
@@ -65,7 +67,9 @@ pub struct Broker {
     pub metadata_cache: Arc<MetadataCache>,
     pub controller: Arc<KafkaController>,
     pub coordinator: Arc<Coordinator>,
-    server: SocketServer,
+    /// One per listener, in `listeners` order.
+    servers: Vec<SocketServer>,
+    pool: Arc<RequestPool>,
     /// Set once `/brokers/ids/[id]` is ours: only then may shutdown hand over leadership and
     /// deregister (a refused duplicate must not touch the live broker with its id).
     registered: AtomicBool,
@@ -97,20 +101,25 @@ impl Broker {
             log_manager.clone(),
             zk.clone(),
         ));
-        replica_manager
-            .delete_unassigned_partitions(&zk)
+        // ZooKeeper lost for a moment at start-up is waited out, as registering does.
+        let wait = config.zookeeper_connection_timeout;
+        until_connected(wait, || replica_manager.delete_unassigned_partitions(&zk))
             .map_err(|e| err("cannot read topic assignments", &e))?;
         zk.add_session_listener(
             Arc::downgrade(&replica_manager) as std::sync::Weak<dyn crate::zk::SessionListener>
         );
         let metadata_cache = Arc::new(MetadataCache::default());
         // The cluster id, created by the first broker of a new cluster (Metadata v2+).
-        let cluster_id =
-            crate::zk::ids::cluster_id(&zk).map_err(|e| err("cannot read the cluster id", &e))?;
+        let cluster_id = until_connected(wait, || crate::zk::ids::cluster_id(&zk))
+            .map_err(|e| err("cannot read the cluster id", &e))?;
         log::info!("[Broker {id}] cluster id {cluster_id}");
         metadata_cache.set_cluster_id(cluster_id);
-        let controller =
-            KafkaController::new(id, zk.clone(), config.unclean_leader_election_enable);
+        let controller = KafkaController::new(
+            id,
+            zk.clone(),
+            config.unclean_leader_election_enable,
+            config.listeners.inter_broker.clone(),
+        );
         let coordinator = Coordinator::new(
             id,
             zk.clone(),
@@ -133,16 +142,27 @@ impl Broker {
             coordinator: coordinator.clone(),
             producer_ids: producer_ids::ProducerIdManager::new(id, zk.clone()),
         });
-        let addr = format!("{}:{}", config.host, config.port);
-        let server = SocketServer::start(
-            &addr,
-            apis,
-            config.socket_request_max_bytes,
-            config.max_connections,
-            config.connections_max_idle,
-        )
-        .map_err(|e| err(&format!("cannot listen on {addr}"), &e))?;
-        let port = server.local_addr().port();
+        let quotas = ConnectionQuotas::new(config.connection_limits.clone());
+        let pool = Arc::new(RequestPool::new(
+            config.connection_limits.queued_max_request_bytes,
+        ));
+        let ls = &config.listeners;
+        let mut servers = Vec::new();
+        for l in &ls.bind {
+            let addr = format!("{}:{}", l.host, l.port);
+            let listener = TcpListener::bind(&addr)
+                .map_err(|e| err(&format!("cannot listen on {addr}"), &e))?;
+            let inter_broker = l.name == ls.inter_broker;
+            let spec = ListenerSpec {
+                name: l.name.clone(),
+                inter_broker,
+                exempt: inter_broker && ls.separate_inter_broker(),
+            };
+            let server =
+                SocketServer::start(listener, spec, apis.clone(), quotas.clone(), pool.clone())
+                    .map_err(|e| err(&format!("cannot serve {l}"), &e))?;
+            servers.push(server);
+        }
         log_manager.start_maintenance();
         let broker = Arc::new(Broker {
             config: config.clone(),
@@ -152,7 +172,8 @@ impl Broker {
             metadata_cache,
             controller,
             coordinator,
-            server,
+            servers,
+            pool,
             registered: AtomicBool::new(false),
             periodic: Mutex::new(Vec::new()),
         });
@@ -181,13 +202,10 @@ impl Broker {
         let wait = config.zookeeper_session_timeout
             + config.zookeeper_session_timeout / 2
             + config.zookeeper_connection_timeout;
-        let advertised = config
-            .advertised
-            .as_ref()
-            .map_or((config.host.as_str(), port), |(h, p)| (h.as_str(), *p));
+        let endpoints = advertised_endpoints(ls, &broker.servers);
         if let Err(e) = zk.create_ephemeral(
             &paths::broker_path(id),
-            paths::broker_registration(advertised.0, advertised.1),
+            paths::broker_registration(&endpoints, &ls.protocols),
             wait,
         ) {
             broker.shutdown();
@@ -204,7 +222,17 @@ impl Broker {
         broker.controller.startup();
         // ...and in the consumer coordinator's election.
         broker.coordinator.startup();
-        log::info!("[Broker {id}] started on {}:{port}", config.host);
+        let bound: Vec<String> = ls
+            .bind
+            .iter()
+            .zip(&broker.servers)
+            .map(|(l, s)| format!("{}://{}", l.name, s.local_addr()))
+            .collect();
+        log::info!(
+            "[Broker {id}] started, listening on {} (inter-broker: {})",
+            bound.join(", "),
+            ls.inter_broker
+        );
         Ok(broker)
     }
 
@@ -212,8 +240,20 @@ impl Broker {
         self.config.broker_id
     }
 
+    /// The first listener's address (the client one, by convention).
     pub fn local_addr(&self) -> SocketAddr {
-        self.server.local_addr()
+        self.servers[0].local_addr()
+    }
+
+    /// The address of the listener named `name`.
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        let i = self
+            .config
+            .listeners
+            .bind
+            .iter()
+            .position(|l| l.name == name)?;
+        Some(self.servers[i].local_addr())
     }
 
     /// Sends ControlledShutdown to the controller until it reports no partition still led
@@ -250,10 +290,13 @@ impl Broker {
         let c: paths::ElectedBroker =
             paths::from_json(paths::CONTROLLER, &data).map_err(|e| format!("{e:?}"))?;
         let brokers = paths::live_brokers(&self.zk).map_err(|e| format!("{e:?}"))?;
+        let listener = &self.config.listeners.inter_broker;
         let b = brokers
             .iter()
             .find(|b| b.id == c.brokerid)
-            .ok_or("controller not registered")?;
+            .ok_or("controller not registered")?
+            .on(listener)
+            .ok_or_else(|| format!("the controller has no {listener} listener"))?;
         let mut chan = BlockingChannel::connect(
             (b.host.as_str(), b.port as u16),
             &format!("broker-{}", self.id()),
@@ -310,7 +353,10 @@ impl Broker {
         if registered {
             let _ = self.zk.delete_ephemeral(&paths::broker_path(id));
         }
-        self.server.shutdown();
+        self.pool.close();
+        for s in &self.servers {
+            s.shutdown();
+        }
         self.replica_manager.fetchers.shutdown();
         for (stop, h) in self.periodic.lock().drain(..) {
             drop(stop);
@@ -321,4 +367,42 @@ impl Broker {
         self.zk.close();
         log::info!("[Broker {id}] shut down");
     }
+}
+
+/// Runs `f` again while it fails because ZooKeeper cannot be reached for the moment
+/// (ConnectionLoss, OperationTimeout), up to `wait`.
+fn until_connected<T>(
+    wait: std::time::Duration,
+    mut f: impl FnMut() -> zookeeper::ZkResult<T>,
+) -> zookeeper::ZkResult<T> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match f() {
+            Err(zookeeper::ZkError::ConnectionLoss | zookeeper::ZkError::OperationTimeout)
+                if std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// What the broker registers for each listener: its advertised address, where a listener
+/// bound to port 0 (tests) and not advertised otherwise registers the port it was given.
+fn advertised_endpoints(ls: &Listeners, servers: &[SocketServer]) -> Vec<EndPoint> {
+    ls.advertised
+        .iter()
+        .zip(&ls.bind)
+        .zip(servers)
+        .map(|((a, b), s)| EndPoint {
+            listener: a.name.clone(),
+            host: a.host.clone(),
+            port: i32::from(if a.port == 0 || a == b {
+                s.local_addr().port()
+            } else {
+                a.port
+            }),
+        })
+        .collect()
 }

@@ -36,6 +36,9 @@ pub struct PartitionState {
     /// When each follower last fetched from our log end offset (leader only): a follower not
     /// caught up for `replica.lag.time.max.ms` leaves the ISR.
     pub caught_up_at: HashMap<i32, Instant>,
+    /// An ISR change is being written to ZooKeeper (without this lock held): no second one
+    /// starts meanwhile.
+    pub isr_write_pending: bool,
 }
 
 pub struct Partition {

@@ -247,7 +247,9 @@ impl Fetcher {
     }
 
     /// Applies a fetch response under the partition map's lock; false when every partition
-    /// failed (worth a pause before the next try).
+    /// failed (worth a pause before the next try). A partition out of range asks the leader
+    /// where its log is with the lock released: `remove_partition` (LeaderAndIsr, StopReplica)
+    /// must never wait behind a round trip to a leader that may be paused.
     fn apply(
         &self,
         tag: &str,
@@ -258,6 +260,7 @@ impl Fetcher {
     ) -> bool {
         let mut parts = self.partitions.lock();
         let mut progress = false;
+        let mut out_of_range = Vec::new();
         // The offsets asked for, by partition: looked up once per answer (a fetcher may
         // follow thousands of partitions).
         let requested: HashMap<(&str, i32), i64> = req
@@ -294,22 +297,51 @@ impl Fetcher {
                         }
                     }
                     ErrorCode::OffsetOutOfRange => {
-                        if let Err(e) = handle_offset_out_of_range(tag, chan, s.broker_id, f) {
-                            log::warn!(
-                                "{tag} {}-{}: offset out of range and cannot ask the leader: {e}",
-                                tp.0,
-                                tp.1
-                            );
-                        } else {
-                            progress = true;
-                        }
+                        out_of_range.push((tp, f.fetch_offset, f.partition.clone()));
                     }
                     e => log::debug!("{tag} {}-{}: leader answered {e:?}", tp.0, tp.1),
                 }
             }
         }
+        drop(parts);
+        for (tp, asked, partition) in out_of_range {
+            let ends = leader_ends(chan, s.broker_id, &partition, asked);
+            let mut parts = self.partitions.lock();
+            // Still followed as it was when asked (not removed, re-added or moved meanwhile).
+            let Some(f) = parts
+                .get_mut(&tp)
+                .filter(|f| f.fetch_offset == asked && Arc::ptr_eq(&f.partition, &partition))
+            else {
+                continue;
+            };
+            match ends.and_then(|ends| handle_offset_out_of_range(tag, f, ends)) {
+                Ok(()) => progress = true,
+                Err(e) => log::warn!(
+                    "{tag} {}-{}: offset out of range and cannot ask the leader: {e}",
+                    tp.0,
+                    tp.1
+                ),
+            }
+        }
         progress
     }
+}
+
+/// The leader's log end and, when our fetch offset `asked` is not past it, its log start.
+fn leader_ends(
+    chan: &mut BlockingChannel,
+    me: i32,
+    partition: &Partition,
+    asked: i64,
+) -> Result<(i64, Option<i64>), String> {
+    let end = leader_offset(chan, me, partition, LATEST_TIME)?;
+    if end < asked {
+        return Ok((end, None));
+    }
+    Ok((
+        end,
+        Some(leader_offset(chan, me, partition, EARLIEST_TIME)?),
+    ))
 }
 
 /// Kafka 0.8's rule: when the leader's log ends before our fetch offset, truncate to the
@@ -317,11 +349,9 @@ impl Fetcher {
 /// start.
 fn handle_offset_out_of_range(
     tag: &str,
-    chan: &mut BlockingChannel,
-    me: i32,
     f: &mut Followed,
+    (leader_end, leader_start): (i64, Option<i64>),
 ) -> Result<(), String> {
-    let leader_end = leader_offset(chan, me, &f.partition, LATEST_TIME)?;
     let partition = f.partition.clone();
     let log = &partition.log;
     let (t, p) = (&partition.topic, partition.partition);
@@ -333,7 +363,7 @@ fn handle_offset_out_of_range(
             f.fetch_offset
         );
     } else {
-        let leader_start = leader_offset(chan, me, &f.partition, EARLIEST_TIME)?;
+        let leader_start = leader_start.ok_or("the leader's log start is not known")?;
         log.truncate_fully_and_start_at(leader_start)
             .map_err(|e| e.to_string())?;
         log::warn!(

@@ -7,11 +7,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::controller_epoch::ControllerEpoch;
 use super::notifier::Notifier;
 use super::partition::{Partition, PartitionState, Role};
 use super::replica_fetcher::ReplicaFetcherManager;
@@ -63,7 +63,7 @@ pub struct ReplicaManager {
     pub fetchers: ReplicaFetcherManager,
     pub(super) partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
     /// Newest controller epoch seen; commands from an older one are rejected.
-    controller_epoch: AtomicI32,
+    pub controller_epoch: ControllerEpoch,
     state_change_lock: Mutex<()>,
     /// Wakes parked fetches and acks=all produces.
     pub notifier: Notifier,
@@ -80,10 +80,10 @@ impl ReplicaManager {
             min_insync_replicas: cfg.min_insync_replicas,
             replica_lag_time_max: cfg.replica_lag_time_max,
             log_manager,
-            zk,
+            zk: zk.clone(),
             fetchers: ReplicaFetcherManager::new(cfg),
             partitions: RwLock::new(HashMap::new()),
-            controller_epoch: AtomicI32::new(0),
+            controller_epoch: ControllerEpoch::new(cfg.broker_id, zk.clone()),
             state_change_lock: Mutex::new(()),
             notifier: Notifier::default(),
         }
@@ -96,35 +96,17 @@ impl ReplicaManager {
             .cloned()
     }
 
-    pub fn controller_epoch(&self) -> i32 {
-        self.controller_epoch.load(Ordering::Acquire)
-    }
-
-    /// Accepts a command's epoch if it is not older than the newest seen (and records it).
-    pub fn check_controller_epoch(
-        &self,
-        epoch: i32,
-        what: &str,
-        controller_id: i32,
-    ) -> Result<(), ErrorCode> {
-        let current = self.controller_epoch();
-        if epoch < current {
-            log::warn!(
-                "[Broker {}] rejecting {what} from controller {controller_id} with stale epoch {epoch} (current {current})",
-                self.broker_id
-            );
-            return Err(ErrorCode::StaleControllerEpoch);
-        }
-        self.controller_epoch.fetch_max(epoch, Ordering::AcqRel);
-        Ok(())
-    }
-
     /// Spec C, on_LeaderAndISRCommand.
     pub fn on_leader_and_isr_command(&self, cmd: &LeaderAndIsrRequest) -> PartitionErrorsResponse {
+        // Checked before the lock too: a newer epoch is confirmed in ZooKeeper, and no lock is
+        // held across that read.
+        let check = |what| {
+            self.controller_epoch
+                .check(cmd.controller_epoch, what, cmd.controller_id)
+        };
+        let checked = check("LeaderAndIsr");
         let _g = self.state_change_lock.lock();
-        if let Err(e) =
-            self.check_controller_epoch(cmd.controller_epoch, "LeaderAndIsr", cmd.controller_id)
-        {
+        if let Err(e) = checked.and_then(|()| check("LeaderAndIsr")) {
             return PartitionErrorsResponse {
                 error_code: e.code(),
                 partitions: Vec::new(),
@@ -321,6 +303,7 @@ impl ReplicaManager {
                 replicas: Vec::new(),
                 follower_leos: HashMap::new(),
                 caught_up_at: HashMap::new(),
+                isr_write_pending: false,
             },
         ));
         self.partitions
@@ -360,10 +343,13 @@ impl ReplicaManager {
 
     /// Spec C, on_StopReplicaCommand.
     pub fn on_stop_replica_command(&self, cmd: &StopReplicaRequest) -> PartitionErrorsResponse {
+        let check = |what| {
+            self.controller_epoch
+                .check(cmd.controller_epoch, what, cmd.controller_id)
+        };
+        let checked = check("StopReplica");
         let _g = self.state_change_lock.lock();
-        if let Err(e) =
-            self.check_controller_epoch(cmd.controller_epoch, "StopReplica", cmd.controller_id)
-        {
+        if let Err(e) = checked.and_then(|()| check("StopReplica")) {
             return PartitionErrorsResponse {
                 error_code: e.code(),
                 partitions: Vec::new(),

@@ -21,10 +21,55 @@ pub fn run(a: BrokerArgs) -> Result<(), String> {
     let cfg = BrokerConfig::from_file(&a.config, &a.overrides).map_err(|e| e.to_string())?;
     let (tx, rx) = crossbeam_channel::bounded(1);
     signal::install(tx).map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    raise_open_files_limit();
     let broker = Broker::start(cfg).map_err(|e| e.to_string())?;
     let _ = rx.recv();
     broker.shutdown();
     Ok(())
+}
+
+/// The open files a broker asks for: each partition keeps three (log, offset index, time
+/// index) and each connection one, so thousands of partitions need far more than the usual
+/// soft limit of 1,024.
+const WANTED_OPEN_FILES: libc::rlim_t = 1 << 20;
+
+/// Raises this process's open files limit as the JVM does for Kafka (the soft limit up to the
+/// hard one), and the hard one too where the process may (root). Warns when what it got is
+/// low for a broker.
+fn raise_open_files_limit() {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid rlimit struct that lives across the calls.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) != 0 {
+            return;
+        }
+        let wanted = libc::rlimit {
+            rlim_cur: WANTED_OPEN_FILES.max(l.rlim_cur),
+            rlim_max: WANTED_OPEN_FILES.max(l.rlim_max),
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+    }
+    // A written partition keeps 3 files open, an empty one 1.
+    if l.rlim_cur < 4096 {
+        log::warn!(
+            "open files limit is {}: this broker can hold about {} written partitions (raise it with ulimit -n)",
+            l.rlim_cur,
+            l.rlim_cur / 3
+        );
+    } else {
+        log::info!(
+            "open files limit {} (about {} written partitions)",
+            l.rlim_cur,
+            l.rlim_cur / 3
+        );
+    }
 }
 
 /// SIGTERM and SIGINT wake the main thread, which then shuts the broker down.

@@ -10,6 +10,7 @@ use super::context::{TopicPartition, broker_changes};
 use super::election_rules::{Election, offline_partition_leader};
 use super::leader_and_isr::{refresh, update_many_in_context};
 use super::topic_change::init_leaders;
+use crate::protocol::{BrokerEndPoints, BrokerInfo};
 use crate::zk::paths;
 
 impl ControllerState {
@@ -18,14 +19,15 @@ impl ControllerState {
     pub fn on_broker_change(&mut self, batch: &mut CommandBatch) -> ZkResult<()> {
         // step 1: the current live brokers from BrokerPath (re-installing the watch).
         let live = self.read_live_brokers()?;
-        let now: BTreeMap<i32, i64> = live.iter().map(|(b, s)| (b.id, *s)).collect();
+        let now: BTreeMap<i32, i64> = live.iter().map(|(b, _, s)| (b.id, *s)).collect();
         let (joined, left) = broker_changes(&self.ctx.broker_sessions, &now);
         for id in &left {
             self.channels.remove_broker(*id);
             self.ctx.shutting_down.remove(id);
         }
         self.ctx.broker_sessions = now;
-        self.ctx.live_brokers = live.into_iter().map(|(b, _)| (b.id, b)).collect();
+        self.ctx.endpoints = live.iter().map(|(b, e, _)| (b.id, e.clone())).collect();
+        self.ctx.live_brokers = live.into_iter().map(|(b, _, _)| (b.id, b)).collect();
         for id in &joined {
             let b = self.ctx.live_brokers[id].clone();
             self.channels.add_broker(&b);
@@ -130,14 +132,31 @@ impl ControllerState {
         Ok(())
     }
 
-    /// Reads `/brokers/ids` (each broker with its registration's session) and re-installs the
-    /// child watch that feeds BrokerChange events.
-    pub fn read_live_brokers(&self) -> ZkResult<Vec<(crate::protocol::BrokerInfo, i64)>> {
+    /// Reads `/brokers/ids` (each broker as reached on the inter-broker listener, with all its
+    /// endpoints and its registration's session) and re-installs the child watch that feeds
+    /// BrokerChange events. A broker without that listener cannot be reached by its peers: it
+    /// is left out, with a warning (every broker must name the same inter-broker listener).
+    pub fn read_live_brokers(&self) -> ZkResult<Vec<(BrokerInfo, BrokerEndPoints, i64)>> {
         let tx = self.events.clone();
         let _ = self.zk.ensure_path(paths::BROKER_IDS);
         self.zk.get_children_w(paths::BROKER_IDS, move |_| {
             let _ = tx.send(super::Event::BrokerChange);
         })?;
-        paths::live_broker_registrations(&self.zk)
+        let listener = &self.inter_broker_listener;
+        Ok(paths::live_broker_registrations(&self.zk)?
+            .into_iter()
+            .filter_map(|(e, session)| match e.on(listener) {
+                Some(b) => Some((b, e, session)),
+                None => {
+                    log::warn!(
+                        "[Controller {} epoch {}] broker {} registered no {listener} listener (inter.broker.listener.name); it is left out",
+                        self.broker_id,
+                        self.ctx.epoch,
+                        e.id
+                    );
+                    None
+                }
+            })
+            .collect())
     }
 }

@@ -20,7 +20,7 @@ use crate::protocol::controller::{
     LeaderAndIsrRequest, PartitionErrorsResponse, PartitionState, StopReplicaRequest,
     TopicPartitionState, UpdateMetadataRequest,
 };
-use crate::protocol::header::{LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA};
+use crate::protocol::header::{LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, oldest_version};
 use crate::protocol::{BrokerInfo, Encode, decode_all};
 
 /// `controller.socket.timeout.ms` of Kafka 0.8.
@@ -120,7 +120,9 @@ fn send_loop(
                 }
             }
             if let Some(c) = chan.as_mut() {
-                match c.round_trip_raw(cmd.api_key, 0, &|b| b.extend_from_slice(&cmd.body)) {
+                match c.round_trip_raw(cmd.api_key, oldest_version(cmd.api_key), &|b| {
+                    b.extend_from_slice(&cmd.body)
+                }) {
                     Ok(resp) => {
                         log_errors(&tag, cmd.api_key, &resp);
                         break;
@@ -265,7 +267,7 @@ impl CommandBatch {
                 controller_id,
                 controller_epoch: ctx.epoch,
                 partition_states: states,
-                live_brokers: ctx.live_brokers.values().cloned().collect(),
+                live_brokers: ctx.endpoints.values().cloned().collect(),
             };
             let body = encode(&req);
             for b in ctx.live_brokers.keys() {

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::protocol::BrokerInfo;
 use crate::protocol::controller::{PartitionState, TopicPartitionState};
+use crate::protocol::{BrokerEndPoints, BrokerInfo};
 use crate::zk::paths::LeaderAndIsr;
 
 pub type TopicPartition = (String, i32);
@@ -32,7 +32,11 @@ pub fn broker_changes(
 pub struct ControllerContext {
     /// This controller's epoch, carried by every command it sends.
     pub epoch: i32,
+    /// Each live broker as reached on the inter-broker listener (for the controller's own
+    /// connections and LeaderAndIsr's leaders).
     pub live_brokers: BTreeMap<i32, BrokerInfo>,
+    /// Each live broker's endpoints on every listener (for UpdateMetadata).
+    pub endpoints: BTreeMap<i32, BrokerEndPoints>,
     /// The ZooKeeper session of each live broker's registration, to notice a restart that
     /// happened between two reads of `/brokers/ids`.
     pub broker_sessions: BTreeMap<i32, i64>,

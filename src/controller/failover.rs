@@ -24,9 +24,10 @@ impl ControllerState {
         );
         let mut batch = CommandBatch::default();
         // The broker list and topic assignments, installing their watches.
-        for (b, session) in self.read_live_brokers()? {
+        for (b, endpoints, session) in self.read_live_brokers()? {
             self.channels.add_broker(&b);
             self.ctx.broker_sessions.insert(b.id, session);
+            self.ctx.endpoints.insert(b.id, endpoints);
             self.ctx.live_brokers.insert(b.id, b);
         }
         let mut partitions: Vec<TopicPartition> = Vec::new();

@@ -58,6 +58,8 @@ pub struct ControllerState {
     /// For watches to feed the event queue.
     pub events: Sender<Event>,
     pub unclean_leader_election: bool,
+    /// `inter.broker.listener.name`: how brokers are reached.
+    pub inter_broker_listener: String,
     /// True between Elected and Resigned.
     active: bool,
 }
@@ -138,10 +140,13 @@ pub struct KafkaController {
 
 impl KafkaController {
     /// Starts the event thread; `startup` then enters the election.
+    /// `inter_broker_listener`: the listener the controller dials brokers on and names as
+    /// leaders to followers (`inter.broker.listener.name`).
     pub fn new(
         broker_id: i32,
         zk: Arc<ZkClient>,
         unclean_leader_election: bool,
+        inter_broker_listener: String,
     ) -> Arc<KafkaController> {
         let (tx, rx) = unbounded();
         let mut state = ControllerState {
@@ -151,6 +156,7 @@ impl KafkaController {
             channels: ControllerChannelManager::new(broker_id),
             events: tx.clone(),
             unclean_leader_election,
+            inter_broker_listener,
             active: false,
         };
         let thread = std::thread::Builder::new()

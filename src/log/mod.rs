@@ -11,6 +11,7 @@ mod offset_lookup;
 pub mod overrides;
 pub mod partition_log;
 pub mod producer_state;
+mod read;
 pub mod segment;
 pub mod time_index;
 

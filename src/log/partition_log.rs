@@ -376,40 +376,6 @@ impl Log {
         Ok(seg)
     }
 
-    /// Appends to `out` the bytes from `offset` (up to `max_bytes`, and below `max_offset` when
-    /// given: the high watermark for consumers) of the one segment that holds `offset`.
-    /// `offset == LEO` reads nothing; outside `[start, LEO]` is `OffsetOutOfRange`.
-    pub fn read(
-        &self,
-        offset: i64,
-        max_bytes: usize,
-        max_offset: Option<i64>,
-        out: &mut Vec<u8>,
-    ) -> Result<usize, LogError> {
-        let leo = self.log_end_offset();
-        let (seg, start) = {
-            let segs = self.segments.read();
-            let start = segs[0]
-                .base_offset
-                .max(self.log_start.load(Ordering::Acquire));
-            let i = segs.partition_point(|s| s.base_offset <= offset);
-            (i.checked_sub(1).map(|i| segs[i].clone()), start)
-        };
-        if offset < start || offset > leo {
-            return Err(LogError::OffsetOutOfRange {
-                requested: offset,
-                start,
-                end: leo,
-            });
-        }
-        let max_offset = max_offset.map(|m| m.min(leo));
-        if offset == leo || max_offset.is_some_and(|m| offset >= m) {
-            return Ok(0);
-        }
-        let seg = seg.expect("offset >= start has a segment");
-        Ok(seg.read_into(offset, max_offset, max_bytes, out)?)
-    }
-
     /// Cuts the log so that `offset` is its new end (a follower truncating to its high
     /// watermark), or the end of the entry before it when `offset` falls inside a batch:
     /// `log_end_offset` tells which. Segments wholly above it are deleted.

@@ -8,7 +8,7 @@
 //! a half-written message.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -17,7 +17,7 @@ use byteorder::{BigEndian, ByteOrder};
 use parking_lot::{Mutex, RwLock};
 
 use super::index::OffsetIndex;
-use super::time_index::TimeIndex;
+use super::time_index::{self, TimeIndex};
 use crate::protocol::message::LOG_OVERHEAD;
 use crate::protocol::records::{self, HEADER_PEEK};
 
@@ -47,10 +47,55 @@ pub struct Segment {
     index_interval: u32,
 }
 
+/// The log file, for `sendfile`.
+impl std::os::fd::AsRawFd for Segment {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.log.as_raw_fd()
+    }
+}
+
+/// The index files, opened on first write: a partition that has never been written holds
+/// one open file (its log), not three — what lets a broker hold thousands of partitions
+/// under the usual open files limits. Entries are written at the position their number
+/// gives, never at a file cursor, so an index reopened, cut or rebuilt stays whole.
 struct IndexWriter {
-    file: File,
-    time_file: File,
+    file: Option<File>,
+    time_file: Option<File>,
     bytes_since_entry: u64,
+}
+
+impl IndexWriter {
+    /// Opens both files if they are not open yet: a segment written to has both on disk (one
+    /// without a time index is taken for a segment from before time indexes, and rebuilt).
+    fn open(&mut self, paths: (&Path, &Path)) -> io::Result<(&File, &File)> {
+        if self.file.is_none() {
+            self.file = Some(open_rw(paths.0)?);
+        }
+        if self.time_file.is_none() {
+            self.time_file = Some(open_rw(paths.1)?);
+        }
+        match (&self.file, &self.time_file) {
+            (Some(f), Some(t)) => Ok((f, t)),
+            _ => unreachable!("both opened above"),
+        }
+    }
+
+    /// Replaces both files' contents (nothing to do for empty indexes of a segment that has
+    /// none on disk: recovering a new log opens no file).
+    fn rewrite(&mut self, paths: (&Path, &Path), index: &[u8], times: &[u8]) -> io::Result<()> {
+        let none_yet = self.file.is_none()
+            && self.time_file.is_none()
+            && !std::fs::exists(paths.0)?
+            && !std::fs::exists(paths.1)?;
+        if index.is_empty() && times.is_empty() && none_yet {
+            return Ok(());
+        }
+        let (f, t) = self.open(paths)?;
+        f.set_len(0)?;
+        f.write_all_at(index, 0)?;
+        t.set_len(0)?;
+        t.write_all_at(times, 0)
+    }
 }
 
 fn open_rw(path: &Path) -> io::Result<File> {
@@ -91,8 +136,8 @@ impl Segment {
         let seg = Segment {
             base_offset,
             writer: Mutex::new(IndexWriter {
-                file: open_rw(&index_path)?,
-                time_file: open_rw(&time_index_path)?,
+                file: None,
+                time_file: None,
                 bytes_since_entry: 0,
             }),
             log_path,
@@ -109,11 +154,16 @@ impl Segment {
         if size == 0 {
             return Ok(seg);
         }
-        match OffsetIndex::from_bytes(&index_bytes, size) {
+        // A segment with data and no index file lost it: rebuilt like an inconsistent one.
+        let index = std::fs::exists(&seg.index_path)
+            .unwrap_or(false)
+            .then(|| OffsetIndex::from_bytes(&index_bytes, size))
+            .flatten();
+        match index {
             Some(idx) => *seg.index.write() = idx,
             None => {
                 log::warn!(
-                    "{}: index is inconsistent with the log; rebuilding",
+                    "{}: index is missing or inconsistent with the log; rebuilding",
                     seg.index_path.display()
                 );
                 seg.recover(false)?;
@@ -199,9 +249,12 @@ impl Segment {
             let rel = (first - self.base_offset) as u32;
             let last_pos = self.index.read().entries().last().map(|e| e.1);
             if pos == 0 || last_pos.is_none_or(|p| p < pos as u32) {
-                w.file
-                    .write_all(&OffsetIndex::entry_bytes(rel, pos as u32))?;
-                self.index.write().push(rel, pos as u32);
+                let mut idx = self.index.write();
+                let at = (idx.entries().len() * 8) as u64;
+                w.open(self.index_paths())?
+                    .0
+                    .write_all_at(&OffsetIndex::entry_bytes(rel, pos as u32), at)?;
+                idx.push(rel, pos as u32);
             }
             self.maybe_index_time(&mut w, max)?;
             w.bytes_since_entry = 0;
@@ -217,8 +270,10 @@ impl Segment {
     /// Adds a time index entry for (largest timestamp, its offset) when it grew.
     fn maybe_index_time(&self, w: &mut IndexWriter, max: (i64, i64)) -> io::Result<()> {
         let rel = (max.1 - self.base_offset).max(0) as u32;
-        if let Some(entry) = self.time_index.write().maybe_push(max.0, rel) {
-            w.time_file.write_all(&entry)?;
+        let mut times = self.time_index.write();
+        if let Some(entry) = times.maybe_push(max.0, rel) {
+            let at = ((times.len() - 1) * time_index::ENTRY_SIZE) as u64;
+            w.open(self.index_paths())?.1.write_all_at(&entry, at)?;
         }
         Ok(())
     }
@@ -316,19 +371,33 @@ impl Segment {
         max_bytes: usize,
         out: &mut Vec<u8>,
     ) -> io::Result<usize> {
+        let Some((start, len)) = self.range(offset, max_offset, max_bytes)? else {
+            return Ok(0);
+        };
+        let at = out.len();
+        out.resize(at + len, 0);
+        self.log.read_exact_at(&mut out[at..], start)?;
+        Ok(len)
+    }
+
+    fn index_paths(&self) -> (&Path, &Path) {
+        (&self.index_path, &self.time_index_path)
+    }
+
+    /// Where `read_into` would read: (file position, length), `None` when empty.
+    pub fn range(
+        &self,
+        offset: i64,
+        max_offset: Option<i64>,
+        max_bytes: usize,
+    ) -> io::Result<Option<(u64, usize)>> {
         let start = self.position_of(offset)?;
         let end = match max_offset {
             Some(m) => self.position_of(m)?,
             None => self.size(),
         };
         let len = (end.saturating_sub(start) as usize).min(max_bytes);
-        if len == 0 {
-            return Ok(0);
-        }
-        let at = out.len();
-        out.resize(at + len, 0);
-        self.log.read_exact_at(&mut out[at..], start)?;
-        Ok(len)
+        Ok((len > 0).then_some((start, len)))
     }
 
     /// Cuts the segment so that `offset` is the next offset to be appended.
@@ -361,13 +430,10 @@ impl Segment {
         let rel = (offset - self.base_offset).max(0) as u32;
         let mut idx = self.index.write();
         idx.truncate_from(rel);
-        w.file.set_len(0)?;
-        w.file.write_all_at(&idx.to_bytes(), 0)?;
         w.bytes_since_entry = pos - idx.entries().last().map_or(0, |e| u64::from(e.1));
         let mut times = self.time_index.write();
         times.truncate_from(rel);
-        w.time_file.set_len(0)?;
-        w.time_file.write_all_at(&times.to_bytes(), 0)?;
+        w.rewrite(self.index_paths(), &idx.to_bytes(), &times.to_bytes())?;
         // The largest timestamp left: the last time entry's, or a later message's.
         let mut max = times
             .last()
@@ -435,10 +501,7 @@ impl Segment {
             self.size.store(pos as u64, Ordering::Release);
         }
         let mut w = self.writer.lock();
-        w.file.set_len(0)?;
-        w.file.write_all_at(&index.to_bytes(), 0)?;
-        w.time_file.set_len(0)?;
-        w.time_file.write_all_at(&times.to_bytes(), 0)?;
+        w.rewrite(self.index_paths(), &index.to_bytes(), &times.to_bytes())?;
         w.bytes_since_entry = since.min(pos as u64);
         *self.index.write() = index;
         *self.time_index.write() = times;
@@ -453,8 +516,10 @@ impl Segment {
     pub fn flush(&self) -> io::Result<()> {
         self.log.sync_data()?;
         let w = self.writer.lock();
-        w.file.sync_data()?;
-        w.time_file.sync_data()
+        for f in [&w.file, &w.time_file].into_iter().flatten() {
+            f.sync_data()?;
+        }
+        Ok(())
     }
 
     pub fn delete_files(&self) -> io::Result<()> {

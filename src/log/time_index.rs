@@ -47,6 +47,14 @@ impl TimeIndex {
         Some(b)
     }
 
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     pub fn last(&self) -> Option<(i64, u32)> {
         self.entries.last().copied()
     }

@@ -153,13 +153,15 @@ impl BlockingChannel {
         Ok(v)
     }
 
-    /// Sends an encodable request and decodes the response as `Resp`.
+    /// Sends an encodable request at the oldest version served (0.8's v0 for most keys; the
+    /// one layout `Req` has) and decodes the response as `Resp`.
     pub fn request<Req: Encode, Resp: for<'a> Decode<'a>>(
         &mut self,
         api_key: i16,
         req: &Req,
     ) -> Result<Resp, ChannelError> {
-        let body = self.round_trip_raw(api_key, 0, &|b| req.encode(b))?;
+        let version = crate::protocol::header::oldest_version(api_key);
+        let body = self.round_trip_raw(api_key, version, &|b| req.encode(b))?;
         Ok(crate::protocol::decode_all(&body)?)
     }
 }

@@ -1,7 +1,14 @@
-//! Sockets: the broker's blocking `SocketServer` and the client-side `BlockingChannel`.
+//! Sockets: the broker's blocking `SocketServer` (one per listener) with the `ConnectionQuotas`
+//! and `RequestPool` its listeners share, and the client-side `BlockingChannel`.
 
 pub mod channel;
+pub mod pool;
+pub mod quotas;
+pub mod response;
 pub mod server;
 
 pub use channel::{BlockingChannel, ChannelError};
-pub use server::{Action, RequestHandler, SocketServer};
+pub use pool::RequestPool;
+pub use quotas::{ConnectionLimits, ConnectionQuotas, Refusal};
+pub use response::{FileSlice, Response};
+pub use server::{Action, ConnectionContext, ListenerSpec, RequestHandler, SocketServer};

@@ -1,32 +1,56 @@
-//! The blocking socket server: 1 acceptor thread, 1 thread per connection.
+//! The blocking socket server of one listener: 1 acceptor thread, 1 thread per connection.
 //!
 //! Each connection thread reads one frame at a time (int32 size, then the payload), hands it to
 //! the `RequestHandler`, and writes the response before reading the next frame — so responses
 //! leave in request order, as Kafka clients that pipeline require. One exception: a request
 //! the handler parks (an acks=all Produce) lets the thread carry out the pipelinable requests
 //! already queued behind it before it waits, so their waits overlap; the answers still leave
-//! in order. The frame and response
-//! buffers live as long as the connection, so a steady stream of requests allocates nothing.
+//! in order. Small frame and response buffers live as long as the connection, so a steady
+//! stream of small requests allocates nothing.
 //!
 //! Limits: a size ≤ 0 or above `socket.request.max.bytes` closes the connection (the protocol
-//! cannot express the error); connections beyond `max.connections` are closed on accept; a
-//! connection idle for `connections.max.idle.ms`, or whose request has been arriving for longer
-//! than that, is closed — a client trickling bytes holds a thread only that long.
+//! cannot express the error); a request's bytes are read as they arrive, drawing on the
+//! broker's `RequestPool` past a small allowance; who may connect is `ConnectionQuotas`'
+//! call; a connection idle for `connections.max.idle.ms`, or whose request has been arriving
+//! for longer than that, is closed — a client trickling bytes holds a thread only that long.
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::pool::{ALLOWANCE, Held, RequestPool};
+use super::quotas::{ConnectionQuotas, Ticket, bytes_queued};
+use super::response::Response;
+
+/// Who sent a request: the peer, and the listener it arrived on.
+#[derive(Debug, Clone)]
+pub struct ConnectionContext {
+    pub peer: SocketAddr,
+    /// The listener's name (`listeners`), e.g. PLAINTEXT.
+    pub listener: Arc<str>,
+    /// Whether the listener is the inter-broker one, where requests only brokers send are
+    /// accepted.
+    pub inter_broker: bool,
+}
+
+/// One listener to serve.
+#[derive(Debug, Clone)]
+pub struct ListenerSpec {
+    pub name: String,
+    pub inter_broker: bool,
+    /// Connections here count against no client limit (a separate inter-broker listener).
+    pub exempt: bool,
+}
+
 /// What the connection does after a request.
 pub enum Action {
-    /// Send `out` (the response body after the correlation id the handler wrote).
+    /// Send `out` (the response after the size's place: the correlation id the handler
+    /// wrote, and the body).
     Respond,
     /// Send nothing (Produce with acks=0).
     NoResponse,
@@ -55,7 +79,7 @@ pub trait RequestHandler: Send + Sync + 'static {
     /// Handles one request. `frame` is the payload without its size; the handler may rewrite
     /// it (the broker writes offsets into produced message sets in place). A response is the
     /// bytes appended to `out`, starting with the correlation id.
-    fn handle(&self, frame: &mut [u8], out: &mut Vec<u8>, peer: &SocketAddr) -> Action;
+    fn handle(&self, frame: &mut [u8], out: &mut Response, conn: &ConnectionContext) -> Action;
 
     /// Whether `frame` may be carried out while earlier requests of the connection are still
     /// parked: true only for requests that never wait themselves and whose effects may precede
@@ -68,42 +92,45 @@ pub trait RequestHandler: Send + Sync + 'static {
 pub struct SocketServer {
     local_addr: SocketAddr,
     stopping: Arc<AtomicBool>,
-    connections: Arc<Mutex<HashMap<u64, TcpStream>>>,
+    quotas: Arc<ConnectionQuotas>,
     acceptor: Mutex<Option<JoinHandle<()>>>,
 }
 
-struct Limits {
-    max_request_bytes: usize,
-    max_connections: usize,
-    idle: Duration,
+/// What every connection thread of a listener shares.
+struct Shared {
+    handler: Arc<dyn RequestHandler>,
+    quotas: Arc<ConnectionQuotas>,
+    pool: Arc<RequestPool>,
+    spec: ListenerSpec,
+    name: Arc<str>,
 }
 
 impl SocketServer {
+    /// Serves `listener` (bound by the caller, who needs its port before anything serves).
     pub fn start(
-        addr: &str,
+        listener: TcpListener,
+        spec: ListenerSpec,
         handler: Arc<dyn RequestHandler>,
-        max_request_bytes: usize,
-        max_connections: usize,
-        idle: Duration,
+        quotas: Arc<ConnectionQuotas>,
+        pool: Arc<RequestPool>,
     ) -> io::Result<SocketServer> {
-        let listener = TcpListener::bind(addr)?;
         let local_addr = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let connections = Arc::new(Mutex::new(HashMap::new()));
-        let limits = Arc::new(Limits {
-            max_request_bytes,
-            max_connections,
-            idle,
+        let shared = Arc::new(Shared {
+            handler,
+            quotas: quotas.clone(),
+            pool,
+            name: Arc::from(spec.name.as_str()),
+            spec,
         });
-        let (st, conns) = (stopping.clone(), connections.clone());
+        let st = stopping.clone();
         let acceptor = std::thread::Builder::new()
             .name(format!("acceptor-{}", local_addr.port()))
-            .spawn(move || accept_loop(listener, handler, limits, st, conns))?;
-        log::info!("listening on {local_addr}");
+            .spawn(move || accept_loop(listener, shared, st))?;
         Ok(SocketServer {
             local_addr,
             stopping,
-            connections,
+            quotas,
             acceptor: Mutex::new(Some(acceptor)),
         })
     }
@@ -112,7 +139,7 @@ impl SocketServer {
         self.local_addr
     }
 
-    /// Stops accepting and closes every connection.
+    /// Stops accepting and closes every connection of the broker.
     pub fn shutdown(&self) {
         if self.stopping.swap(true, Ordering::AcqRel) {
             return;
@@ -122,9 +149,7 @@ impl SocketServer {
         if let Some(h) = self.acceptor.lock().take() {
             let _ = h.join();
         }
-        for (_, s) in self.connections.lock().drain() {
-            let _ = s.shutdown(Shutdown::Both);
-        }
+        self.quotas.close_all();
     }
 }
 
@@ -134,15 +159,7 @@ impl Drop for SocketServer {
     }
 }
 
-fn accept_loop(
-    listener: TcpListener,
-    handler: Arc<dyn RequestHandler>,
-    limits: Arc<Limits>,
-    stopping: Arc<AtomicBool>,
-    connections: Arc<Mutex<HashMap<u64, TcpStream>>>,
-) {
-    let next_id = AtomicU64::new(0);
-    let open = Arc::new(AtomicUsize::new(0));
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stopping: Arc<AtomicBool>) {
     for stream in listener.incoming() {
         if stopping.load(Ordering::Acquire) {
             return;
@@ -150,81 +167,58 @@ fn accept_loop(
         let stream = match stream {
             Ok(s) => s,
             Err(e) => {
-                log::warn!("accept failed: {e}");
+                log::warn!("accept failed on listener {}: {e}", shared.name);
                 continue;
             }
         };
-        let peer = match stream.peer_addr() {
-            Ok(p) => p,
-            Err(_) => continue,
-        };
-        if open.load(Ordering::Acquire) >= limits.max_connections {
-            log::warn!(
-                "closing connection from {peer}: max.connections ({}) reached",
-                limits.max_connections
-            );
-            let _ = stream.shutdown(Shutdown::Both);
+        let Ok(peer) = stream.peer_addr() else {
             continue;
-        }
-        let id = next_id.fetch_add(1, Ordering::Relaxed);
-        if let Ok(clone) = stream.try_clone() {
-            connections.lock().insert(id, clone);
-        }
-        open.fetch_add(1, Ordering::AcqRel);
-        let (h, l, c, o) = (
-            handler.clone(),
-            limits.clone(),
-            connections.clone(),
-            open.clone(),
-        );
+        };
+        shared.quotas.throttle_creation(shared.spec.exempt);
+        let ticket = match shared.quotas.admit(&stream, peer.ip(), shared.spec.exempt) {
+            Ok(t) => t,
+            Err(_) => {
+                // Refused (and logged, once per interval); no thread is spent on it.
+                let _ = stream.shutdown(Shutdown::Both);
+                continue;
+            }
+        };
+        let sh = shared.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("conn-{peer}"))
             .spawn(move || {
-                // Given back when the thread ends, however it ends: a handler that panics
-                // must not keep its connection counted against `max.connections`.
-                let _slot = Slot {
-                    id,
-                    connections: c,
-                    open: o,
+                // The ticket is given back when the thread ends, however it ends: a handler
+                // that panics must not keep its connection counted against the limits.
+                let conn = ConnectionContext {
+                    peer,
+                    listener: sh.name.clone(),
+                    inter_broker: sh.spec.inter_broker,
                 };
-                if let Err(e) = serve_connection(stream, &peer, &*h, &l) {
+                if let Err(e) = serve_connection(stream, &conn, &sh, &ticket) {
                     log::debug!("connection from {peer} ended: {e}");
                 }
             });
         if let Err(e) = spawned {
             log::error!("cannot start a thread for {peer}: {e}");
-            connections.lock().remove(&id);
-            open.fetch_sub(1, Ordering::AcqRel);
         }
-    }
-}
-
-/// A connection's place in the server's count and map, released on drop (also when its
-/// thread unwinds).
-struct Slot {
-    id: u64,
-    connections: Arc<Mutex<HashMap<u64, TcpStream>>>,
-    open: Arc<AtomicUsize>,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.connections.lock().remove(&self.id);
-        self.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 fn serve_connection(
     mut stream: TcpStream,
-    peer: &SocketAddr,
-    handler: &dyn RequestHandler,
-    limits: &Limits,
+    conn: &ConnectionContext,
+    shared: &Shared,
+    ticket: &Ticket,
 ) -> io::Result<()> {
+    let limits = shared.quotas.limits();
+    let (handler, peer) = (&*shared.handler, &conn.peer);
     stream.set_nodelay(true)?;
     // A read waiting longer than this fails: the idle limit, and the stall limit mid-frame.
     stream.set_read_timeout(Some(limits.idle))?;
+    // So does a client that stops reading its answers.
+    stream.set_write_timeout(Some(limits.idle))?;
     let mut frame = Vec::new();
-    let mut out = Vec::with_capacity(1024);
+    let mut out = Response::with_capacity(1024);
     let mut parked = ParkedAnswers::default();
     loop {
         // Parked answers go out once the client has nothing more queued for us: while it has,
@@ -232,36 +226,54 @@ fn serve_connection(
         if !parked.is_empty() && (parked.len() >= MAX_PARKED || bytes_queued(&stream) == 0) {
             parked.answer_all(&mut stream)?;
         }
+        if parked.is_empty() {
+            ticket.set_idle();
+        }
         let mut size = [0u8; 4];
         let first = match stream.read(&mut size) {
             Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) => return Err(e),
         };
+        ticket.set_busy();
         // From its first byte, the whole request must arrive within the idle limit.
         let started = Instant::now();
         read_rest(&mut stream, &mut size[first..], started, limits.idle, peer)?;
         let size = i32::from_be_bytes(size);
-        if size <= 0 || size as usize > limits.max_request_bytes {
+        if size <= 0 || size as usize > limits.socket_request_max_bytes {
             log::warn!(
                 "closing connection from {peer}: request size {size} outside 1..={} (socket.request.max.bytes)",
-                limits.max_request_bytes
+                limits.socket_request_max_bytes
             );
             parked.answer_all(&mut stream)?;
             return Ok(());
         }
-        frame.clear();
-        frame.resize(size as usize, 0);
-        read_rest(&mut stream, &mut frame, started, limits.idle, peer)?;
+        let mut held = Held::new(&shared.pool, ticket.id());
+        read_body(
+            &mut stream,
+            &mut frame,
+            size as usize,
+            &mut held,
+            started,
+            limits.idle,
+            peer,
+        )?;
         if !parked.is_empty() && !handler.can_pipeline(&frame) {
             parked.answer_all(&mut stream)?;
         }
         out.clear();
         out.extend_from_slice(&[0; 4]);
-        match handler.handle(&mut frame, &mut out, peer) {
+        let action = handler.handle(&mut frame, &mut out, conn);
+        // The request is carried out: its bytes go back to the pool, and a large buffer is
+        // not kept for the connection's whole life.
+        drop(held);
+        if frame.capacity() > ALLOWANCE {
+            frame = Vec::new();
+        }
+        match action {
             Action::Respond => {
                 parked.answer_all(&mut stream)?;
-                write_answer(&mut stream, &mut out)?;
+                out.write_to(&mut stream)?;
             }
             Action::NoResponse => {}
             Action::Close => {
@@ -277,12 +289,48 @@ fn serve_connection(
         }
         // A huge response should not pin its memory for the connection's whole life.
         if out.capacity() > 4 << 20 {
-            out = Vec::with_capacity(1024);
-        }
-        if frame.capacity() > 4 << 20 {
-            frame = Vec::new();
+            out = Response::with_capacity(1024);
         }
     }
+}
+
+/// The most bytes a request buffer grows by at once past the allowance: what a client that
+/// stops sending can make us hold beyond what it sent.
+const CHUNK: usize = 256 << 10;
+
+/// Reads a `size`-byte request body into `frame` as its bytes arrive: the buffer grows chunk
+/// by chunk, each chunk past the allowance drawn from the pool first (waiting there when it
+/// is used up), so what the broker holds follows what the client sent, not what it announced.
+fn read_body(
+    stream: &mut TcpStream,
+    frame: &mut Vec<u8>,
+    size: usize,
+    held: &mut Held<'_>,
+    started: Instant,
+    limit: Duration,
+    peer: &SocketAddr,
+) -> io::Result<()> {
+    frame.clear();
+    while frame.len() < size {
+        let at = frame.len();
+        let end = if at < ALLOWANCE {
+            size.min(ALLOWANCE)
+        } else {
+            size.min(at + CHUNK)
+        };
+        if end > ALLOWANCE {
+            held.take(end - at.max(ALLOWANCE))
+                .map_err(|_| io::Error::other("the broker is stopping"))?;
+        }
+        if frame.capacity() < end {
+            // Doubling keeps the copies of a large request linear in its size.
+            let want = end.max(frame.capacity() * 2).min(size);
+            frame.reserve_exact(want - at);
+        }
+        frame.resize(end, 0);
+        read_rest(stream, &mut frame[at..end], started, limit, peer)?;
+    }
+    Ok(())
 }
 
 /// Puts the size in front of an answer and sends it.
@@ -290,14 +338,6 @@ fn write_answer(stream: &mut TcpStream, out: &mut [u8]) -> io::Result<()> {
     let n = (out.len() - 4) as i32;
     out[..4].copy_from_slice(&n.to_be_bytes());
     stream.write_all(out)
-}
-
-/// Bytes the client has sent that we have not read yet (FIONREAD).
-fn bytes_queued(stream: &TcpStream) -> usize {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through the pointer, which points at `n`.
-    let r = unsafe { libc::ioctl(stream.as_raw_fd(), libc::FIONREAD, &mut n) };
-    if r == 0 { n.max(0) as usize } else { 0 }
 }
 
 /// A connection's parked requests, in request order, each with the start of its answer. The
@@ -375,7 +415,7 @@ mod tests {
     struct Echo;
 
     impl RequestHandler for Echo {
-        fn handle(&self, frame: &mut [u8], out: &mut Vec<u8>, _: &SocketAddr) -> Action {
+        fn handle(&self, frame: &mut [u8], out: &mut Response, _: &ConnectionContext) -> Action {
             assert_ne!(frame[0], 1, "a handler bug");
             out.extend_from_slice(frame);
             Action::Respond
@@ -395,12 +435,21 @@ mod tests {
 
     #[test]
     fn a_handler_that_panics_gives_its_connection_slot_back() {
+        let limits = super::super::ConnectionLimits {
+            socket_request_max_bytes: 1024,
+            max_connections: 2,
+            ..Default::default()
+        };
         let server = SocketServer::start(
-            "127.0.0.1:0",
+            TcpListener::bind("127.0.0.1:0").unwrap(),
+            ListenerSpec {
+                name: "PLAINTEXT".into(),
+                inter_broker: true,
+                exempt: false,
+            },
             Arc::new(Echo),
-            1024,
-            2,
-            Duration::from_secs(60),
+            ConnectionQuotas::new(limits),
+            Arc::new(RequestPool::new(None)),
         )
         .unwrap();
         let addr = server.local_addr();

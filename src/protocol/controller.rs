@@ -1,12 +1,14 @@
-//! The controller's commands to brokers, in Kafka 0.8's v0 layout: LeaderAndIsr (4),
-//! StopReplica (5), UpdateMetadata (6). Each carries the controller's id and epoch; brokers
-//! reject an epoch older than the newest they have seen.
+//! The controller's commands to brokers: LeaderAndIsr (4) and StopReplica (5) in Kafka 0.8's
+//! v0 layout, UpdateMetadata (6) in Kafka's v3 layout (v0's, with every listener's endpoint of
+//! each broker). Each carries the controller's id and epoch; brokers reject an epoch older
+//! than the newest they have seen, and check a newer one against ZooKeeper.
 //!
 //! Deviation (doc/protocol.md): LeaderAndIsr ends with an `init` boolean, the spec's INIT flag
 //! (section D step 4), and the receiver's `broker_epoch`, which 0.8's layout did not have.
 
 use super::{
-    BROKER_MIN, BrokerInfo, Decode, DecodeResult, Encode, Reader, Writer, read_array, write_array,
+    BROKER_MIN, BrokerEndPoints, BrokerInfo, Decode, DecodeResult, Encode, EndPoint, Reader,
+    Writer, read_array, write_array,
 };
 
 /// 0.8's PartitionStateInfo: the leader and ISR the controller chose, with the zk version of the
@@ -183,15 +185,27 @@ pub struct UpdateMetadataRequest {
     pub controller_id: i32,
     pub controller_epoch: i32,
     pub partition_states: Vec<TopicPartitionState>,
-    pub live_brokers: Vec<BrokerInfo>,
+    pub live_brokers: Vec<BrokerEndPoints>,
 }
+
+/// Kafka's id for PLAINTEXT, the only security protocol served.
+const PLAINTEXT: i16 = 0;
 
 impl Encode for UpdateMetadataRequest {
     fn encode(&self, out: &mut Vec<u8>) {
         out.put_i32(self.controller_id);
         out.put_i32(self.controller_epoch);
         write_states(out, &self.partition_states);
-        write_array(out, &self.live_brokers, |o, b| b.encode(o));
+        write_array(out, &self.live_brokers, |o, b| {
+            o.put_i32(b.id);
+            write_array(o, &b.endpoints, |o, e| {
+                o.put_i32(e.port);
+                o.put_string(&e.host);
+                o.put_string(&e.listener);
+                o.put_i16(PLAINTEXT);
+            });
+            o.put_nullable_string(None); // rack
+        });
     }
 }
 
@@ -201,7 +215,22 @@ impl<'a> Decode<'a> for UpdateMetadataRequest {
             controller_id: r.i32("controller_id")?,
             controller_epoch: r.i32("controller_epoch")?,
             partition_states: read_states(r)?,
-            live_brokers: read_array(r, "live_brokers", BROKER_MIN, BrokerInfo::decode)?,
+            live_brokers: read_array(r, "live_brokers", 10, |r| {
+                let id = r.i32("broker.id")?;
+                let endpoints = read_array(r, "endpoints", 10, |r| {
+                    let port = r.i32("port")?;
+                    let host = r.string("host")?.to_owned();
+                    let listener = r.string("listener_name")?.to_owned();
+                    r.i16("security_protocol")?;
+                    Ok(EndPoint {
+                        listener,
+                        host,
+                        port,
+                    })
+                })?;
+                r.nullable_string("rack")?;
+                Ok(BrokerEndPoints { id, endpoints })
+            })?,
         })
     }
 }
@@ -319,7 +348,21 @@ mod tests {
             controller_id: 1,
             controller_epoch: 3,
             partition_states: vec![state()],
-            live_brokers: vec![broker],
+            live_brokers: vec![BrokerEndPoints {
+                id: 2,
+                endpoints: vec![
+                    EndPoint {
+                        listener: "CLIENT".into(),
+                        host: "127.0.0.1".into(),
+                        port: 9092,
+                    },
+                    EndPoint {
+                        listener: "REPLICATION".into(),
+                        host: "127.0.0.1".into(),
+                        port: 9093,
+                    },
+                ],
+            }],
         });
         round_trip(&PartitionErrorsResponse {
             error_code: 11,

@@ -1,9 +1,33 @@
 //! Kafka error codes, by their modern names (what clients decode them as).
 
-/// A protocol error code as sent on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(i16)]
-pub enum ErrorCode {
+/// Declares `ErrorCode` and its decoder from one list, so a code cannot be named in one and
+/// missed in the other; `ErrorCode::ALL` lists every variant for the tests.
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $name:ident = $code:literal,)*) => {
+        /// A protocol error code as sent on the wire.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(i16)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $name = $code,)*
+        }
+
+        impl ErrorCode {
+            /// Every code gregor names.
+            pub const ALL: &[ErrorCode] = &[$(ErrorCode::$name,)*];
+
+            /// Decodes a code received from a broker; codes gregor does not name become
+            /// `UnknownServerError`, which is what they mean to us.
+            pub fn from_code(c: i16) -> ErrorCode {
+                match c {
+                    $($code => ErrorCode::$name,)*
+                    _ => ErrorCode::UnknownServerError,
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
     UnknownServerError = -1,
     None = 0,
     OffsetOutOfRange = 1,
@@ -34,6 +58,10 @@ pub enum ErrorCode {
     UnknownMemberId = 25,
     InvalidSessionTimeout = 26,
     RebalanceInProgress = 27,
+    /// A follower's fetch on a client listener (Kafka: no ClusterAction right).
+    TopicAuthorizationFailed = 29,
+    /// A request only brokers send, on a client listener.
+    ClusterAuthorizationFailed = 31,
     UnsupportedVersion = 35,
     TopicAlreadyExists = 36,
     InvalidPartitions = 37,
@@ -66,66 +94,6 @@ impl ErrorCode {
     pub fn code(self) -> i16 {
         self as i16
     }
-
-    /// Decodes a code received from a broker; codes gregor does not name become
-    /// `UnknownServerError`, which is what they mean to us.
-    pub fn from_code(c: i16) -> ErrorCode {
-        use ErrorCode::*;
-        match c {
-            0 => None,
-            1 => OffsetOutOfRange,
-            2 => CorruptMessage,
-            3 => UnknownTopicOrPartition,
-            4 => InvalidFetchSize,
-            5 => LeaderNotAvailable,
-            6 => NotLeaderForPartition,
-            7 => RequestTimedOut,
-            8 => BrokerNotAvailable,
-            9 => ReplicaNotAvailable,
-            10 => MessageTooLarge,
-            11 => StaleControllerEpoch,
-            12 => OffsetMetadataTooLarge,
-            14 => CoordinatorLoadInProgress,
-            15 => CoordinatorNotAvailable,
-            16 => NotCoordinator,
-            17 => InvalidTopic,
-            18 => RecordListTooLarge,
-            19 => NotEnoughReplicas,
-            20 => NotEnoughReplicasAfterAppend,
-            21 => InvalidRequiredAcks,
-            22 => IllegalGeneration,
-            23 => InconsistentGroupProtocol,
-            24 => InvalidGroupId,
-            25 => UnknownMemberId,
-            26 => InvalidSessionTimeout,
-            27 => RebalanceInProgress,
-            35 => UnsupportedVersion,
-            36 => TopicAlreadyExists,
-            37 => InvalidPartitions,
-            38 => InvalidReplicationFactor,
-            39 => InvalidReplicaAssignment,
-            40 => InvalidConfig,
-            41 => NotController,
-            42 => InvalidRequest,
-            32 => InvalidTimestamp,
-            68 => NonEmptyGroup,
-            45 => OutOfOrderSequenceNumber,
-            47 => InvalidProducerEpoch,
-            59 => UnknownProducerId,
-            70 => FetchSessionIdNotFound,
-            74 => FencedLeaderEpoch,
-            75 => UnknownLeaderEpoch,
-            76 => UnsupportedCompressionType,
-            69 => GroupIdNotFound,
-            79 => MemberIdRequired,
-            81 => GroupMaxSizeReached,
-            82 => FencedInstanceId,
-            87 => InvalidRecord,
-            100 => UnknownTopicId,
-            114 => UnsupportedEndpointType,
-            _ => UnknownServerError,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -133,13 +101,23 @@ mod tests {
     use super::ErrorCode;
 
     #[test]
-    fn codes_round_trip() {
-        for c in -1..=120 {
-            let e = ErrorCode::from_code(c);
-            if e != ErrorCode::UnknownServerError {
-                assert_eq!(e.code(), c);
+    fn every_code_round_trips_and_no_other_is_named() {
+        let mut seen = std::collections::BTreeSet::new();
+        for e in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_code(e.code()), *e, "{e:?}");
+            assert!(seen.insert(e.code()), "{e:?}: code {} twice", e.code());
+        }
+        for c in -1..=200 {
+            if !seen.contains(&c) {
+                assert_eq!(
+                    ErrorCode::from_code(c),
+                    ErrorCode::UnknownServerError,
+                    "{c}"
+                );
             }
         }
+        // 0.8.2's StaleLeaderEpochCode: clients read it as another error today.
         assert_eq!(ErrorCode::from_code(13), ErrorCode::UnknownServerError);
+        assert!(ErrorCode::ALL.len() > 50);
     }
 }

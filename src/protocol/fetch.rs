@@ -243,6 +243,36 @@ pub fn write_partition_head(out: &mut Vec<u8>, version: i16, h: &PartitionHead) 
     }
 }
 
+/// Writes one partition's answer that is only an error: no high watermark, no records.
+pub fn write_error_partition(out: &mut Vec<u8>, version: i16, partition: i32, error_code: i16) {
+    let head = PartitionHead {
+        partition,
+        error_code,
+        high_watermark: -1,
+        log_start_offset: -1,
+    };
+    let at = write_partition_head(out, version, &head);
+    finish_partition(out, version, at);
+}
+
+/// Writes the length of the records that follow a partition head begun at `at` (by
+/// `write_partition_head`) when the records themselves are sent from elsewhere (a file
+/// slice); `finish_records` closes the entry after them.
+pub fn put_records_len(out: &mut Vec<u8>, version: i16, at: usize, len: usize) {
+    if version >= 12 {
+        out.put_len(true, Some(len));
+    } else {
+        out[at..at + 4].copy_from_slice(&(len as i32).to_be_bytes());
+    }
+}
+
+/// Closes a partition entry whose records' length `put_records_len` wrote.
+pub fn finish_records(out: &mut Vec<u8>, version: i16) {
+    if version >= 12 {
+        out.put_tags(true);
+    }
+}
+
 /// Closes a partition entry begun by `write_partition_head` after its records.
 pub fn finish_partition(out: &mut Vec<u8>, version: i16, at: usize) {
     if version >= 12 {

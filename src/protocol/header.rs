@@ -66,7 +66,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(METADATA, 0, 12, 9),
     api(LEADER_AND_ISR, 0, 0, NEVER),
     api(STOP_REPLICA, 0, 0, NEVER),
-    api(UPDATE_METADATA, 0, 0, NEVER),
+    api(UPDATE_METADATA, 3, 3, NEVER),
     api(CONTROLLED_SHUTDOWN, 0, 1, NEVER),
     api(OFFSET_COMMIT, 0, 8, 8),
     api(OFFSET_FETCH, 0, 7, 6),
@@ -91,8 +91,10 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DESCRIBE_CLUSTER, 0, 1, 0),
 ];
 
-/// The controller's requests to brokers. They keep the 0.8 layouts (`doc/protocol.md`), not
-/// Kafka's current ones, since only gregor's brokers send them.
+/// The requests only brokers send. They keep the 0.8 layouts (UpdateMetadata: Kafka's v3,
+/// for the listeners; `doc/protocol.md`), not Kafka's current ones, since only gregor's
+/// brokers send them; on a broker with a separate inter-broker listener they are refused on
+/// every other listener.
 pub const INTER_BROKER_APIS: [i16; 4] = [
     LEADER_AND_ISR,
     STOP_REPLICA,
@@ -105,6 +107,11 @@ fn lookup(api_key: i16) -> Option<&'static Api> {
 }
 
 /// Whether (key, version) is in `SUPPORTED_APIS`.
+/// The oldest version of `api_key` served (0 for a key not served).
+pub fn oldest_version(api_key: i16) -> i16 {
+    lookup(api_key).map_or(0, |a| a.min)
+}
+
 pub fn is_supported(api_key: i16, api_version: i16) -> bool {
     lookup(api_key).is_some_and(|a| (a.min..=a.max).contains(&api_version))
 }

@@ -183,6 +183,35 @@ impl<'a> Decode<'a> for BrokerInfo {
     }
 }
 
+/// One listener's address of a broker (Kafka's `EndPoint`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndPoint {
+    pub listener: String,
+    pub host: String,
+    pub port: i32,
+}
+
+/// A broker with every endpoint it registered, one per listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerEndPoints {
+    pub id: i32,
+    pub endpoints: Vec<EndPoint>,
+}
+
+impl BrokerEndPoints {
+    /// The broker as it is reached on `listener`; `None` when it has no such listener.
+    pub fn on(&self, listener: &str) -> Option<BrokerInfo> {
+        self.endpoints
+            .iter()
+            .find(|e| e.listener == listener)
+            .map(|e| BrokerInfo {
+                id: self.id,
+                host: e.host.clone(),
+                port: e.port,
+            })
+    }
+}
+
 /// Smallest encoded `BrokerInfo`: id, empty host, port.
 pub(crate) const BROKER_MIN: usize = 10;
 

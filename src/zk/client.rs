@@ -27,6 +27,8 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use parking_lot::{Mutex, RwLock};
 use zookeeper::{Acl, CreateMode, Stat, WatchedEvent, ZkError, ZkResult, ZkState, ZooKeeper};
 
+use super::probe::Probe;
+
 /// The throwaway ephemeral node that shows a new session its id.
 const SESSION_PROBE: &str = "/gregor-session-";
 
@@ -100,6 +102,9 @@ fn new_handle(
     Ok(Handle { zk, given_up })
 }
 
+/// The longest a new handle is waited on while earlier ones are stuck.
+const MAX_PATIENCE: Duration = Duration::from_secs(300);
+
 /// Far longer than a new I/O thread takes to register, and than a healthy ZooKeeper takes to
 /// answer a connection on loopback.
 const REGISTRATION_GRACE: Duration = Duration::from_secs(1);
@@ -112,7 +117,7 @@ fn open_handle(
 ) -> ZkResult<Arc<ZooKeeper>> {
     let h = new_handle(connect, timeout, generation, events)?;
     // Requests queue until the session is established, so this returns once connected.
-    answers_within(&h.zk, patience(timeout))?;
+    Probe::new(h.zk.clone()).answers_within(patience(timeout))?;
     Ok(h.zk)
 }
 
@@ -120,24 +125,6 @@ fn open_handle(
 /// generous, since a loaded server is slow and a needless new session costs leaderships.
 fn patience(session_timeout: Duration) -> Duration {
     (session_timeout * 3).max(Duration::from_secs(10))
-}
-
-/// Whether `zk` answers a request within `limit`. The crate's requests wait without a
-/// deadline, and one sent to a server that took the connection but never answers (a
-/// ZooKeeper starting up) waits for good: the chaos run saw a client stuck so for six
-/// minutes, until the next restart. The request runs on a helper thread, left behind if it
-/// never returns.
-fn answers_within(zk: &Arc<ZooKeeper>, limit: Duration) -> ZkResult<()> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let zk = zk.clone();
-    std::thread::Builder::new()
-        .name("zk-probe".into())
-        .spawn(move || {
-            let _ = tx.send(zk.exists("/", false).map(|_| ()));
-        })
-        .map_err(|_| ZkError::SystemError)?;
-    rx.recv_timeout(limit)
-        .unwrap_or(Err(ZkError::OperationTimeout))
 }
 
 impl ZkClient {
@@ -416,13 +403,28 @@ impl ZkClient {
     /// address, a restarted broker could not connect at all.)
     fn replace_session(&self) {
         let mut backoff = Duration::from_millis(100);
-        let mut pending: Option<Handle> = None;
+        let mut pending: Option<(Handle, Probe)> = None;
+        // Handles left waiting on a server that never answered, each with its one probe
+        // thread, until their connection breaks. Each one stuck doubles the wait on the next
+        // (up to `MAX_PATIENCE`): a hung ZooKeeper costs a few threads and connections an
+        // hour, not one per patience period, and a recovered one is still reached.
+        let mut stuck: Vec<(Handle, Probe)> = Vec::new();
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            let h = match pending.take() {
-                Some(h) if !h.given_up.load(Ordering::Acquire) => h,
+            // One that has come unstuck and answers is as good as a new one.
+            if let Some(i) = stuck
+                .iter_mut()
+                .position(|(_, p)| !p.is_stuck() && p.answers_within(Duration::ZERO).is_ok())
+            {
+                let (h, _) = stuck.swap_remove(i);
+                self.adopt(h.zk);
+                break;
+            }
+            stuck.retain(|(_, p)| p.is_stuck());
+            let (h, mut probe) = match pending.take() {
+                Some((h, p)) if !h.given_up.load(Ordering::Acquire) => (h, p),
                 _ => {
                     let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
                     match new_handle(
@@ -431,7 +433,10 @@ impl ZkClient {
                         generation,
                         &self.events,
                     ) {
-                        Ok(h) => h,
+                        Ok(h) => {
+                            let p = Probe::new(h.zk.clone());
+                            (h, p)
+                        }
                         Err(e) => {
                             log::warn!("cannot open a zookeeper handle ({e:?})");
                             std::thread::sleep(backoff);
@@ -440,26 +445,36 @@ impl ZkClient {
                     }
                 }
             };
-            match answers_within(&h.zk, patience(self.session_timeout)) {
+            let wait = (patience(self.session_timeout) * 2u32.pow(stuck.len().min(8) as u32))
+                .min(MAX_PATIENCE);
+            match probe.answers_within(wait) {
                 Ok(()) => {
-                    let old = std::mem::replace(&mut *self.handle.write(), h.zk);
-                    let _ = old.close();
+                    self.adopt(h.zk);
                     break;
                 }
                 // A connection that a server took and never answers stays stuck: the handle
-                // is left to its helper thread, and another one opened.
+                // waits with its probe, and another one is opened (up to `MAX_STUCK`).
                 Err(ZkError::OperationTimeout) => {
-                    log::warn!("zookeeper did not answer; opening another connection");
+                    log::warn!(
+                        "zookeeper did not answer within {wait:?}; opening another connection"
+                    );
+                    stuck.push((h, probe));
                 }
                 Err(e) => {
                     log::warn!("zookeeper reconnect failed ({e:?}); retrying in {backoff:?}");
-                    pending = Some(h);
+                    pending = Some((h, probe));
                 }
             }
             std::thread::sleep(backoff);
             backoff = (backoff * 2).min(Duration::from_secs(2));
         }
         self.on_new_session();
+    }
+
+    /// Makes `zk` the handle everyone uses, closing the one it replaces.
+    fn adopt(&self, zk: Arc<ZooKeeper>) {
+        let old = std::mem::replace(&mut *self.handle.write(), zk);
+        let _ = old.close();
     }
 
     /// True when every ephemeral node of ours is still owned by the session we know.
@@ -564,6 +579,7 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
     let mut suspect = false;
     let mut unreachable_since: Option<Instant> = None;
     let mut last_probe = Instant::now();
+    let mut probe: Option<Probe> = None;
     loop {
         let event = events.recv_timeout(Duration::from_secs(1));
         let Some(c) = client.upgrade() else { return };
@@ -575,7 +591,12 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
         // say so (leaders step down) and open a new one. Probed at most once a second.
         if last_probe.elapsed() >= Duration::from_secs(1) {
             last_probe = Instant::now();
-            match answers_within(&c.zk(), patience(c.session_timeout)) {
+            let zk = c.zk();
+            let p = match probe.take() {
+                Some(p) if p.is_for(&zk) => probe.insert(p),
+                _ => probe.insert(Probe::new(zk)),
+            };
+            match p.answers_within(patience(c.session_timeout)) {
                 Ok(()) => unreachable_since = None,
                 Err(e) => {
                     let since = *unreachable_since.get_or_insert_with(Instant::now);

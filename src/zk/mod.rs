@@ -8,6 +8,7 @@ pub mod ids;
 pub mod kafka_groups;
 pub mod paths;
 pub mod pipeline;
+mod probe;
 pub mod producer_ids;
 pub mod topic_config;
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use zookeeper::{ZkError, ZkResult};
 
 use super::ZkClient;
-use crate::protocol::BrokerInfo;
+use crate::protocol::{BrokerEndPoints, EndPoint};
 
 pub const BROKER_IDS: &str = "/brokers/ids";
 pub const BROKER_TOPICS: &str = "/brokers/topics";
@@ -33,14 +33,50 @@ pub fn leader_and_isr_path(topic: &str, partition: i32) -> String {
     format!("{BROKER_TOPICS}/{topic}/{partition}/leaderAndISR")
 }
 
-/// `/brokers/ids/[id]` (the spec's BrokerPath).
+/// `/brokers/ids/[id]` (the spec's BrokerPath), in Kafka's version 4 layout: every listener's
+/// endpoint as `NAME://host:port`, and `host`/`port` of the first for readers of version 1
+/// (which had only those, and is still read).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerRegistration {
-    pub version: i32,
-    pub host: String,
-    pub port: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener_security_protocol_map: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub endpoints: Vec<String>,
     pub jmx_port: i32,
+    pub host: String,
     pub timestamp: String,
+    pub port: i32,
+    pub version: i32,
+}
+
+impl BrokerRegistration {
+    /// Every endpoint; a version 1 registration has the one PLAINTEXT listener.
+    pub fn endpoints(&self, id: i32) -> BrokerEndPoints {
+        let mut endpoints: Vec<EndPoint> = self
+            .endpoints
+            .iter()
+            .filter_map(|e| {
+                let (name, rest) = e.split_once("://")?;
+                let (host, port) = rest.rsplit_once(':')?;
+                Some(EndPoint {
+                    listener: name.to_owned(),
+                    host: host
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_owned(),
+                    port: port.parse().ok()?,
+                })
+            })
+            .collect();
+        if endpoints.is_empty() {
+            endpoints.push(EndPoint {
+                listener: "PLAINTEXT".into(),
+                host: self.host.clone(),
+                port: self.port,
+            });
+        }
+        BrokerEndPoints { id, endpoints }
+    }
 }
 
 /// `/brokers/topics/[topic]` (TopicPath): the assigned replicas (AR) of each partition.
@@ -89,13 +125,24 @@ pub fn from_json<T: for<'de> Deserialize<'de>>(path: &str, data: &[u8]) -> ZkRes
     })
 }
 
-pub fn broker_registration(host: &str, port: u16) -> Vec<u8> {
+/// The registration of a broker with these advertised endpoints (the first is also `host`
+/// and `port`) and each listener's security protocol.
+pub fn broker_registration(
+    endpoints: &[EndPoint],
+    protocols: &BTreeMap<String, String>,
+) -> Vec<u8> {
+    let first = &endpoints[0];
     to_json(&BrokerRegistration {
-        version: 1,
-        host: host.to_owned(),
-        port: i32::from(port),
+        listener_security_protocol_map: Some(protocols.clone()),
+        endpoints: endpoints
+            .iter()
+            .map(|e| format!("{}://{}:{}", e.listener, e.host, e.port))
+            .collect(),
         jmx_port: -1,
+        host: first.host.clone(),
         timestamp: now_millis(),
+        port: first.port,
+        version: 4,
     })
 }
 
@@ -108,7 +155,7 @@ pub fn elected_broker(id: i32) -> Vec<u8> {
 }
 
 /// The live brokers under `/brokers/ids`, sorted by id.
-pub fn live_brokers(zk: &ZkClient) -> ZkResult<Vec<BrokerInfo>> {
+pub fn live_brokers(zk: &ZkClient) -> ZkResult<Vec<BrokerEndPoints>> {
     Ok(live_broker_registrations(zk)?
         .into_iter()
         .map(|(b, _)| b)
@@ -117,7 +164,7 @@ pub fn live_brokers(zk: &ZkClient) -> ZkResult<Vec<BrokerInfo>> {
 
 /// The live brokers with the session that registered each (`ephemeral_owner`): a broker that
 /// restarted between two reads keeps its id but not its session.
-pub fn live_broker_registrations(zk: &ZkClient) -> ZkResult<Vec<(BrokerInfo, i64)>> {
+pub fn live_broker_registrations(zk: &ZkClient) -> ZkResult<Vec<(BrokerEndPoints, i64)>> {
     let mut out = Vec::new();
     for child in zk.get_children(BROKER_IDS).or_else(no_node_empty)? {
         let Ok(id) = child.parse::<i32>() else {
@@ -127,14 +174,7 @@ pub fn live_broker_registrations(zk: &ZkClient) -> ZkResult<Vec<(BrokerInfo, i64
         match zk.get_data(&path) {
             Ok((data, stat)) => {
                 let r: BrokerRegistration = from_json(&path, &data)?;
-                out.push((
-                    BrokerInfo {
-                        id,
-                        host: r.host,
-                        port: r.port,
-                    },
-                    stat.ephemeral_owner,
-                ));
+                out.push((r.endpoints(id), stat.ephemeral_owner));
             }
             Err(ZkError::NoNode) => {} // died between the list and the read
             Err(e) => return Err(e),
@@ -223,18 +263,34 @@ pub fn write_leader_and_isr(
     version: Option<i32>,
 ) -> ZkResult<i32> {
     let path = leader_and_isr_path(topic, partition);
-    match zk.set_data(&path, to_json(v), version) {
+    let body = leader_and_isr_json(v);
+    match zk.set_data(&path, body.clone(), version) {
         Ok(stat) => Ok(stat.version),
         Err(ZkError::NoNode) if version.is_none() => {
             match zk.create_child(&format!("{}/{partition}", topic_path(topic)), Vec::new()) {
                 Ok(()) | Err(ZkError::NodeExists) => {}
                 Err(e) => return Err(e),
             }
-            zk.create_child(&path, to_json(v))?;
+            zk.create_child(&path, body)?;
             Ok(0)
         }
         Err(e) => Err(e),
     }
+}
+
+/// The leaderAndISR node's body in Kafka's layout, which carries `"version":1` besides the
+/// fields (readers ignore it).
+pub fn leader_and_isr_json(v: &LeaderAndIsr) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Node<'a> {
+        version: i32,
+        #[serde(flatten)]
+        state: &'a LeaderAndIsr,
+    }
+    to_json(&Node {
+        version: 1,
+        state: v,
+    })
 }
 
 /// One partition of `/admin/reassign_partitions`.
@@ -345,6 +401,22 @@ pub fn notify_isr_change(zk: &ZkClient, partitions: Vec<PartitionRef>) -> ZkResu
         .map(|_| ())
 }
 
+/// `/controller_epoch`, `None` before the first controller.
+pub fn controller_epoch(zk: &ZkClient) -> ZkResult<Option<i32>> {
+    match zk.get_data(CONTROLLER_EPOCH) {
+        Ok((data, _)) => std::str::from_utf8(&data)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .map(Some)
+            .ok_or_else(|| {
+                log::error!("malformed {CONTROLLER_EPOCH}: {data:?}");
+                ZkError::MarshallingError
+            }),
+        Err(ZkError::NoNode) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Reads a JSON node, `None` when it does not exist.
 pub fn read_json<T: for<'de> Deserialize<'de>>(zk: &ZkClient, path: &str) -> ZkResult<Option<T>> {
     match zk.get_data(path) {
@@ -377,19 +449,68 @@ pub fn write_topic_assignment(
 mod tests {
     use super::*;
 
+    /// The leaderAndISR node as Kafka documents it (its example, compared as JSON values:
+    /// key order is not part of the format), read back; and a malformed body is an error.
     #[test]
-    fn json_shapes_match_the_layout() {
+    fn leader_and_isr_is_kafkas_layout() {
         let v = LeaderAndIsr {
             leader: 1,
             leader_epoch: 4,
             isr: vec![1, 2],
             controller_epoch: 7,
         };
-        let s = String::from_utf8(to_json(&v)).unwrap();
+        let ours: serde_json::Value = serde_json::from_slice(&leader_and_isr_json(&v)).unwrap();
+        let kafka: serde_json::Value = serde_json::from_str(
+            r#"{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":4,"isr":[1,2]}"#,
+        )
+        .unwrap();
+        assert_eq!(ours, kafka);
         assert_eq!(
-            s,
-            r#"{"leader":1,"leader_epoch":4,"isr":[1,2],"controller_epoch":7}"#
+            from_json::<LeaderAndIsr>("/x", &leader_and_isr_json(&v)).unwrap(),
+            v
         );
         assert!(from_json::<LeaderAndIsr>("/x", b"{bad").is_err());
+    }
+
+    /// The registration as Kafka documents `/brokers/ids/[id]` (version 4), compared as JSON
+    /// values (key order is not part of the format); and a version 1 node still reads.
+    #[test]
+    fn broker_registration_is_kafkas_version_4() {
+        let endpoints = [
+            EndPoint {
+                listener: "CLIENT".into(),
+                host: "198.18.0.5".into(),
+                port: 9092,
+            },
+            EndPoint {
+                listener: "REPLICATION".into(),
+                host: "198.18.0.5".into(),
+                port: 9093,
+            },
+        ];
+        let protocols: BTreeMap<String, String> =
+            [("CLIENT", "PLAINTEXT"), ("REPLICATION", "PLAINTEXT")]
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect();
+        let ours: serde_json::Value =
+            serde_json::from_slice(&broker_registration(&endpoints, &protocols)).unwrap();
+        let mut kafka: serde_json::Value = serde_json::from_str(
+            r#"{"listener_security_protocol_map":{"CLIENT":"PLAINTEXT","REPLICATION":"PLAINTEXT"},
+                "endpoints":["CLIENT://198.18.0.5:9092","REPLICATION://198.18.0.5:9093"],
+                "jmx_port":-1,"host":"198.18.0.5","timestamp":"0","port":9092,"version":4}"#,
+        )
+        .unwrap();
+        kafka["timestamp"] = ours["timestamp"].clone();
+        assert_eq!(ours, kafka);
+        let v1: BrokerRegistration = from_json(
+            "/brokers/ids/3",
+            br#"{"jmx_port":-1,"timestamp":"1","host":"h","version":1,"port":9092}"#,
+        )
+        .unwrap();
+        assert_eq!(v1.endpoints(3).on("PLAINTEXT").unwrap().port, 9092);
+        let v4: BrokerRegistration =
+            from_json("/b", &broker_registration(&endpoints, &protocols)).unwrap();
+        assert_eq!(v4.endpoints(1).endpoints, endpoints);
     }
 }

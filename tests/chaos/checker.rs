@@ -1,7 +1,9 @@
 //! After the faults heal: read every partition from every replica and check the promise —
 //! every acknowledged message present exactly once at its acknowledged offset, in order per
-//! producer, replicas identical up to the high watermark, and the group saw every one; and
-//! of the idempotent producer (which retries), no message stored twice, acknowledged or not.
+//! producer, replicas identical up to the high watermark, and the group saw every one; no
+//! message stored twice, acknowledged or not (the plain producers send each once, the
+//! idempotent one retries under sequence numbers); and the group read nothing that is not in
+//! the final log (a read above the high watermark, of a write later cut away).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -25,8 +27,10 @@ pub struct Report {
     pub unreadable_partitions: usize,
     pub consumer_missing: usize,
     pub consumer_duplicates: usize,
-    /// Messages of the idempotent producer stored more than once.
+    /// Messages stored more than once (acknowledged or not).
     pub duplicated: usize,
+    /// Messages the group consumed that no partition's final log holds.
+    pub phantom_reads: usize,
     pub idempotent_acknowledged: usize,
     /// Fatal errors the idempotent producer reported (librdkafka gives up on idempotence
     /// when the broker's answers contradict its sequence numbers).
@@ -44,6 +48,7 @@ impl Report {
             && self.unreadable_partitions == 0
             && self.consumer_missing == 0
             && self.duplicated == 0
+            && self.phantom_reads == 0
             && self.producer_fatal == 0
     }
 
@@ -51,7 +56,7 @@ impl Report {
         format!(
             "operations={} acknowledged={} lost={} reordered={} divergent_replicas={} \
              unreadable_partitions={} consumer_missing={} consumer_duplicates={} \
-             idempotent_acknowledged={} duplicated={} producer_fatal={} \
+             idempotent_acknowledged={} duplicated={} phantom_reads={} producer_fatal={} \
              longest_unavailability_ms={:?}",
             self.operations,
             self.acknowledged,
@@ -63,6 +68,7 @@ impl Report {
             self.consumer_duplicates,
             self.idempotent_acknowledged,
             self.duplicated,
+            self.phantom_reads,
             self.producer_fatal,
             self.longest_unavailable_ms
         )
@@ -181,8 +187,9 @@ pub fn check(
         r.producer_fatal += 1;
         r.problem(format!("the idempotent producer: {e}"));
     }
+    let mut stored: BTreeSet<String> = BTreeSet::new();
     for p in 0..PARTITIONS {
-        check_partition(env, p, acks, &mut r);
+        stored.extend(check_partition(env, p, acks, &mut r));
     }
     // Order: each producer's acknowledged messages in a partition have rising offsets.
     let mut by_stream: BTreeMap<(u32, i32), Vec<&Ack>> = BTreeMap::new();
@@ -204,8 +211,15 @@ pub fn check(
             }
         }
     }
-    // The group: every acknowledged message consumed at least once.
+    // The group: every acknowledged message consumed at least once, and nothing consumed
+    // that the logs do not hold (only checkable where every partition could be read).
     let seen: BTreeSet<&str> = consumed.iter().map(String::as_str).collect();
+    if r.unreadable_partitions == 0 {
+        for v in seen.iter().filter(|v| !stored.contains(**v)) {
+            r.phantom_reads += 1;
+            r.problem(format!("the group consumed {v}, which no final log holds"));
+        }
+    }
     r.consumer_duplicates = consumed.len() - seen.len();
     for a in acks {
         let v = value(a.producer, a.seq);
@@ -218,11 +232,12 @@ pub fn check(
     r
 }
 
-fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) {
+/// Checks one partition; returns the messages its final log holds.
+fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) -> Vec<String> {
     let Some(leader) = env.leader(p) else {
         r.unreadable_partitions += 1;
         r.problem(format!("partition {p} has no leader"));
-        return;
+        return Vec::new();
     };
     let logs: Result<BTreeMap<i32, Vec<(i64, String)>>, String> = leader_hw(env, leader, p)
         .and_then(|hw| {
@@ -235,7 +250,7 @@ fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) {
         Err(e) => {
             r.unreadable_partitions += 1;
             r.problem(format!("partition {p}: cannot read every replica: {e}"));
-            return;
+            return Vec::new();
         }
     };
     for (b, log) in &logs {
@@ -255,14 +270,9 @@ fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) {
     for (_, v) in log {
         *count.entry(v.as_str()).or_default() += 1;
     }
-    let idempotent = format!("p{IDEMPOTENT}-");
-    for (v, n) in &count {
-        if *n > 1 && v.starts_with(&idempotent) {
-            r.duplicated += 1;
-            r.problem(format!(
-                "partition {p}: {v} of the idempotent producer is stored {n} times"
-            ));
-        }
+    for (v, n) in count.iter().filter(|(_, n)| **n > 1) {
+        r.duplicated += 1;
+        r.problem(format!("partition {p}: {v} is stored {n} times"));
     }
     for a in acks.iter().filter(|a| a.partition == p) {
         let v = value(a.producer, a.seq);
@@ -273,14 +283,9 @@ fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) {
                 a.offset,
                 by_offset.get(&a.offset)
             ));
-        } else if count[v.as_str()] != 1 {
-            r.reordered += 1;
-            r.problem(format!(
-                "partition {p}: {v} is stored {} times",
-                count[v.as_str()]
-            ));
         }
     }
+    log.iter().map(|(_, v)| v.clone()).collect()
 }
 
 /// Per partition, the longest time without an acknowledgement during the run.

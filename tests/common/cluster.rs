@@ -78,8 +78,12 @@ impl Cluster {
             b.dir.join("data").display(),
             self.zk_connect
         );
+        // `{port}` in a value stands for this broker's client port (listeners of its own).
         for (k, v) in &self.extra {
-            text.push_str(&format!("{k}={v}\n"));
+            text.push_str(&format!(
+                "{k}={}\n",
+                v.replace("{port}", &b.port.to_string())
+            ));
         }
         b.child = Some(spawn_broker_process(&b.dir, &text));
     }

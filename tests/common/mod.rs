@@ -59,6 +59,51 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A connection to `to` from source address `from` (another 127.x address on loopback: a
+/// test's stand-in for another host).
+pub fn connect_from(from: std::net::Ipv4Addr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let SocketAddr::V4(to) = to else {
+        panic!("IPv4 only");
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket calls on a descriptor we own, with sockaddr_in values that live
+    // across each call; on failure the descriptor is closed before returning.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let src = sockaddr(from, 0);
+        let dst = sockaddr(*to.ip(), to.port());
+        if libc::bind(fd, (&src as *const libc::sockaddr_in).cast(), len) != 0
+            || libc::connect(fd, (&dst as *const libc::sockaddr_in).cast(), len) != 0
+        {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            return Err(e);
+        }
+        Ok(TcpStream::from_raw_fd(fd))
+    }
+}
+
+/// A field of `/proc/<pid>/status` in kB (VmRSS, VmHWM) or as a count (Threads).
+pub fn proc_status(pid: i32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
 /// Waits for `f` to hold, polling every 20 ms, failing the test with `what` after `limit`.
 pub fn wait_until(limit: Duration, what: &str, f: impl FnMut() -> bool) {
     assert!(
@@ -232,6 +277,51 @@ pub fn broker_config(
     BrokerConfig::from_map(m).unwrap()
 }
 
+/// A broker known by its one PLAINTEXT listener, as UpdateMetadata lists it.
+pub fn plaintext_endpoints(b: BrokerInfo) -> gregor::protocol::BrokerEndPoints {
+    gregor::protocol::BrokerEndPoints {
+        id: b.id,
+        endpoints: vec![gregor::protocol::EndPoint {
+            listener: "PLAINTEXT".into(),
+            host: b.host,
+            port: b.port,
+        }],
+    }
+}
+
+/// The epochs up to which tests may act as the controller themselves.
+pub const TEST_CONTROLLER_EPOCHS: i32 = 100;
+
+/// Tests send controller commands of their own (controller id 0, small epochs). A broker
+/// believes an epoch newer than it knows only once ZooKeeper's `/controller_epoch` has reached
+/// it, so the harness advances that node past every epoch a test uses (conditionally: a real
+/// controller may be counting its own epoch at the same moment).
+fn vouch_for_test_controller_epochs(zk: &gregor::zk::ZkClient) {
+    loop {
+        let (current, version) = match zk.get_data(gregor::zk::paths::CONTROLLER_EPOCH) {
+            Ok((d, stat)) => (
+                String::from_utf8_lossy(&d).trim().parse().unwrap_or(0),
+                Some(stat.version),
+            ),
+            Err(zookeeper::ZkError::NoNode) => (0, None),
+            Err(e) => panic!("cannot read /controller_epoch: {e:?}"),
+        };
+        if current >= TEST_CONTROLLER_EPOCHS {
+            return;
+        }
+        let data = TEST_CONTROLLER_EPOCHS.to_string().into_bytes();
+        let written = match version {
+            Some(v) => zk
+                .set_data(gregor::zk::paths::CONTROLLER_EPOCH, data, Some(v))
+                .map(|_| ()),
+            None => zk.create_persistent(gregor::zk::paths::CONTROLLER_EPOCH, data),
+        };
+        if written.is_ok() {
+            return;
+        }
+    }
+}
+
 /// An in-process broker with its own data directory; shut down on drop.
 pub struct TestBroker {
     pub broker: Arc<Broker>,
@@ -252,6 +342,7 @@ impl TestBroker {
     pub fn start_in(id: i32, zk_connect: &str, dir: &Path, extra: &[(&str, &str)]) -> TestBroker {
         let broker =
             Broker::start(broker_config(id, zk_connect, dir, extra)).expect("broker starts");
+        vouch_for_test_controller_epochs(&broker.zk);
         TestBroker {
             broker,
             dir: dir.to_path_buf(),
@@ -440,7 +531,7 @@ impl Client {
             controller_id: 0,
             controller_epoch,
             partition_states: states,
-            live_brokers: brokers,
+            live_brokers: brokers.into_iter().map(plaintext_endpoints).collect(),
         };
         self.chan
             .request::<_, ErrorOnlyResponse>(6, &req)

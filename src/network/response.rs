@@ -1,0 +1,185 @@
+//! `Response`: an answer being built — bytes, with stretches of files spliced in. A Fetch
+//! answer's records stay in the segment files and go to the socket with `sendfile(2)` (Kafka's
+//! zero-copy `FileRecords.writeTo`), so a consumer asking for 55 MB costs the broker the
+//! answer's headers, not 55 MB of memory, however slowly it reads.
+//!
+//! Everything else writes bytes through `Deref<Target = Vec<u8>>`, as before.
+
+use std::io::{self, Write};
+use std::net::TcpStream;
+use std::ops::{Deref, DerefMut};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+
+/// `len` bytes of a file from `pos`; `file` keeps the descriptor open until they are sent
+/// (a segment deleted meanwhile stays readable through it).
+#[derive(Clone)]
+pub struct FileSlice {
+    pub file: Arc<dyn AsRawFd + Send + Sync>,
+    pub pos: u64,
+    pub len: usize,
+}
+
+impl std::fmt::Debug for FileSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "FileSlice(fd {}, {}+{})",
+            self.file.as_raw_fd(),
+            self.pos,
+            self.len
+        )
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Response {
+    buf: Vec<u8>,
+    /// Each slice goes out after `buf[..at]`, in order of `at`.
+    slices: Vec<(usize, FileSlice)>,
+}
+
+impl Deref for Response {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.buf
+    }
+}
+
+impl DerefMut for Response {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+}
+
+impl Response {
+    pub fn with_capacity(n: usize) -> Response {
+        Response {
+            buf: Vec::with_capacity(n),
+            slices: Vec::new(),
+        }
+    }
+
+    /// Splices `slice` in at the current end of the bytes.
+    pub fn push_slice(&mut self, slice: FileSlice) {
+        if slice.len > 0 {
+            self.slices.push((self.buf.len(), slice));
+        }
+    }
+
+    /// Cuts the answer back to its first `len` bytes, and the slices spliced in before them.
+    pub fn truncate(&mut self, len: usize) {
+        self.buf.truncate(len);
+        self.slices.retain(|(at, _)| *at < len);
+    }
+
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.slices.clear();
+    }
+
+    /// Bytes in the answer, slices included.
+    pub fn total_len(&self) -> usize {
+        self.buf.len() + self.slices.iter().map(|(_, s)| s.len).sum::<usize>()
+    }
+
+    /// Writes the answer, whose first 4 bytes are its size's place (filled in here): the
+    /// bytes with `write_all`, each slice with `sendfile`. A file that has become shorter
+    /// than its slice (truncated meanwhile) fails the write: the frame cannot be completed,
+    /// and the caller closes the connection, as Kafka does.
+    pub fn write_to(&mut self, stream: &mut TcpStream) -> io::Result<()> {
+        let size = (self.total_len() - 4) as u32;
+        self.buf[..4].copy_from_slice(&size.to_be_bytes());
+        let mut from = 0;
+        for (at, slice) in &self.slices {
+            stream.write_all(&self.buf[from..*at])?;
+            send_file(stream.as_raw_fd(), slice)?;
+            from = *at;
+        }
+        stream.write_all(&self.buf[from..])?;
+        self.slices.clear();
+        Ok(())
+    }
+}
+
+fn send_file(socket: RawFd, slice: &FileSlice) -> io::Result<()> {
+    let mut offset = slice.pos as libc::off_t;
+    let mut left = slice.len;
+    while left > 0 {
+        // SAFETY: both descriptors are open (the slice holds its file) and `offset` lives
+        // across the call.
+        let n = unsafe { libc::sendfile(socket, slice.file.as_raw_fd(), &mut offset, left) };
+        match n {
+            n if n > 0 => left -= n as usize,
+            0 => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "a log segment became shorter while being sent",
+                ));
+            }
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    #[test]
+    fn slices_go_out_in_place_and_truncate_with_the_bytes() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"0123456789").unwrap();
+        let file: Arc<dyn AsRawFd + Send + Sync> = Arc::new(file);
+        let mut r = Response::with_capacity(16);
+        r.extend_from_slice(&[0, 0, 0, 0, b'[']);
+        r.push_slice(FileSlice {
+            file: file.clone(),
+            pos: 2,
+            len: 3,
+        });
+        r.extend_from_slice(b"|");
+        let keep = r.len();
+        r.push_slice(FileSlice {
+            file: file.clone(),
+            pos: 7,
+            len: 3,
+        });
+        r.extend_from_slice(b"]");
+        assert_eq!(r.total_len(), 13);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut tx = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut rx, _) = l.accept().unwrap();
+        r.write_to(&mut tx).unwrap();
+        let mut got = [0u8; 13];
+        rx.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"\0\0\0\x09[234|789]");
+        // Sent slices are let go (a deleted segment's space is not held by an idle
+        // connection).
+        assert_eq!(r.total_len(), r.len());
+        // Cut back before a slice: it goes too.
+        r.push_slice(FileSlice {
+            file: file.clone(),
+            pos: 0,
+            len: 2,
+        });
+        r.extend_from_slice(b"tail");
+        r.truncate(keep);
+        assert_eq!(r.total_len(), keep);
+        // A slice past the end of its file cannot be completed.
+        r.push_slice(FileSlice {
+            file,
+            pos: 8,
+            len: 5,
+        });
+        assert!(r.write_to(&mut tx).is_err());
+    }
+}
