@@ -87,33 +87,24 @@ impl KafkaApis {
         version: i16,
         out: &mut Response,
     ) -> (usize, bool) {
-        let flex = version >= 12;
         let cap = self.config.fetch_max_bytes.max(0) as usize;
         let request_max = (req.max_bytes.max(0) as usize).min(cap);
         let mut total = 0;
         let mut errors = false;
-        fetch::write_response_head(out, version, 0);
-        out.put_len(flex, Some(req.topics.len()));
-        for (topic, parts) in &req.topics {
-            out.put_str(flex, topic);
-            out.put_len(flex, Some(parts.len()));
-            for p in parts {
-                let budget = if total == 0 {
-                    request_max
-                } else {
-                    request_max.saturating_sub(total)
-                };
-                match self.read_partition(topic, p, req.replica_id, version, budget, out) {
-                    Ok(n) => total += n,
-                    Err(e) => {
-                        errors = true;
-                        fetch::write_error_partition(out, version, p.partition, e.code());
-                    }
+        write_partitions(req, version, out, |topic, p, out| {
+            let budget = if total == 0 {
+                request_max
+            } else {
+                request_max.saturating_sub(total)
+            };
+            match self.read_partition(topic, p, req.replica_id, version, budget, out) {
+                Ok(n) => total += n,
+                Err(e) => {
+                    errors = true;
+                    fetch::write_error_partition(out, version, p.partition, e.code());
                 }
             }
-            out.put_tags(flex);
-        }
-        out.put_tags(flex);
+        });
         (total, errors)
     }
 
@@ -124,20 +115,11 @@ impl KafkaApis {
         req: &FetchRequest,
         version: i16,
         code: ErrorCode,
-        out: &mut Vec<u8>,
+        out: &mut Response,
     ) {
-        let flex = version >= 12;
-        fetch::write_response_head(out, version, 0);
-        out.put_len(flex, Some(req.topics.len()));
-        for (topic, parts) in &req.topics {
-            out.put_str(flex, topic);
-            out.put_len(flex, Some(parts.len()));
-            for p in parts {
-                fetch::write_error_partition(out, version, p.partition, code.code());
-            }
-            out.put_tags(flex);
-        }
-        out.put_tags(flex);
+        write_partitions(req, version, out, |_, p, out| {
+            fetch::write_error_partition(out, version, p.partition, code.code());
+        });
     }
 
     /// Writes one partition's answer (head + records) into `o` and returns the records' size;
@@ -260,4 +242,26 @@ impl KafkaApis {
         }
         Ok(o.len() - before)
     }
+}
+
+/// Writes a fetch response's head and topics, with `partition` writing each partition's
+/// answer in request order.
+fn write_partitions(
+    req: &FetchRequest,
+    version: i16,
+    out: &mut Response,
+    mut partition: impl FnMut(&str, &fetch::FetchPartition, &mut Response),
+) {
+    let flex = version >= 12;
+    fetch::write_response_head(out, version, 0);
+    out.put_len(flex, Some(req.topics.len()));
+    for (topic, parts) in &req.topics {
+        out.put_str(flex, topic);
+        out.put_len(flex, Some(parts.len()));
+        for p in parts {
+            partition(topic, p, out);
+        }
+        out.put_tags(flex);
+    }
+    out.put_tags(flex);
 }
