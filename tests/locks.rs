@@ -14,8 +14,13 @@ use gregor::protocol::fetch::{self, FetchPartitionResponse, FetchResponse};
 use gregor::protocol::{BrokerInfo, Encode, Reader, decode_all};
 
 /// A "leader" that answers every Fetch with OFFSET_OUT_OF_RANGE and then, at the follower's
-/// ListOffsets, stops answering (as a paused leader would), telling the test so.
-fn stalling_leader(listener: TcpListener, stalled: crossbeam_channel::Sender<()>) {
+/// ListOffsets, stops answering (as a paused leader would), telling the test so, until the
+/// test lets go of `release`.
+fn stalling_leader(
+    listener: TcpListener,
+    stalled: crossbeam_channel::Sender<()>,
+    release: crossbeam_channel::Receiver<()>,
+) {
     std::thread::spawn(move || {
         let Ok((mut s, _)) = listener.accept() else {
             return;
@@ -34,9 +39,9 @@ fn stalling_leader(listener: TcpListener, stalled: crossbeam_channel::Sender<()>
                 return;
             };
             if h.api_key != 1 {
-                // ListOffsets (or anything else): never answered while the test runs.
+                // ListOffsets (or anything else): not answered while the test runs.
                 let _ = stalled.send(());
-                std::thread::sleep(Duration::from_secs(120));
+                let _ = release.recv();
                 return;
             }
             let mut out = vec![0u8; 4];
@@ -77,7 +82,8 @@ fn a_leader_stalled_mid_round_trip_does_not_hold_up_the_followers_commands() {
         port: i32::from(listener.local_addr().unwrap().port()),
     };
     let (tx, stalled) = crossbeam_channel::bounded(1);
-    stalling_leader(listener, tx);
+    let (_release, released) = crossbeam_channel::bounded::<()>(0);
+    stalling_leader(listener, tx, released);
     // Broker 1 follows the stalling leader; its fetcher gets OFFSET_OUT_OF_RANGE and asks the
     // leader's offsets, which never come.
     let mut c = b.client();
