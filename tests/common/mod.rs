@@ -51,12 +51,20 @@ pub fn die_with_parent(cmd: &mut Command) {
     }
 }
 
+/// A port free now, below Linux's ephemeral range (32768–60999): between this check and the
+/// broker binding it (seconds later, after its start-up), the kernel never gives it to an
+/// outgoing connection, which a port from the ephemeral range could be (CI run of b0359f3: a
+/// broker found its port in use). Ports are handed out in turn from a start that differs per
+/// process, so parallel tests of one binary never draw the same.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static NEXT: OnceLock<AtomicUsize> = OnceLock::new();
+    let next = NEXT.get_or_init(|| AtomicUsize::new(std::process::id() as usize * 7919));
+    loop {
+        let port = 20_000 + (next.fetch_add(1, Ordering::Relaxed) % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// A connection to `to` from source address `from` (another 127.x address on loopback: a
