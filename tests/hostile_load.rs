@@ -316,7 +316,7 @@ fn consumers_asking_for_huge_answers_and_not_reading_them_cost_no_memory() {
         .collect();
     // Every answer has begun to arrive: the broker has built what it holds of it.
     wait_until(Duration::from_secs(30), "every answer to begin", || {
-        readers.iter().all(|s| queued(s) > 0)
+        readers.iter().all(|s| gregor::network::bytes_queued(s) > 0)
     });
     let grown = proc_status(pid, "VmRSS").saturating_sub(rss_before);
     eprintln!("20 unread 36 MB fetch answers: VmRSS grew by {grown} kB");
@@ -330,13 +330,4 @@ fn consumers_asking_for_huge_answers_and_not_reading_them_cost_no_memory() {
         s.read_exact(&mut body).unwrap();
         assert!(body.len() > 36_000_000, "{} bytes", body.len());
     }
-}
-
-/// Bytes waiting in `s`'s receive queue (FIONREAD).
-fn queued(s: &TcpStream) -> usize {
-    use std::os::fd::AsRawFd;
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through the pointer, which points at `n`.
-    let r = unsafe { libc::ioctl(s.as_raw_fd(), libc::FIONREAD, &mut n) };
-    if r == 0 { n.max(0) as usize } else { 0 }
 }

@@ -9,6 +9,6 @@ pub mod server;
 
 pub use channel::{BlockingChannel, ChannelError};
 pub use pool::RequestPool;
-pub use quotas::{ConnectionLimits, ConnectionQuotas, Refusal};
+pub use quotas::{ConnectionLimits, ConnectionQuotas, Refusal, bytes_queued};
 pub use response::{FileSlice, Response};
 pub use server::{Action, ConnectionContext, ListenerSpec, RequestHandler, SocketServer};

@@ -363,7 +363,7 @@ fn least_recently_used_idle(r: &Registry) -> Option<Arc<Tracked>> {
 }
 
 /// Bytes the peer has sent that have not been read yet (FIONREAD).
-pub(super) fn bytes_queued(stream: &TcpStream) -> usize {
+pub fn bytes_queued(stream: &TcpStream) -> usize {
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int through the pointer, which points at `n`.
     let r = unsafe { libc::ioctl(stream.as_raw_fd(), libc::FIONREAD, &mut n) };
