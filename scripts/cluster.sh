@@ -4,6 +4,8 @@
 # GREGOR_HOME (default .gregor/cluster) holds everything; ZK_PORT (2181) and BASE_PORT (9092:
 # broker i listens on BASE_PORT+i-1) choose the ports; GREGOR_BIN the binary (built if absent);
 # BROKER_PROPERTIES (lines of key=value) is added to every broker's server.properties.
+# METRICS_BASE_PORT (9404): broker i serves Prometheus metrics on http://127.0.0.1:METRICS_BASE_PORT+i-1/metrics;
+# METRICS_BASE_PORT=off serves none.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -12,6 +14,7 @@ cd "$here/.."
 home=${GREGOR_HOME:-.gregor/cluster}
 zk_port=${ZK_PORT:-2181}
 base_port=${BASE_PORT:-9092}
+metrics_base=${METRICS_BASE_PORT:-9404}
 bin=${GREGOR_BIN:-target/release/gregor}
 export ZK_PORT=$zk_port
 
@@ -21,6 +24,7 @@ ensure_binary() {
 
 broker_dir() { echo "$home/broker-$1"; }
 broker_port() { echo $((base_port + $1 - 1)); }
+metrics_line() { [ "$metrics_base" = off ] || echo "metrics.listener=127.0.0.1:$((metrics_base + $1 - 1))"; }
 broker_pid() { cat "$(broker_dir "$1")/pid" 2>/dev/null || true; }
 broker_alive() { local p; p=$(broker_pid "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -42,6 +46,7 @@ zookeeper.connect=127.0.0.1:$zk_port/gregor
 zookeeper.session.timeout.ms=6000
 default.replication.factor=1
 num.partitions=1
+$(metrics_line "$id")
 ${BROKER_PROPERTIES:-}
 P
   nohup "$bin" broker --config "$dir/server.properties" >>"$dir/broker.log" 2>&1 &
@@ -51,7 +56,9 @@ P
     tail -5 "$dir/broker.log" >&2
     exit 1
   fi
-  echo "broker $id listening on 127.0.0.1:$port (pid $(broker_pid "$id"), log $dir/broker.log)"
+  local metrics=""
+  [ "$metrics_base" = off ] || metrics=", metrics http://127.0.0.1:$((metrics_base + id - 1))/metrics"
+  echo "broker $id listening on 127.0.0.1:$port (pid $(broker_pid "$id"), log $dir/broker.log$metrics)"
 }
 
 stop_broker() {

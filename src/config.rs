@@ -89,6 +89,8 @@ pub struct BrokerConfig {
     pub group_initial_rebalance_delay: Duration,
     /// The most members one Kafka-protocol group may have.
     pub group_max_size: usize,
+    /// `metrics.listener=HOST:PORT`: where `GET /metrics` is served; unset, nowhere.
+    pub metrics_listener: Option<String>,
 }
 
 /// Reads `key=value` lines; `#` and `!` start comments, as in Java properties.
@@ -270,6 +272,10 @@ impl BrokerConfig {
                 p.parse("group.initial.rebalance.delay.ms", 3000)?,
             ),
             group_max_size: p.positive("group.max.size", 1000)?,
+            metrics_listener: p
+                .take("metrics.listener")
+                .map(check_host_port)
+                .transpose()?,
         };
         if let Some(k) = p.0.keys().next() {
             return Err(ConfigError(format!("unknown configuration key `{k}`")));
@@ -280,6 +286,20 @@ impl BrokerConfig {
             ));
         }
         Ok(cfg)
+    }
+}
+
+/// `metrics.listener` is `host:port`, without a listener name or scheme.
+fn check_host_port(v: String) -> Result<String, ConfigError> {
+    match v.rsplit_once(':') {
+        Some((host, port))
+            if !host.is_empty() && !host.contains('/') && port.parse::<u16>().is_ok() =>
+        {
+            Ok(v)
+        }
+        _ => Err(ConfigError(format!(
+            "`metrics.listener` must be HOST:PORT, e.g. 127.0.0.1:9404, got `{v}`"
+        ))),
     }
 }
 
@@ -336,5 +356,28 @@ mod tests {
                 .0
                 .contains("min.insync.replicas")
         );
+    }
+
+    #[test]
+    fn metrics_listener_is_host_and_port() {
+        assert_eq!(
+            BrokerConfig::from_map(base()).unwrap().metrics_listener,
+            None
+        );
+        let mut m = base();
+        m.insert("metrics.listener".into(), "127.0.0.1:9404".into());
+        let c = BrokerConfig::from_map(m).unwrap();
+        assert_eq!(c.metrics_listener.as_deref(), Some("127.0.0.1:9404"));
+        for bad in [
+            "http://127.0.0.1:9404",
+            "127.0.0.1",
+            ":9404",
+            "127.0.0.1:http",
+        ] {
+            let mut m = base();
+            m.insert("metrics.listener".into(), bad.into());
+            let e = BrokerConfig::from_map(m).unwrap_err();
+            assert!(e.0.contains("metrics.listener") && e.0.contains(bad), "{e}");
+        }
     }
 }

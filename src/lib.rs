@@ -8,6 +8,7 @@
 //! - [`network`]: the blocking socket server and a blocking client channel.
 //! - [`broker`]: startup, request handlers, `ReplicaManager`, the metadata cache.
 //! - [`config`]: `server.properties` with Kafka's key names.
+//! - [`metrics`]: Prometheus metrics under the names Kafka's dashboards expect.
 //!
 //! Everything is synchronous: blocking sockets, one thread per connection, `crossbeam-channel`
 //! between threads and `parking_lot` locks around shared state.
@@ -18,6 +19,7 @@ pub mod config;
 pub mod controller;
 pub mod coordinator;
 pub mod log;
+pub mod metrics;
 pub mod network;
 pub mod protocol;
 pub mod zk;

@@ -28,7 +28,7 @@ enum Command {
     /// Send lines from stdin as messages.
     Produce(cli::console::ProduceArgs),
     /// Print messages of a topic, or of a group's share of topics (--group).
-    Consume(cli::console::ConsumeArgs),
+    Consume(cli::consume::ConsumeArgs),
     /// List consumer groups, or describe one: members, owners, committed offsets, lag.
     Groups(cli::groups::GroupsArgs),
     /// Brokers, controller, topics and partitions with leader and ISR.
@@ -60,7 +60,7 @@ fn main() -> ExitCode {
         Command::Reassign(a) => ("reassign", cli::topics::run_reassign(a)),
         Command::Perf(c) => ("perf", cli::perf::run(c)),
         Command::Produce(a) => ("produce", cli::console::produce(a)),
-        Command::Consume(a) => ("consume", cli::console::consume(a)),
+        Command::Consume(a) => ("consume", cli::consume::consume(a)),
         Command::Status(a) => ("status", cli::console::status(a)),
         Command::Groups(a) => ("groups", cli::groups::run(a)),
     };

@@ -61,6 +61,12 @@ impl RequestHandler for KafkaApis {
         header::peek_key_version(frame).is_some_and(|(key, _)| key == header::PRODUCE)
     }
 
+    /// Fetch v0–v12 carry `replica_id` first in the body, right after the header.
+    fn is_follower_fetch(&self, frame: &[u8]) -> bool {
+        let mut r = Reader::new(frame);
+        RequestHeader::decode(&mut r).is_ok() && r.i32("replica_id").is_ok_and(|id| id >= 0)
+    }
+
     fn handle(&self, frame: &mut [u8], out: &mut Response, conn: &ConnectionContext) -> Action {
         if frame.len() >= 2 && is_coordinator_request(i16::from_be_bytes([frame[0], frame[1]])) {
             return self.handle_coordinator_request(frame, out, conn);

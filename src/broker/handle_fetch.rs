@@ -3,6 +3,7 @@
 //! consumer at a version that cannot read format v2 (v0–v3) gets batches down-converted, in
 //! memory, bounded like every answer by `fetch.max.bytes`.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::apis::KafkaApis;
@@ -60,10 +61,12 @@ impl KafkaApis {
         }
         let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
         let start = out.len();
+        let mut sent = Vec::new();
         loop {
             let seen = self.replica_manager.notifier.seq();
             out.truncate(start);
-            let (bytes, errors) = self.write_fetch_response(req, version, out);
+            sent.clear();
+            let (bytes, errors) = self.write_fetch_response(req, version, out, &mut sent);
             let enough = bytes >= req.min_bytes.max(0) as usize;
             if req.max_wait_ms <= 0
                 || errors
@@ -71,6 +74,9 @@ impl KafkaApis {
                 || req.topics.is_empty()
                 || Instant::now() >= deadline
             {
+                for (part, n) in &sent {
+                    part.metrics.fetched(*n as u64, req.replica_id >= 0);
+                }
                 return Action::Respond;
             }
             self.replica_manager.notifier.wait_after(seen, deadline);
@@ -81,11 +87,13 @@ impl KafkaApis {
     /// partition had an error. The request's `max_bytes` (v3+) and the broker's
     /// `fetch.max.bytes` (every version; Kafka's rule) bound the record bytes of the whole
     /// answer, so a request naming one partition many times gets no more than that either.
+    /// `sent` gets each partition read with its record bytes, for the metrics.
     fn write_fetch_response(
         &self,
         req: &FetchRequest,
         version: i16,
         out: &mut Response,
+        sent: &mut Vec<(Arc<Partition>, usize)>,
     ) -> (usize, bool) {
         let cap = self.config.fetch_max_bytes.max(0) as usize;
         let request_max = (req.max_bytes.max(0) as usize).min(cap);
@@ -98,7 +106,12 @@ impl KafkaApis {
                 request_max.saturating_sub(total)
             };
             match self.read_partition(topic, p, req.replica_id, version, budget, out) {
-                Ok(n) => total += n,
+                Ok((part, n)) => {
+                    total += n;
+                    if n > 0 {
+                        sent.push((part, n));
+                    }
+                }
                 Err(e) => {
                     errors = true;
                     fetch::write_error_partition(out, version, p.partition, e.code());
@@ -122,8 +135,8 @@ impl KafkaApis {
         });
     }
 
-    /// Writes one partition's answer (head + records) into `o` and returns the records' size;
-    /// on error writes nothing.
+    /// Writes one partition's answer (head + records) into `o` and returns the partition and
+    /// its records' size; on error writes nothing.
     fn read_partition(
         &self,
         topic: &str,
@@ -132,7 +145,7 @@ impl KafkaApis {
         version: i16,
         budget: usize,
         o: &mut Response,
-    ) -> Result<usize, ErrorCode> {
+    ) -> Result<(Arc<Partition>, usize), ErrorCode> {
         let part = self.partition(topic, p.partition)?;
         part.check_leader(
             p.current_leader_epoch,
@@ -171,7 +184,7 @@ impl KafkaApis {
                 })
         };
         match read {
-            Ok(n) => Ok(n),
+            Ok(n) => Ok((part, n)),
             Err(e) => {
                 o.truncate(head_at);
                 match e {
@@ -183,7 +196,7 @@ impl KafkaApis {
                         {
                             let at = fetch::write_partition_head(o, version, &head);
                             fetch::finish_partition(o, version, at);
-                            return Ok(0);
+                            return Ok((part, 0));
                         }
                         log::debug!(
                             "[Broker {} {topic}-{}] fetch {e}",

@@ -122,7 +122,8 @@ impl KafkaApis {
         version: i16,
     ) -> Result<Appended, (ErrorCode, Option<&'static str>)> {
         let part = self.partition(topic, partition).map_err(|e| (e, None))?;
-        if set.len() as u64 > self.config.log_segment_bytes {
+        let set_len = set.len() as u64;
+        if set_len > self.config.log_segment_bytes {
             return Err((ErrorCode::RecordListTooLarge, None));
         }
         let is_batch = set.get(record_batch::MAGIC_AT) == Some(&(record_batch::MAGIC as u8));
@@ -174,14 +175,17 @@ impl KafkaApis {
                 Some(r) => Payload::Compressed(r, valid.count),
             }
         };
-        let append_time = match &payload {
-            Payload::Batch { append_time, .. } => *append_time,
-            _ => None,
+        let (append_time, count) = match &payload {
+            Payload::Batch {
+                append_time, count, ..
+            } => (*append_time, *count),
+            Payload::Plain(_, count) | Payload::Compressed(_, count) => (None, *count),
         };
         let (first, last) = self
             .replica_manager
             .append_as_leader(&part, payload, acks)
             .map_err(|e| (e, None))?;
+        part.metrics.produced(u64::from(count), set_len);
         Ok(Appended::ok(part, first, last, append_time))
     }
 }

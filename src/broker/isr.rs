@@ -128,6 +128,12 @@ impl ReplicaManager {
         }
         match written {
             Ok(v) => {
+                let m = &self.metrics;
+                if c.isr.len() < st.isr.len() {
+                    m.isr_shrinks.inc();
+                } else {
+                    m.isr_expands.inc();
+                }
                 log::info!(
                     "{tag} ISR {:?} -> {:?} ({}); zk version {v}",
                     st.isr,

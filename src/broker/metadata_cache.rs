@@ -73,6 +73,12 @@ impl MetadataCache {
             .is_some_and(|t| t.contains_key(&partition))
     }
 
+    /// The leader of `topic`-`partition` as last announced (-1: none), if the cache knows it.
+    pub fn leader_of(&self, topic: &str, partition: i32) -> Option<i32> {
+        let c = self.inner.read();
+        c.topics.get(topic)?.get(&partition).map(|s| s.leader)
+    }
+
     /// Partitions of `topic` the cache knows (0 for a topic it does not).
     pub fn partition_count(&self, topic: &str) -> usize {
         self.inner.read().topics.get(topic).map_or(0, |t| t.len())

@@ -11,6 +11,7 @@ mod config_apis;
 mod controller_epoch;
 mod coordinator_apis;
 mod group_apis;
+mod group_lag;
 pub mod group_offsets;
 mod handle_fetch;
 mod handle_leader_epochs;
@@ -18,6 +19,7 @@ mod handle_list_offsets;
 mod handle_produce;
 mod isr;
 pub mod metadata_cache;
+pub mod metrics;
 pub mod notifier;
 pub mod partition;
 pub mod producer_ids;
@@ -38,6 +40,8 @@ use crate::config::Listeners;
 use crate::controller::KafkaController;
 use crate::coordinator::{Coordinator, CoordinatorConfig};
 use crate::log::LogManager;
+use crate::metrics::BrokerMetrics;
+use crate::metrics::http::MetricsServer;
 use crate::network::{BlockingChannel, ConnectionQuotas, ListenerSpec, RequestPool, SocketServer};
 use crate::protocol::controller::{ControlledShutdownRequest, ControlledShutdownResponse};
 use crate::protocol::header::CONTROLLED_SHUTDOWN;
@@ -69,7 +73,10 @@ pub struct Broker {
     pub coordinator: Arc<Coordinator>,
     /// One per listener, in `listeners` order.
     servers: Vec<SocketServer>,
+    quotas: Arc<ConnectionQuotas>,
     pool: Arc<RequestPool>,
+    /// `GET /metrics`, when `metrics.listener` is set.
+    metrics_server: Mutex<Option<MetricsServer>>,
     /// Set once `/brokers/ids/[id]` is ours: only then may shutdown hand over leadership and
     /// deregister (a refused duplicate must not touch the live broker with its id).
     registered: AtomicBool,
@@ -96,10 +103,12 @@ impl Broker {
                     &e,
                 )
             })?;
+        let metrics = BrokerMetrics::new();
         let replica_manager = Arc::new(ReplicaManager::new(
             &config,
             log_manager.clone(),
             zk.clone(),
+            metrics.clone(),
         ));
         // ZooKeeper lost for a moment at start-up is waited out, as registering does.
         let wait = config.zookeeper_connection_timeout;
@@ -158,9 +167,15 @@ impl Broker {
                 inter_broker,
                 exempt: inter_broker && ls.separate_inter_broker(),
             };
-            let server =
-                SocketServer::start(listener, spec, apis.clone(), quotas.clone(), pool.clone())
-                    .map_err(|e| err(&format!("cannot serve {l}"), &e))?;
+            let server = SocketServer::start(
+                listener,
+                spec,
+                apis.clone(),
+                quotas.clone(),
+                pool.clone(),
+                metrics.requests.clone(),
+            )
+            .map_err(|e| err(&format!("cannot serve {l}"), &e))?;
             servers.push(server);
         }
         log_manager.start_maintenance();
@@ -173,10 +188,23 @@ impl Broker {
             controller,
             coordinator,
             servers,
+            quotas,
             pool,
+            metrics_server: Mutex::new(None),
             registered: AtomicBool::new(false),
             periodic: Mutex::new(Vec::new()),
         });
+        metrics::register_samplers(&broker);
+        if let Some(addr) = &config.metrics_listener {
+            let m = metrics.clone();
+            match MetricsServer::start(addr, id, move || m.encode()) {
+                Ok(s) => *broker.metrics_server.lock() = Some(s),
+                Err(e) => {
+                    broker.shutdown();
+                    return Err(err("metrics.listener", &e));
+                }
+            }
+        }
         let rm = broker.replica_manager.clone();
         broker.spawn_periodic(
             "hw-checkpoint",
@@ -243,6 +271,11 @@ impl Broker {
     /// The first listener's address (the client one, by convention).
     pub fn local_addr(&self) -> SocketAddr {
         self.servers[0].local_addr()
+    }
+
+    /// Where `GET /metrics` is served, if `metrics.listener` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_server.lock().as_ref().map(|s| s.local_addr())
     }
 
     /// The address of the listener named `name`.
@@ -352,6 +385,9 @@ impl Broker {
         self.coordinator.shutdown();
         if registered {
             let _ = self.zk.delete_ephemeral(&paths::broker_path(id));
+        }
+        if let Some(m) = self.metrics_server.lock().take() {
+            m.shutdown();
         }
         self.pool.close();
         for s in &self.servers {

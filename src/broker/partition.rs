@@ -13,6 +13,7 @@ use std::time::Instant;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::log::Log;
+use crate::metrics::TopicMetrics;
 use crate::protocol::ErrorCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +54,8 @@ pub struct Partition {
     /// The topic's settings over the broker's (`/config/topics/[topic]`), read when this
     /// broker takes the partition and again on every change notification.
     overrides: parking_lot::RwLock<TopicOverrides>,
+    /// The topic's counters (messages and bytes in and out).
+    pub metrics: TopicMetrics,
 }
 
 impl Partition {
@@ -95,6 +98,7 @@ impl Partition {
         log: Arc<Log>,
         hw: i64,
         state: PartitionState,
+        metrics: TopicMetrics,
     ) -> Partition {
         Partition {
             topic: topic.to_owned(),
@@ -104,6 +108,7 @@ impl Partition {
             high_watermark: AtomicI64::new(hw),
             state: Mutex::new(state),
             overrides: Default::default(),
+            metrics,
         }
     }
 

@@ -285,8 +285,13 @@ impl Fetcher {
                 match ErrorCode::from_code(p.error_code) {
                     ErrorCode::None => {
                         progress = true;
-                        if let Err(e) = append_fetched(f, &p.message_set, p.high_watermark) {
-                            log::error!("{tag} {}-{}: cannot append fetched data: {e}", tp.0, tp.1);
+                        match append_fetched(f, &p.message_set, p.high_watermark) {
+                            Ok(()) => f.partition.metrics.replicated(p.message_set.len() as u64),
+                            Err(e) => log::error!(
+                                "{tag} {}-{}: cannot append fetched data: {e}",
+                                tp.0,
+                                tp.1
+                            ),
                         }
                         // The leader's log start, moved by DeleteRecords or retention.
                         if p.log_start_offset > f.partition.log.log_start_offset()

@@ -19,6 +19,7 @@ use crate::config::BrokerConfig;
 use crate::log::LogManager;
 use crate::log::partition_log::BatchOutcome;
 use crate::log::producer_state::ProducerError;
+use crate::metrics::BrokerMetrics;
 use crate::protocol::controller::{
     LeaderAndIsrRequest, PartitionErrorsResponse, StopReplicaRequest, TopicPartitionState,
 };
@@ -55,7 +56,7 @@ pub enum Payload<'a> {
 
 pub struct ReplicaManager {
     pub broker_id: i32,
-    min_insync_replicas: usize,
+    pub(super) min_insync_replicas: usize,
     pub(super) replica_lag_time_max: Duration,
     pub log_manager: Arc<LogManager>,
     /// For the leader's conditional ISR writes.
@@ -67,6 +68,7 @@ pub struct ReplicaManager {
     state_change_lock: Mutex<()>,
     /// Wakes parked fetches and acks=all produces.
     pub notifier: Notifier,
+    pub metrics: Arc<BrokerMetrics>,
 }
 
 impl ReplicaManager {
@@ -74,6 +76,7 @@ impl ReplicaManager {
         cfg: &BrokerConfig,
         log_manager: Arc<LogManager>,
         zk: Arc<ZkClient>,
+        metrics: Arc<BrokerMetrics>,
     ) -> ReplicaManager {
         ReplicaManager {
             broker_id: cfg.broker_id,
@@ -86,6 +89,7 @@ impl ReplicaManager {
             controller_epoch: ControllerEpoch::new(cfg.broker_id, zk.clone()),
             state_change_lock: Mutex::new(()),
             notifier: Notifier::default(),
+            metrics,
         }
     }
 
@@ -305,6 +309,7 @@ impl ReplicaManager {
                 caught_up_at: HashMap::new(),
                 isr_write_pending: false,
             },
+            self.metrics.topic(&s.topic),
         ));
         self.partitions
             .write()
@@ -330,9 +335,12 @@ impl ReplicaManager {
     fn remove_partition(&self, topic: &str, partition: i32, delete: bool) {
         self.fetchers
             .remove_partition(&(topic.to_owned(), partition));
-        self.partitions
-            .write()
-            .remove(&(topic.to_owned(), partition));
+        let mut parts = self.partitions.write();
+        parts.remove(&(topic.to_owned(), partition));
+        if delete && !parts.keys().any(|(t, _)| t == topic) {
+            self.metrics.forget_topic(topic);
+        }
+        drop(parts);
         if delete && let Err(e) = self.log_manager.delete(topic, partition) {
             log::error!(
                 "[Broker {}] deleting {topic}-{partition} failed: {e}",

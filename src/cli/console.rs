@@ -1,15 +1,15 @@
-//! `gregor produce`, `gregor consume` and `gregor status`: console tools in the habits of
-//! Kafka's scripts and kcat.
+//! `gregor produce` and `gregor status`: console tools in the habits of Kafka's scripts and
+//! kcat.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::time::Duration;
 
 use clap::Args;
 
-use gregor::client::metadata::fetch_metadata;
-use gregor::client::partition_consumer::{PartitionConsumer, StartAt};
+use gregor::client::metadata::{fetch_metadata, find_coordinator};
 use gregor::client::producer::{ProduceError, Producer, ProducerConfig};
-use gregor::protocol::compression;
+use gregor::network::BlockingChannel;
+use gregor::protocol::{compression, header};
 
 #[derive(Args)]
 pub struct ProduceArgs {
@@ -33,50 +33,11 @@ pub struct ProduceArgs {
 }
 
 #[derive(Args)]
-pub struct ConsumeArgs {
-    #[arg(long, default_value = "127.0.0.1:9092")]
-    pub bootstrap: String,
-    /// The topic to read (required without --whitelist).
-    #[arg(long)]
-    pub topic: Option<String>,
-    /// Consume as a member of this consumer group, through the coordinator.
-    #[arg(long)]
-    pub group: Option<String>,
-    /// With --group: every topic whose whole name matches this regular expression.
-    #[arg(long, conflicts_with = "topic")]
-    pub whitelist: Option<String>,
-    /// With --group: start from the earliest offset where the group has committed none.
-    #[arg(long = "from-beginning")]
-    pub from_beginning: bool,
-    /// With --group: how often the coordinator pings this consumer.
-    #[arg(long = "ping-interval-ms", default_value_t = 1000)]
-    pub ping_interval_ms: u64,
-    /// With --group: pings missed in a row before the coordinator declares this consumer dead.
-    #[arg(long = "max-ping-retries", default_value_t = 3)]
-    pub max_ping_retries: i16,
-    /// One partition; all when absent.
-    #[arg(long)]
-    pub partition: Option<i32>,
-    /// earliest, latest, or an offset.
-    #[arg(long, default_value = "earliest")]
-    offset: String,
-    /// Stop after this many messages.
-    #[arg(long = "max-messages")]
-    pub max_messages: Option<u64>,
-    /// Stop once every partition is read to its end (like kcat -e).
-    #[arg(long = "exit-at-end")]
-    exit_at_end: bool,
-    #[arg(long = "print-key")]
-    pub print_key: bool,
-    #[arg(long = "print-offset")]
-    pub print_offset: bool,
-}
-
-#[derive(Args)]
 pub struct StatusArgs {
     #[arg(long, default_value = "127.0.0.1:9092")]
     bootstrap: String,
-    /// Also show the controller, read from ZooKeeper (host:port/chroot).
+    /// Read the controller and the coordinator from ZooKeeper (host:port/chroot) rather than
+    /// from the brokers.
     #[arg(long)]
     zookeeper: Option<String>,
     /// List only partitions whose ISR is smaller than their replica list.
@@ -137,88 +98,39 @@ pub fn produce(a: ProduceArgs) -> Result<(), String> {
     }
 }
 
-/// Writes one consumed message: `AT\t` with --print-offset, the key and a tab with --print-key,
-/// then the value and a newline.
-pub fn print_record(
-    out: &mut impl Write,
-    a: &ConsumeArgs,
-    at: &str,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-) {
-    if a.print_offset {
-        let _ = write!(out, "{at}\t");
-    }
-    if a.print_key {
-        let _ = write!(out, "{}\t", String::from_utf8_lossy(key.unwrap_or(b"")));
-    }
-    let _ = out.write_all(value.unwrap_or(b""));
-    let _ = out.write_all(b"\n");
-}
-
-pub fn consume(a: ConsumeArgs) -> Result<(), String> {
-    if a.group.is_some() {
-        return super::groups::consume_in_group(a);
-    }
-    if a.whitelist.is_some() || a.from_beginning {
-        return Err("--whitelist and --from-beginning need --group".into());
-    }
-    let topic = a.topic.clone().ok_or("--topic is required")?;
-    let start = match a.offset.as_str() {
-        "earliest" => StartAt::Earliest,
-        "latest" => StartAt::Latest,
-        n => StartAt::Offset(
-            n.parse()
-                .map_err(|_| format!("--offset must be earliest, latest or a number, got `{n}`"))?,
-        ),
-    };
-    let mut consumer = PartitionConsumer::new(
-        &a.bootstrap,
-        &topic,
-        a.partition,
-        start,
-        "gregor-console-consumer",
-    )?;
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    let mut seen = 0u64;
-    loop {
-        let round = consumer.poll()?;
-        for (p, m) in &round.messages {
-            if a.max_messages.is_some_and(|n| seen >= n) {
-                return Ok(());
-            }
-            let at = format!("{p}:{}", m.offset);
-            print_record(&mut out, &a, &at, m.key.as_deref(), m.value.as_deref());
-            seen += 1;
-        }
-        let _ = out.flush();
-        if a.max_messages.is_some_and(|n| seen >= n) || (a.exit_at_end && round.at_end) {
-            return Ok(());
-        }
-    }
-}
-
 pub fn status(a: StatusArgs) -> Result<(), String> {
     let m = fetch_metadata(&a.bootstrap, &[], "gregor-status")?;
     println!("Brokers ({}):", m.brokers.len());
+    let mut silent = Vec::new();
     for b in &m.brokers {
-        println!("  {}\t{}:{}", b.id, b.host, b.port);
+        let addr = format!("{}:{}", b.host, b.port);
+        if answers(&addr) {
+            println!("  {}\t{addr}", b.id);
+        } else {
+            println!("  {}\t{addr}\tNOT ANSWERING", b.id);
+            silent.push(b.id);
+        }
     }
-    if let Some(zk) = &a.zookeeper {
-        let zk = gregor::zk::ZkClient::connect(zk, Duration::from_secs(10))
-            .map_err(|e| format!("cannot reach ZooKeeper: {e:?}"))?;
-        let elected = |path: &str| {
-            zk.get_data(path)
+    let (controller, coordinator) = match &a.zookeeper {
+        Some(zk) => elected_in_zookeeper(zk)?,
+        None => (
+            (m.controller_id >= 0).then_some(m.controller_id),
+            find_coordinator(&a.bootstrap, "gregor-status", "gregor-status")
                 .ok()
-                .and_then(|(d, _)| {
-                    serde_json::from_slice::<gregor::zk::paths::ElectedBroker>(&d).ok()
-                })
-                .map_or("none".to_owned(), |e| e.brokerid.to_string())
-        };
-        println!("Controller: {}", elected(gregor::zk::paths::CONTROLLER));
-        println!("Coordinator: {}", elected(gregor::zk::paths::COORDINATOR));
-        zk.close();
+                .map(|c| c.node_id),
+        ),
+    };
+    let shown = |id: Option<i32>| id.map_or("none".to_owned(), |i| i.to_string());
+    println!("Controller: {}", shown(controller));
+    println!("Coordinator: {}", shown(coordinator));
+    if !silent.is_empty() {
+        let ids: Vec<String> = silent.iter().map(i32::to_string).collect();
+        println!(
+            "Note: broker(s) {} registered but not answering: until the ZooKeeper session expires \
+             (zookeeper.session.timeout.ms) the cluster counts them live, and their partitions \
+             still show their last leader and ISR.",
+            ids.join(",")
+        );
     }
     let (mut under, mut offline, mut total) = (0, 0, 0);
     // With a filter, only the partitions it names are listed (and their topics); the totals
@@ -269,4 +181,30 @@ pub fn status(a: StatusArgs) -> Result<(), String> {
     }
     println!("Partitions: {total}, under-replicated: {under}, offline: {offline}");
     Ok(())
+}
+
+/// Whether a broker answers ApiVersions within a second (a dead one refuses; a paused one
+/// accepts the connection in the kernel but never answers).
+fn answers(addr: &str) -> bool {
+    let timeout = Duration::from_secs(1);
+    BlockingChannel::connect(addr, "gregor-status", timeout)
+        .is_ok_and(|mut c| c.round_trip_raw(header::API_VERSIONS, 0, &|_| {}).is_ok())
+}
+
+/// The controller and the coordinator as ZooKeeper has elected them.
+fn elected_in_zookeeper(zk: &str) -> Result<(Option<i32>, Option<i32>), String> {
+    let zk = super::topics::connect(zk)?;
+    let elected = |path: &str| {
+        zk.get_data(path).ok().and_then(|(d, _)| {
+            serde_json::from_slice::<gregor::zk::paths::ElectedBroker>(&d)
+                .ok()
+                .map(|e| e.brokerid)
+        })
+    };
+    let found = (
+        elected(gregor::zk::paths::CONTROLLER),
+        elected(gregor::zk::paths::COORDINATOR),
+    );
+    zk.close();
+    Ok(found)
 }

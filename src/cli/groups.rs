@@ -3,30 +3,22 @@
 //! DescribeGroups and OffsetFetch: both kinds of group, members, owners, offsets, lag).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
-use crossbeam_channel::bounded;
 
-use gregor::client::consumer::{ConsumerConfig, GroupConsumer};
-use gregor::client::metadata::{fetch_metadata, list_offset};
+use gregor::client::metadata::{fetch_metadata, find_coordinator, list_offset};
 use gregor::network::BlockingChannel;
-use gregor::protocol::coordinator::Subscription;
 use gregor::protocol::group_admin::{
     DescribeGroupsRequest, DescribedGroup, decode_assignment, decode_describe_groups,
     decode_list_groups,
 };
-use gregor::protocol::group_offsets::{
-    FindCoordinatorRequest, FindCoordinatorResponse, OffsetFetchRequest, OffsetFetchResponse,
-};
+use gregor::protocol::group_offsets::{OffsetFetchRequest, OffsetFetchResponse};
 use gregor::protocol::offsets::LATEST_TIME;
 use gregor::protocol::{ErrorCode, Reader, header};
 
 const CLIENT_ID: &str = "gregor-groups";
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-use super::console::{ConsumeArgs, print_record};
 
 #[derive(Args)]
 pub struct GroupsArgs {
@@ -37,52 +29,6 @@ pub struct GroupsArgs {
     /// The group to describe.
     #[arg(long, group = "action", value_name = "GROUP")]
     describe: Option<String>,
-}
-
-/// Consumes until --max-messages, SIGINT or SIGTERM; then leaves the group, committing.
-pub fn consume_in_group(a: ConsumeArgs) -> Result<(), String> {
-    let group = a.group.clone().expect("called with --group");
-    if a.partition.is_some() {
-        return Err(
-            "--partition cannot be used with --group: the coordinator assigns partitions".into(),
-        );
-    }
-    let subscription = match (&a.topic, &a.whitelist) {
-        (Some(t), None) => Subscription::Static([(t.clone(), 1)].into()),
-        (None, Some(w)) => Subscription::Whitelist {
-            pattern: w.clone(),
-            streams: 1,
-        },
-        _ => return Err("--group needs --topic or --whitelist".into()),
-    };
-    let mut cfg = ConsumerConfig::new(&a.bootstrap, &group, subscription);
-    cfg.auto_offset_reset = if a.from_beginning {
-        "smallest"
-    } else {
-        "largest"
-    }
-    .into();
-    cfg.ping_interval = Duration::from_millis(a.ping_interval_ms);
-    cfg.max_ping_retries = a.max_ping_retries;
-    let (tx, rx) = bounded(1);
-    super::broker::signal::install(tx)
-        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let mut consumer = GroupConsumer::start(cfg).map_err(|e| e.to_string())?;
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    let mut seen = 0u64;
-    while rx.try_recv().is_err() && a.max_messages.is_none_or(|n| seen < n) {
-        let Some(r) = consumer.poll(Duration::from_millis(200)) else {
-            let _ = out.flush();
-            continue;
-        };
-        let at = format!("{}:{}:{}", r.topic, r.partition, r.offset);
-        print_record(&mut out, &a, &at, r.key.as_deref(), r.value.as_deref());
-        seen += 1;
-    }
-    let _ = out.flush();
-    consumer.close();
-    Ok(())
 }
 
 pub fn run(a: GroupsArgs) -> Result<(), String> {
@@ -192,34 +138,9 @@ fn check(code: i16) -> Result<(), String> {
 /// A connection to the group coordinator, found through FindCoordinator from a bootstrap
 /// broker.
 fn coordinator(bootstrap: &str, group: &str) -> Result<BlockingChannel, String> {
-    let mut last = String::from("no bootstrap address given");
-    for addr in bootstrap
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        let attempt = (|| -> Result<BlockingChannel, String> {
-            let mut c =
-                BlockingChannel::connect(addr, CLIENT_ID, TIMEOUT).map_err(|e| e.to_string())?;
-            let req = FindCoordinatorRequest {
-                key: group.to_owned(),
-                key_type: 0,
-            };
-            let raw = c
-                .round_trip_raw(header::FIND_COORDINATOR, 1, &|b| req.encode(b, 1))
-                .map_err(|e| e.to_string())?;
-            let r = FindCoordinatorResponse::decode(&mut Reader::new(&raw), 1)
-                .map_err(|e| format!("bad answer: {e}"))?;
-            check(r.error_code)?;
-            BlockingChannel::connect(format!("{}:{}", r.host, r.port), CLIENT_ID, TIMEOUT)
-                .map_err(|e| e.to_string())
-        })();
-        match attempt {
-            Ok(c) => return Ok(c),
-            Err(e) => last = format!("{addr}: {e}"),
-        }
-    }
-    Err(format!("no coordinator found ({last})"))
+    let r = find_coordinator(bootstrap, group, CLIENT_ID)?;
+    BlockingChannel::connect(format!("{}:{}", r.host, r.port), CLIENT_ID, TIMEOUT)
+        .map_err(|e| format!("coordinator {} at {}:{}: {e}", r.node_id, r.host, r.port))
 }
 
 fn describe(c: &mut BlockingChannel, groups: &[String]) -> Result<Vec<DescribedGroup>, String> {

@@ -2,6 +2,7 @@
 
 pub mod broker;
 pub mod console;
+pub mod consume;
 pub mod groups;
 pub mod perf;
 pub mod perf_e2e;

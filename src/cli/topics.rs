@@ -70,7 +70,7 @@ pub struct ReassignArgs {
 /// Connects, and checks that a gregor cluster lives there: a ZooKeeper path without
 /// `/brokers` (a chroot forgotten or misspelt) would otherwise answer every command with
 /// nothing, as if the cluster were empty.
-fn connect(zk: &str) -> Result<std::sync::Arc<ZkClient>, String> {
+pub(super) fn connect(zk: &str) -> Result<std::sync::Arc<ZkClient>, String> {
     let client = ZkClient::connect(zk, Duration::from_secs(10))
         .map_err(|e| format!("cannot reach ZooKeeper at {zk}: {e:?}"))?;
     match client.exists("/brokers") {

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use crate::network::BlockingChannel;
 use crate::protocol::ErrorCode;
-use crate::protocol::header::{LIST_OFFSETS, METADATA};
+use crate::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
+use crate::protocol::header::{FIND_COORDINATOR, LIST_OFFSETS, METADATA};
 use crate::protocol::metadata::{MetadataRequest, MetadataResponse};
 use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition};
 
@@ -56,6 +57,46 @@ pub fn fetch_metadata_with(
         }
     }
     Err(format!("no broker answered ({last})"))
+}
+
+/// The coordinator of `group` (FindCoordinator v1), asked of each bootstrap broker in turn
+/// until one answers without error.
+pub fn find_coordinator(
+    bootstrap: &str,
+    group: &str,
+    client_id: &str,
+) -> Result<FindCoordinatorResponse, String> {
+    let mut last = String::from("no bootstrap address given");
+    for addr in bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
+        let asked = BlockingChannel::connect(addr, client_id, Duration::from_secs(10))
+            .map_err(|e| e.to_string())
+            .and_then(|mut c| {
+                let req = FindCoordinatorRequest {
+                    key: group.to_owned(),
+                    key_type: 0,
+                };
+                c.call(FIND_COORDINATOR, 1, &|b| req.encode(b, 1), |r| {
+                    FindCoordinatorResponse::decode(r, 1)
+                })
+                .map_err(|e| e.to_string())
+            });
+        match asked {
+            Ok(r) if r.error_code == 0 => return Ok(r),
+            Ok(r) => {
+                last = format!(
+                    "{addr}: {:?}",
+                    r.error_message
+                        .unwrap_or_else(|| format!("{:?}", ErrorCode::from_code(r.error_code)))
+                )
+            }
+            Err(e) => last = format!("{addr}: {e}"),
+        }
+    }
+    Err(format!("no coordinator found ({last})"))
 }
 
 /// Leader address of every partition of `topic`, waiting up to `wait` for all to have one (a

@@ -20,6 +20,7 @@ pub mod shutdown;
 pub mod topic_change;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -62,6 +63,16 @@ pub struct ControllerState {
     pub inter_broker_listener: String,
     /// True between Elected and Resigned.
     active: bool,
+    stats: Arc<ControllerStats>,
+}
+
+/// What the active controller sees of the cluster, published after every event for the
+/// metrics (zero on a broker that is not controller, as in Kafka).
+#[derive(Default)]
+pub struct ControllerStats {
+    pub offline_partitions: AtomicUsize,
+    pub partitions: AtomicUsize,
+    pub topics: AtomicUsize,
 }
 
 impl ControllerState {
@@ -103,6 +114,24 @@ impl ControllerState {
         Ok(())
     }
 
+    /// Offline: no leader, or a leader that is not live.
+    fn publish_stats(&self) {
+        let ctx = &self.ctx;
+        let offline = ctx
+            .assignments
+            .keys()
+            .filter(|tp| {
+                ctx.leaders
+                    .get(*tp)
+                    .is_none_or(|(l, _)| !ctx.live_brokers.contains_key(&l.leader))
+            })
+            .count();
+        let s = &self.stats;
+        s.offline_partitions.store(offline, Ordering::Relaxed);
+        s.partitions.store(ctx.assignments.len(), Ordering::Relaxed);
+        s.topics.store(ctx.topics().len(), Ordering::Relaxed);
+    }
+
     fn resign(&mut self) {
         if self.active {
             log::info!(
@@ -136,6 +165,7 @@ pub struct KafkaController {
     bridge: Arc<ElectionBridge>,
     election: Mutex<Option<Arc<ZkElection>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    pub stats: Arc<ControllerStats>,
 }
 
 impl KafkaController {
@@ -149,6 +179,7 @@ impl KafkaController {
         inter_broker_listener: String,
     ) -> Arc<KafkaController> {
         let (tx, rx) = unbounded();
+        let stats = Arc::new(ControllerStats::default());
         let mut state = ControllerState {
             broker_id,
             zk: zk.clone(),
@@ -158,6 +189,7 @@ impl KafkaController {
             unclean_leader_election,
             inter_broker_listener,
             active: false,
+            stats: stats.clone(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("controller-event-{broker_id}"))
@@ -170,6 +202,7 @@ impl KafkaController {
             bridge: Arc::new(ElectionBridge(tx)),
             election: Mutex::new(None),
             thread: Mutex::new(Some(thread)),
+            stats,
         })
     }
 
@@ -226,5 +259,6 @@ fn event_loop(state: &mut ControllerState, rx: Receiver<Event>) {
                 state.broker_id
             );
         }
+        state.publish_stats();
     }
 }

@@ -17,7 +17,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,8 @@ use parking_lot::Mutex;
 use super::pool::{ALLOWANCE, Held, RequestPool};
 use super::quotas::{ConnectionQuotas, Ticket, bytes_queued};
 use super::response::Response;
+use crate::metrics::RequestMetrics;
+use crate::protocol::header::{FETCH, peek_key_version};
 
 /// Who sent a request: the peer, and the listener it arrived on.
 #[derive(Debug, Clone)]
@@ -87,12 +89,18 @@ pub trait RequestHandler: Send + Sync + 'static {
     fn can_pipeline(&self, _frame: &[u8]) -> bool {
         false
     }
+
+    /// Whether a Fetch `frame` comes from a follower (its time counts as FetchFollower).
+    fn is_follower_fetch(&self, _frame: &[u8]) -> bool {
+        false
+    }
 }
 
 pub struct SocketServer {
     local_addr: SocketAddr,
     stopping: Arc<AtomicBool>,
     quotas: Arc<ConnectionQuotas>,
+    open: Arc<AtomicUsize>,
     acceptor: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -103,6 +111,9 @@ struct Shared {
     pool: Arc<RequestPool>,
     spec: ListenerSpec,
     name: Arc<str>,
+    requests: Arc<RequestMetrics>,
+    /// Connections of this listener being served.
+    open: Arc<AtomicUsize>,
 }
 
 impl SocketServer {
@@ -113,15 +124,19 @@ impl SocketServer {
         handler: Arc<dyn RequestHandler>,
         quotas: Arc<ConnectionQuotas>,
         pool: Arc<RequestPool>,
+        requests: Arc<RequestMetrics>,
     ) -> io::Result<SocketServer> {
         let local_addr = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
+        let open = Arc::new(AtomicUsize::new(0));
         let shared = Arc::new(Shared {
             handler,
             quotas: quotas.clone(),
             pool,
             name: Arc::from(spec.name.as_str()),
             spec,
+            requests,
+            open: open.clone(),
         });
         let st = stopping.clone();
         let acceptor = std::thread::Builder::new()
@@ -131,12 +146,18 @@ impl SocketServer {
             local_addr,
             stopping,
             quotas,
+            open,
             acceptor: Mutex::new(Some(acceptor)),
         })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Connections of this listener being served now.
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
     }
 
     /// Stops accepting and closes every connection of the broker.
@@ -194,6 +215,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stopping: Arc<AtomicB
                     listener: sh.name.clone(),
                     inter_broker: sh.spec.inter_broker,
                 };
+                let _open = Counted::new(&sh.open);
                 if let Err(e) = serve_connection(stream, &conn, &sh, &ticket) {
                     log::debug!("connection from {peer} ended: {e}");
                 }
@@ -224,7 +246,7 @@ fn serve_connection(
         // Parked answers go out once the client has nothing more queued for us: while it has,
         // the requests behind them are read and carried out first, so their waits overlap.
         if !parked.is_empty() && (parked.len() >= MAX_PARKED || bytes_queued(&stream) == 0) {
-            parked.answer_all(&mut stream)?;
+            parked.answer_all(&mut stream, &shared.requests)?;
         }
         if parked.is_empty() {
             ticket.set_idle();
@@ -245,7 +267,7 @@ fn serve_connection(
                 "closing connection from {peer}: request size {size} outside 1..={} (socket.request.max.bytes)",
                 limits.socket_request_max_bytes
             );
-            parked.answer_all(&mut stream)?;
+            parked.answer_all(&mut stream, &shared.requests)?;
             return Ok(());
         }
         let mut held = Held::new(&shared.pool, ticket.id());
@@ -259,10 +281,11 @@ fn serve_connection(
             peer,
         )?;
         if !parked.is_empty() && !handler.can_pipeline(&frame) {
-            parked.answer_all(&mut stream)?;
+            parked.answer_all(&mut stream, &shared.requests)?;
         }
         out.clear();
         out.extend_from_slice(&[0; 4]);
+        let timed = Timed::of(handler, &frame, started);
         let action = handler.handle(&mut frame, &mut out, conn);
         // The request is carried out: its bytes go back to the pool, and a large buffer is
         // not kept for the connection's whole life.
@@ -272,20 +295,21 @@ fn serve_connection(
         }
         match action {
             Action::Respond => {
-                parked.answer_all(&mut stream)?;
+                parked.answer_all(&mut stream, &shared.requests)?;
                 out.write_to(&mut stream)?;
+                timed.done(&shared.requests);
             }
-            Action::NoResponse => {}
+            Action::NoResponse => timed.done(&shared.requests),
             Action::Close => {
-                parked.answer_all(&mut stream)?;
+                parked.answer_all(&mut stream, &shared.requests)?;
                 return Ok(());
             }
             Action::Adopt(take) => {
-                parked.answer_all(&mut stream)?;
+                parked.answer_all(&mut stream, &shared.requests)?;
                 take(stream);
                 return Ok(());
             }
-            Action::Park(finish) => parked.push(&out, finish),
+            Action::Park(finish) => parked.push(&out, finish, timed),
         }
         // A huge response should not pin its memory for the connection's whole life.
         if out.capacity() > 4 << 20 {
@@ -344,7 +368,7 @@ fn write_answer(stream: &mut TcpStream, out: &mut [u8]) -> io::Result<()> {
 /// answer buffers are reused, so a steady pipeline allocates nothing.
 #[derive(Default)]
 struct ParkedAnswers {
-    waiting: std::collections::VecDeque<(Vec<u8>, Parked)>,
+    waiting: std::collections::VecDeque<(Vec<u8>, Parked, Timed)>,
     spare: Vec<Vec<u8>>,
 }
 
@@ -357,23 +381,70 @@ impl ParkedAnswers {
         self.waiting.len()
     }
 
-    fn push(&mut self, head: &[u8], finish: Parked) {
+    fn push(&mut self, head: &[u8], finish: Parked, timed: Timed) {
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(head);
-        self.waiting.push_back((buf, finish));
+        self.waiting.push_back((buf, finish, timed));
     }
 
     /// Waits for each parked answer in turn and sends it.
-    fn answer_all(&mut self, stream: &mut TcpStream) -> io::Result<()> {
-        while let Some((mut buf, finish)) = self.waiting.pop_front() {
+    fn answer_all(&mut self, stream: &mut TcpStream, requests: &RequestMetrics) -> io::Result<()> {
+        while let Some((mut buf, finish, timed)) = self.waiting.pop_front() {
             finish(&mut buf);
             write_answer(stream, &mut buf)?;
+            timed.done(requests);
             if buf.capacity() <= 64 << 10 {
                 self.spare.push(buf);
             }
         }
         Ok(())
+    }
+}
+
+/// A request being timed: its type, version, kind of fetch and first byte's time.
+struct Timed {
+    key: i16,
+    version: i16,
+    follower: bool,
+    started: Instant,
+}
+
+impl Timed {
+    fn of(handler: &dyn RequestHandler, frame: &[u8], started: Instant) -> Timed {
+        let (key, version) = peek_key_version(frame).unwrap_or((-1, -1));
+        Timed {
+            key,
+            version,
+            follower: key == FETCH && handler.is_follower_fetch(frame),
+            started,
+        }
+    }
+
+    /// The answer is out (or none is due).
+    fn done(self, requests: &RequestMetrics) {
+        requests.record(
+            self.key,
+            self.version,
+            self.follower,
+            self.started.elapsed(),
+        );
+    }
+}
+
+/// Counts a connection of its listener while it lives, however its thread ends.
+struct Counted<'a>(&'a AtomicUsize);
+
+impl<'a> Counted<'a> {
+    fn new(n: &'a AtomicUsize) -> Counted<'a> {
+        n.fetch_add(1, Ordering::Relaxed);
+        Counted(n)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -450,6 +521,7 @@ mod tests {
             Arc::new(Echo),
             ConnectionQuotas::new(limits),
             Arc::new(RequestPool::new(None)),
+            Arc::new(RequestMetrics::default()),
         )
         .unwrap();
         let addr = server.local_addr();

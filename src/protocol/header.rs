@@ -33,6 +33,42 @@ pub const DELETE_GROUPS: i16 = 42;
 pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
 pub const DESCRIBE_CLUSTER: i16 = 60;
 
+/// Kafka's name of an API (`ApiKeys`), as its request metrics are labelled.
+pub fn api_name(key: i16) -> Option<&'static str> {
+    Some(match key {
+        PRODUCE => "Produce",
+        FETCH => "Fetch",
+        LIST_OFFSETS => "ListOffsets",
+        METADATA => "Metadata",
+        LEADER_AND_ISR => "LeaderAndIsr",
+        STOP_REPLICA => "StopReplica",
+        UPDATE_METADATA => "UpdateMetadata",
+        CONTROLLED_SHUTDOWN => "ControlledShutdown",
+        OFFSET_COMMIT => "OffsetCommit",
+        OFFSET_FETCH => "OffsetFetch",
+        FIND_COORDINATOR => "FindCoordinator",
+        JOIN_GROUP => "JoinGroup",
+        HEARTBEAT => "Heartbeat",
+        LEAVE_GROUP => "LeaveGroup",
+        SYNC_GROUP => "SyncGroup",
+        DESCRIBE_GROUPS => "DescribeGroups",
+        LIST_GROUPS => "ListGroups",
+        API_VERSIONS => "ApiVersions",
+        CREATE_TOPICS => "CreateTopics",
+        DELETE_TOPICS => "DeleteTopics",
+        DELETE_RECORDS => "DeleteRecords",
+        INIT_PRODUCER_ID => "InitProducerId",
+        OFFSET_FOR_LEADER_EPOCH => "OffsetForLeaderEpoch",
+        DESCRIBE_CONFIGS => "DescribeConfigs",
+        ALTER_CONFIGS => "AlterConfigs",
+        CREATE_PARTITIONS => "CreatePartitions",
+        DELETE_GROUPS => "DeleteGroups",
+        INCREMENTAL_ALTER_CONFIGS => "IncrementalAlterConfigs",
+        DESCRIBE_CLUSTER => "DescribeCluster",
+        _ => return None,
+    })
+}
+
 /// One API this broker serves: its key, the versions served, and the first version that uses
 /// the flexible encoding (KIP-482; `NEVER` when none served is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

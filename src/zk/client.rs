@@ -28,6 +28,7 @@ use parking_lot::{Mutex, RwLock};
 use zookeeper::{Acl, CreateMode, Stat, WatchedEvent, ZkError, ZkResult, ZkState, ZooKeeper};
 
 use super::probe::Probe;
+use super::stats::SessionStats;
 
 /// The throwaway ephemeral node that shows a new session its id.
 const SESSION_PROBE: &str = "/gregor-session-";
@@ -64,6 +65,7 @@ pub struct ZkClient {
     /// Restoring our ephemeral nodes in a new session failed midway (ZooKeeper went away
     /// again): the session thread tries again until it succeeds.
     needs_restore: AtomicBool,
+    pub stats: SessionStats,
 }
 
 /// A handle of the crate, and whether the crate has given up on it (its I/O thread ended).
@@ -153,7 +155,9 @@ impl ZkClient {
             events: tx,
             closed: AtomicBool::new(false),
             needs_restore: AtomicBool::new(false),
+            stats: SessionStats::default(),
         });
+        client.stats.connected();
         let weak = Arc::downgrade(&client);
         std::thread::Builder::new()
             .name("zk-session".into())
@@ -468,6 +472,7 @@ impl ZkClient {
             std::thread::sleep(backoff);
             backoff = (backoff * 2).min(Duration::from_secs(2));
         }
+        self.stats.connected();
         self.on_new_session();
     }
 
@@ -502,6 +507,7 @@ impl ZkClient {
     }
 
     fn notify_session_lost(&self) {
+        self.stats.expired();
         for l in self.live_listeners() {
             l.handle_session_lost();
         }
@@ -639,12 +645,18 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<(u64, ZkState)>) {
             }
             // A read error goes straight from Connected to Connecting, a hang-up through
             // NotConnected: either way the connection was lost.
-            ZkState::NotConnected | ZkState::Connecting => suspect = true,
+            ZkState::NotConnected | ZkState::Connecting => {
+                suspect = true;
+                c.stats.disconnected();
+            }
             ZkState::Connected | ZkState::ConnectedReadOnly if suspect => {
                 suspect = false;
                 if c.session_survived() {
+                    c.stats.connected();
                     c.on_reconnect();
                 } else {
+                    c.stats.expired();
+                    c.stats.connected();
                     c.on_new_session();
                 }
             }

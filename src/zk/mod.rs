@@ -10,6 +10,7 @@ pub mod paths;
 pub mod pipeline;
 mod probe;
 pub mod producer_ids;
+pub mod stats;
 pub mod topic_config;
 
 pub use client::{SessionListener, ZkClient};

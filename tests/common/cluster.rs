@@ -184,6 +184,21 @@ impl Cluster {
             .join(",")
     }
 
+    /// Where broker `id` serves `/metrics` (with `metrics.listener=127.0.0.1:0`): the address
+    /// its log names last, once it has started.
+    pub fn metrics_addr(&self, id: i32) -> std::net::SocketAddr {
+        let mut found = None;
+        let named = poll_until(Duration::from_secs(30), Duration::from_millis(50), || {
+            found = self.log_of(id).lines().rev().find_map(|l| {
+                let rest = l.split("metrics at http://").nth(1)?;
+                rest.strip_suffix("/metrics")?.parse().ok()
+            });
+            found.is_some()
+        });
+        assert!(named, "broker {id} never said where its metrics are");
+        found.unwrap()
+    }
+
     pub fn data_dir(&self, id: i32) -> PathBuf {
         self.brokers[&id].dir.join("data")
     }

@@ -9,6 +9,7 @@
 
 pub mod cluster;
 pub mod java;
+pub mod prometheus;
 pub mod schema;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,0 +1,211 @@
+//! The broker's sampled metrics: what the replica manager, controller, socket servers,
+//! request pool and ZooKeeper session look like at scrape time (`crate::metrics` has the
+//! counters and the registry). Samplers hold weak references: the registry lives in the
+//! replica manager, which must not keep itself alive through them.
+
+use std::sync::{Arc, Weak};
+
+use prometheus::proto::MetricFamily;
+
+use super::Broker;
+use super::partition::Role;
+use super::replica_manager::ReplicaManager;
+use crate::metrics::Family;
+use crate::network::Refusal;
+
+/// What the partitions hosted here look like now.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionCounts {
+    pub hosted: usize,
+    pub leading: usize,
+    /// Led here with an ISR smaller than the replica list.
+    pub under_replicated: usize,
+    /// Led here with an ISR below `min.insync.replicas`.
+    pub under_min_isr: usize,
+}
+
+impl ReplicaManager {
+    /// Counts hosted, led, under-replicated and under-min-ISR partitions, as Kafka's
+    /// ReplicaManager gauges do (a follower's view of its partition is not counted).
+    pub fn partition_counts(&self) -> PartitionCounts {
+        let parts: Vec<_> = self.partitions.read().values().cloned().collect();
+        let mut c = PartitionCounts {
+            hosted: parts.len(),
+            ..Default::default()
+        };
+        for p in parts {
+            let st = p.lock();
+            if st.role != Role::Leader {
+                continue;
+            }
+            c.leading += 1;
+            if st.isr.len() < st.replicas.len() {
+                c.under_replicated += 1;
+            }
+            if st.isr.len() < p.min_insync_replicas(self.min_insync_replicas) {
+                c.under_min_isr += 1;
+            }
+        }
+        c
+    }
+}
+
+/// Registers the samplers of `broker`'s state with its registry.
+pub(super) fn register_samplers(broker: &Arc<Broker>) {
+    let weak = Arc::downgrade(broker);
+    let metrics = &broker.replica_manager.metrics;
+    metrics.add_sampler(sampler(&weak, replica_families));
+    metrics.add_sampler(sampler(&weak, controller_families));
+    metrics.add_sampler(sampler(&weak, network_families));
+    metrics.add_sampler(sampler(&weak, zookeeper_families));
+    metrics.add_sampler(sampler(&weak, super::group_lag::lag_families));
+}
+
+fn sampler(
+    broker: &Weak<Broker>,
+    f: fn(&Broker, &mut Vec<MetricFamily>),
+) -> crate::metrics::Sampler {
+    let broker = broker.clone();
+    Box::new(move |out| {
+        if let Some(b) = broker.upgrade() {
+            f(&b, out);
+        }
+    })
+}
+
+fn replica_families(b: &Broker, out: &mut Vec<MetricFamily>) {
+    let c = b.replica_manager.partition_counts();
+    for (name, help, v) in [
+        (
+            "kafka_server_replicamanager_partitioncount",
+            "Partitions hosted here",
+            c.hosted,
+        ),
+        (
+            "kafka_server_replicamanager_leadercount",
+            "Partitions led here",
+            c.leading,
+        ),
+        (
+            "kafka_server_replicamanager_underreplicatedpartitions",
+            "Partitions led here whose ISR is smaller than their replica list",
+            c.under_replicated,
+        ),
+        (
+            "kafka_server_replicamanager_underminisrpartitioncount",
+            "Partitions led here whose ISR is below min.insync.replicas",
+            c.under_min_isr,
+        ),
+    ] {
+        out.push(Family::gauge(name, help).single(v as f64));
+    }
+}
+
+fn controller_families(b: &Broker, out: &mut Vec<MetricFamily>) {
+    let active = b.controller.is_controller();
+    out.push(
+        Family::gauge(
+            "kafka_controller_kafkacontroller_activecontrollercount",
+            "1 on the active controller, 0 elsewhere",
+        )
+        .single(if active { 1.0 } else { 0.0 }),
+    );
+    let s = &b.controller.stats;
+    let seen = |n: &std::sync::atomic::AtomicUsize| {
+        if active {
+            n.load(std::sync::atomic::Ordering::Relaxed) as f64
+        } else {
+            0.0
+        }
+    };
+    for (name, help, v) in [
+        (
+            "kafka_controller_kafkacontroller_offlinepartitionscount",
+            "Partitions without a live leader (on the controller)",
+            seen(&s.offline_partitions),
+        ),
+        (
+            "kafka_controller_kafkacontroller_globalpartitioncount",
+            "Partitions in the cluster (on the controller)",
+            seen(&s.partitions),
+        ),
+        (
+            "kafka_controller_kafkacontroller_globaltopiccount",
+            "Topics in the cluster (on the controller)",
+            seen(&s.topics),
+        ),
+    ] {
+        out.push(Family::gauge(name, help).single(v));
+    }
+}
+
+fn network_families(b: &Broker, out: &mut Vec<MetricFamily>) {
+    let mut conns = Family::gauge(
+        "kafka_server_socket_server_metrics_connection_count",
+        "Open connections per listener",
+    );
+    for (l, s) in b.config.listeners.bind.iter().zip(&b.servers) {
+        conns.add(&[("listener", &l.name)], s.open_connections() as f64);
+    }
+    out.push(conns.done());
+    let mut refused = Family::counter(
+        "gregor_network_connections_rejected_total",
+        "Connections refused, by the limit that refused them",
+    );
+    for (reason, why) in [
+        ("max_connections", Refusal::MaxConnections),
+        ("max_connections_per_ip", Refusal::PerIp),
+        ("max_connection_creation_rate", Refusal::CreationRate),
+    ] {
+        refused.add(&[("reason", reason)], b.quotas.refused(why) as f64);
+    }
+    out.push(refused.done());
+    let held = b.pool.held();
+    out.push(
+        Family::gauge(
+            "kafka_network_socketserver_memorypoolused",
+            "Bytes of requests being read or queued, held in the request pool",
+        )
+        .single(held as f64),
+    );
+    if let Some(limit) = b.config.connection_limits.queued_max_request_bytes {
+        out.push(
+            Family::gauge(
+                "kafka_network_socketserver_memorypoolavailable",
+                "Bytes left in the request pool (queued.max.request.bytes)",
+            )
+            .single(limit.saturating_sub(held) as f64),
+        );
+    }
+}
+
+fn zookeeper_families(b: &Broker, out: &mut Vec<MetricFamily>) {
+    let s = &b.zk.stats;
+    let (connects, disconnects, expires) = s.counts();
+    out.push(
+        Family::gauge(
+            "gregor_zookeeper_session_connected",
+            "1 while the ZooKeeper session is connected",
+        )
+        .single(if s.is_connected() { 1.0 } else { 0.0 }),
+    );
+    for (name, help, v) in [
+        (
+            "kafka_server_sessionexpirelistener_zookeepersyncconnects_total",
+            "Connections to ZooKeeper made, in the old session or a new one",
+            connects,
+        ),
+        (
+            "kafka_server_sessionexpirelistener_zookeeperdisconnects_total",
+            "Connections to ZooKeeper lost",
+            disconnects,
+        ),
+        (
+            "kafka_server_sessionexpirelistener_zookeeperexpires_total",
+            "ZooKeeper sessions lost",
+            expires,
+        ),
+    ] {
+        out.push(Family::counter(name, help).single(v as f64));
+    }
+}
