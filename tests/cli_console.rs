@@ -355,3 +355,30 @@ fn perf_e2e_receives_every_message_it_sends_and_names_bad_flags() {
         "nope",
     );
 }
+
+/// A mistake on the command line is reported as every other failure is: one line,
+/// `gregor SUBCOMMAND: reason` (clap's own report spans several lines and names no command).
+#[test]
+fn usage_errors_are_one_line_like_every_other_failure() {
+    for (args, want) in [
+        (
+            &["produce"][..],
+            "gregor produce: the following required arguments were not provided: --topic",
+        ),
+        (&["consume"], "gregor consume: --topic is required"),
+        (
+            &["consume", "--bogus"],
+            "gregor consume: unexpected argument '--bogus'",
+        ),
+        (
+            &["topics", "--partitions", "x"],
+            "gregor topics: invalid value 'x' for '--partitions",
+        ),
+        (&["nosuch"], "gregor: unrecognized subcommand 'nosuch'"),
+    ] {
+        let (ok, _, err) = gregor_cli(args, "");
+        assert!(!ok, "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with(want), "{args:?}: {err}");
+    }
+}

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -280,4 +280,48 @@ fn metrics_follow_the_cluster_and_agree_with_status() {
                 >= expanded_before + 3.0
     });
     assert!(healed, "{s:#?}");
+
+    // The example dashboard queries only what brokers serve.
+    let served: BTreeSet<&str> = [&first, &later, &s]
+        .iter()
+        .flat_map(|scrapes| scrapes.values())
+        .flat_map(|x| x.types.keys().map(String::as_str))
+        .collect();
+    for name in dashboard_metrics() {
+        assert!(
+            served.contains(name.as_str()),
+            "the dashboard queries {name}, never served"
+        );
+    }
+}
+
+/// Every metric name the queries of `doc/grafana-dashboard.json` use, after checking it is in
+/// Grafana's import format (a Prometheus data source input that every panel and query uses).
+fn dashboard_metrics() -> BTreeSet<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/doc/grafana-dashboard.json");
+    let d: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+        .expect("the dashboard is JSON");
+    let input = &d["__inputs"][0];
+    assert_eq!(input["name"], "DS_PROMETHEUS");
+    assert_eq!(input["pluginId"], "prometheus");
+    assert!(d["title"].is_string() && d["schemaVersion"].is_u64());
+    let panels = d["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 10);
+    let mut names = BTreeSet::new();
+    for p in panels {
+        assert_eq!(p["datasource"]["uid"], "${DS_PROMETHEUS}", "{p}");
+        assert!(p["gridPos"]["w"].is_u64() && p["title"].is_string(), "{p}");
+        let targets = p["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{p}");
+        for t in targets {
+            let expr = t["expr"].as_str().expect("expr");
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if word.starts_with("kafka_") || word.starts_with("gregor_") {
+                    names.insert(word.to_owned());
+                }
+            }
+        }
+    }
+    assert!(names.len() >= 15, "{names:?}");
+    names
 }

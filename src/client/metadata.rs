@@ -88,7 +88,7 @@ pub fn find_coordinator(
             Ok(r) if r.error_code == 0 => return Ok(r),
             Ok(r) => {
                 last = format!(
-                    "{addr}: {:?}",
+                    "{addr}: {}",
                     r.error_message
                         .unwrap_or_else(|| format!("{:?}", ErrorCode::from_code(r.error_code)))
                 )

@@ -885,15 +885,13 @@ pub fn assert_cli_fails(args: &[&str], want: &str) {
 }
 
 /// Runs kcat (installed by scripts/test.sh) under a deadline and returns its stdout.
-/// `python3` with the Python clients scripts/test.sh installs under `target/python-clients`
-/// (kafka-python, confluent-kafka, aiokafka) ahead of anything installed elsewhere.
+/// The python of the virtual environment scripts/test.sh makes under `target/python-venv`,
+/// with the Python clients (kafka-python, confluent-kafka, aiokafka) installed in it.
 pub fn python() -> Command {
-    let mut cmd = Command::new("python3");
-    cmd.env(
-        "PYTHONPATH",
-        concat!(env!("CARGO_MANIFEST_DIR"), "/target/python-clients"),
-    );
-    cmd
+    Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/target/python-venv/bin/python"
+    ))
 }
 
 pub fn kcat(args: &[&str], stdin: &str) -> String {
