@@ -11,7 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::cluster::Cluster;
+use common::prometheus::scrape;
 use common::*;
+
+const POOL_USED: &str = "kafka_network_socketserver_memorypoolused";
+const REFUSED: &str = "gregor_network_connections_rejected_total";
 
 const MIB: u64 = 1024;
 
@@ -75,6 +79,7 @@ fn request_bytes_past_the_pool_wait_instead_of_filling_memory() {
         &[
             ("queued.max.request.bytes", "33554432"),
             ("socket.request.max.bytes", "16777216"),
+            ("metrics.listener", "127.0.0.1:0"),
         ],
     );
     c.create_topic("t", 1, 1);
@@ -124,10 +129,25 @@ fn request_bytes_past_the_pool_wait_instead_of_filling_memory() {
             grown < (32 + 16 + 12 + 24) * MIB,
             "VmRSS grew by {grown} kB"
         );
+        // The metrics show the pool held: more than one request's worth, within the bound
+        // plus one overdraft, and what is left of it.
+        let m = scrape(c.metrics_addr(1));
+        let used = m.get(POOL_USED, &[]).unwrap();
+        assert!(
+            used > 16.0 * 1048576.0 && used <= 48.0 * 1048576.0,
+            "{used}"
+        );
+        let left = m
+            .get("kafka_network_socketserver_memorypoolavailable", &[])
+            .unwrap();
+        assert_eq!(left, (32.0 * 1048576.0 - used).max(0.0));
         // Small requests do not draw on the pool: a normal client is served meanwhile.
         produce_and_consume(&mut normal, "t", b"meanwhile");
         stop.store(true, Ordering::Release);
         drop(results);
+    });
+    wait_until(Duration::from_secs(20), "the pool to be given back", || {
+        scrape(c.metrics_addr(1)).get(POOL_USED, &[]) == Some(0.0)
     });
     // With the attackers gone, the pool is free again for a large request (3.6 MB in four
     // messages, each under message.max.bytes).
@@ -142,7 +162,7 @@ fn request_bytes_past_the_pool_wait_instead_of_filling_memory() {
 
 #[test]
 fn a_flood_of_idle_connections_locks_out_neither_clients_nor_brokers() {
-    let mut c = Cluster::start("flood", 2, &[]);
+    let mut c = Cluster::start("flood", 2, &[("metrics.listener", "127.0.0.1:0")]);
     c.create_topic_on("t", "1:2");
     let pid = c.pid(1);
     let rss_before = proc_status(pid, "VmRSS");
@@ -186,6 +206,22 @@ fn a_flood_of_idle_connections_locks_out_neither_clients_nor_brokers() {
             per_host.iter().all(|n| *n <= 250) && open <= 1000
         },
     );
+    // The metrics count the refusals by reason, and the connections held.
+    let m = scrape(c.metrics_addr(1));
+    let per_ip = m
+        .get(REFUSED, &[("reason", "max_connections_per_ip")])
+        .unwrap();
+    assert!(
+        per_ip > 0.0,
+        "refusals past max.connections.per.ip: {per_ip}"
+    );
+    let held = m
+        .get(
+            "kafka_server_socket_server_metrics_connection_count",
+            &[("listener", "PLAINTEXT")],
+        )
+        .unwrap();
+    assert!((250.0..=1010.0).contains(&held), "{held} connections held");
     let grown = proc_status(pid, "VmRSS").saturating_sub(rss_before);
     eprintln!(
         "{open} idle connections held; VmRSS grew by {grown} kB ({} kB each)",
@@ -217,7 +253,10 @@ fn a_connection_storm_is_refused_past_its_rate_and_the_broker_stays_responsive()
     let c = Cluster::start(
         "storm",
         1,
-        &[("max.connection.creation.rate.per.ip", rate.as_str())],
+        &[
+            ("max.connection.creation.rate.per.ip", rate.as_str()),
+            ("metrics.listener", "127.0.0.1:0"),
+        ],
     );
     c.create_topic("t", 1, 1);
     let addr: SocketAddr = c.addr(1);
@@ -265,6 +304,13 @@ fn a_connection_storm_is_refused_past_its_rate_and_the_broker_stays_responsive()
         "{served} of {attempts} served"
     );
     assert!(attempts > served, "the storm outran the rate");
+    let refused = scrape(c.metrics_addr(1))
+        .get(REFUSED, &[("reason", "max_connection_creation_rate")])
+        .unwrap();
+    assert!(
+        refused > 0.0 && refused <= attempts as f64,
+        "{refused} refused by rate of {attempts}"
+    );
 }
 
 #[test]

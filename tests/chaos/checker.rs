@@ -2,8 +2,9 @@
 //! every acknowledged message present exactly once at its acknowledged offset, in order per
 //! producer, replicas identical up to the high watermark, and the group saw every one; no
 //! message stored twice, acknowledged or not (the plain producers send each once, the
-//! idempotent one retries under sequence numbers); and the group read nothing that is not in
-//! the final log (a read above the high watermark, of a write later cut away).
+//! idempotent one retries under sequence numbers); the group read nothing that is not in the
+//! final log (a read above the high watermark, of a write later cut away); and no committed
+//! offset ever held two values (`committed.rs`, sampled during the run).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
 use gregor::protocol::records::decode_deep;
 
+use crate::committed::CommittedLog;
 use crate::common::Client;
 use crate::env::{Env, PARTITIONS, TOPIC};
 use crate::workload::{Ack, IDEMPOTENT, value};
@@ -31,6 +33,10 @@ pub struct Report {
     pub duplicated: usize,
     /// Messages the group consumed that no partition's final log holds.
     pub phantom_reads: usize,
+    /// Committed offsets (below a replica's high watermark) seen with two values, during the
+    /// run or at its end; and how many committed prefixes were read during the run.
+    pub committed_changed: usize,
+    pub committed_samples: usize,
     pub idempotent_acknowledged: usize,
     /// Fatal errors the idempotent producer reported (librdkafka gives up on idempotence
     /// when the broker's answers contradict its sequence numbers).
@@ -49,6 +55,7 @@ impl Report {
             && self.consumer_missing == 0
             && self.duplicated == 0
             && self.phantom_reads == 0
+            && self.committed_changed == 0
             && self.producer_fatal == 0
     }
 
@@ -56,8 +63,8 @@ impl Report {
         format!(
             "operations={} acknowledged={} lost={} reordered={} divergent_replicas={} \
              unreadable_partitions={} consumer_missing={} consumer_duplicates={} \
-             idempotent_acknowledged={} duplicated={} phantom_reads={} producer_fatal={} \
-             longest_unavailability_ms={:?}",
+             idempotent_acknowledged={} duplicated={} phantom_reads={} committed_changed={} \
+             committed_samples={} producer_fatal={} longest_unavailability_ms={:?}",
             self.operations,
             self.acknowledged,
             self.lost,
@@ -69,6 +76,8 @@ impl Report {
             self.idempotent_acknowledged,
             self.duplicated,
             self.phantom_reads,
+            self.committed_changed,
+            self.committed_samples,
             self.producer_fatal,
             self.longest_unavailable_ms
         )
@@ -99,6 +108,12 @@ fn read_replica(env: &Env, broker: i32, p: i32, upto: i64) -> Result<Vec<(i64, S
     }
 }
 
+/// A replica's committed prefix: everything below its own high watermark (one pass).
+pub fn read_committed(env: &Env, broker: i32, p: i32) -> Result<Vec<(i64, String)>, String> {
+    let (entries, _) = read_below(env, broker, p, i64::MAX)?;
+    Ok(entries)
+}
+
 /// One pass of `read_replica`: `None` when the replica's high watermark is below `upto`.
 fn read_replica_once(
     env: &Env,
@@ -106,6 +121,18 @@ fn read_replica_once(
     p: i32,
     upto: i64,
 ) -> Result<Option<Vec<(i64, String)>>, String> {
+    let (out, complete) = read_below(env, broker, p, upto)?;
+    Ok(complete.then_some(out))
+}
+
+/// Reads a replica from offset 0 below `upto` and its high watermark (a debugging fetch
+/// reads no further); says whether it got as far as `upto`.
+fn read_below(
+    env: &Env,
+    broker: i32,
+    p: i32,
+    upto: i64,
+) -> Result<(Vec<(i64, String)>, bool), String> {
     let mut c = Client::try_connect(env.addr(broker)).ok_or("cannot connect")?;
     let mut out = Vec::new();
     let mut next = 0;
@@ -139,7 +166,7 @@ fn read_replica_once(
             break; // this replica's high watermark is below `upto` for now
         }
     }
-    Ok((next >= upto || hw >= upto).then_some(out))
+    Ok((out, next >= upto || hw >= upto))
 }
 
 /// The leader's high watermark, asked again (for up to 30 s) while it is slow to answer.
@@ -176,6 +203,7 @@ pub fn check(
     consumed: &[String],
     producer_errors: &[String],
     window: (Instant, Instant),
+    committed: &mut CommittedLog,
 ) -> Report {
     let mut r = Report {
         operations: attempts,
@@ -189,7 +217,12 @@ pub fn check(
     }
     let mut stored: BTreeSet<String> = BTreeSet::new();
     for p in 0..PARTITIONS {
-        stored.extend(check_partition(env, p, acks, &mut r));
+        stored.extend(check_partition(env, p, acks, &mut r, committed));
+    }
+    r.committed_changed = committed.changed;
+    r.committed_samples = committed.samples;
+    for p in committed.problems.clone() {
+        r.problem(p);
     }
     // Order: each producer's acknowledged messages in a partition have rising offsets.
     let mut by_stream: BTreeMap<(u32, i32), Vec<&Ack>> = BTreeMap::new();
@@ -233,7 +266,13 @@ pub fn check(
 }
 
 /// Checks one partition; returns the messages its final log holds.
-fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) -> Vec<String> {
+fn check_partition(
+    env: &Env,
+    p: i32,
+    acks: &[Ack],
+    r: &mut Report,
+    committed: &mut CommittedLog,
+) -> Vec<String> {
     let Some(leader) = env.leader(p) else {
         r.unreadable_partitions += 1;
         r.problem(format!("partition {p} has no leader"));
@@ -254,6 +293,7 @@ fn check_partition(env: &Env, p: i32, acks: &[Ack], r: &mut Report) -> Vec<Strin
         }
     };
     for (b, log) in &logs {
+        committed.record(p, *b, log);
         if *log != logs[&leader] {
             r.divergent_replicas += 1;
             let at = log.iter().zip(&logs[&leader]).position(|(x, y)| x != y);

@@ -11,6 +11,7 @@
 mod common;
 
 mod checker;
+mod committed;
 mod env;
 mod faults;
 mod workload;
@@ -45,6 +46,7 @@ fn run(seed: u64, duration: Duration) {
         "traffic did not start"
     );
     let mut rng = Rng::new(seed);
+    let mut committed = committed::CommittedLog::default();
     let mut episodes = 0;
     let mut unhealed = Vec::new();
     // One line per episode, with the wall-clock time the brokers' logs use.
@@ -65,6 +67,8 @@ fn run(seed: u64, duration: Duration) {
             };
             line.push_str(&format!(" -- NOT HEALTHY 60 s after ({why}); {after}"));
             unhealed.push(format!("{what} ({why})"));
+        } else {
+            committed.sample(&env);
         }
         eprintln!("[chaos seed {seed}] {line}");
         journal.push(line);
@@ -93,6 +97,7 @@ fn run(seed: u64, duration: Duration) {
         &consumed,
         &producer_errors,
         (work.started, end),
+        &mut committed,
     );
     let line = format!(
         "chaos seed={seed} seconds={} episodes={episodes} unhealed={} broker_exits={} {}",
