@@ -89,6 +89,8 @@ pub struct BrokerConfig {
     pub group_initial_rebalance_delay: Duration,
     /// The most members one Kafka-protocol group may have.
     pub group_max_size: usize,
+    /// `num.recovery.threads.per.data.dir`: threads that open and recover logs at start-up.
+    pub num_recovery_threads_per_data_dir: usize,
     /// `metrics.listener=HOST:PORT`: where `GET /metrics` is served; unset, nowhere.
     pub metrics_listener: Option<String>,
 }
@@ -272,6 +274,8 @@ impl BrokerConfig {
                 p.parse("group.initial.rebalance.delay.ms", 3000)?,
             ),
             group_max_size: p.positive("group.max.size", 1000)?,
+            num_recovery_threads_per_data_dir: p
+                .positive("num.recovery.threads.per.data.dir", 4)?,
             metrics_listener: p
                 .take("metrics.listener")
                 .map(check_host_port)

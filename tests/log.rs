@@ -409,6 +409,37 @@ fn restart_keeps_flushed_messages_and_the_high_watermark() {
     );
 }
 
+/// Start-up opens the logs on `num.recovery.threads.per.data.dir` threads: each log comes
+/// back whole, whatever thread opened it, and a log that cannot be opened fails the start.
+#[test]
+fn recovery_threads_reopen_every_log_and_report_a_broken_one() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = manager_config(d.path());
+    {
+        let lm = LogManager::open(&cfg).unwrap();
+        for p in 0..40 {
+            append_range(&lm.get_or_create("t", p).unwrap(), 0, p as usize + 1, 10);
+        }
+        lm.shutdown();
+    }
+    let mut cfg = cfg;
+    for threads in [1, 3, 8] {
+        cfg.num_recovery_threads_per_data_dir = threads;
+        let lm = LogManager::open(&cfg).unwrap();
+        for p in 0..40 {
+            let log = lm.get("t", p).expect("log reloaded");
+            assert_eq!(log.log_end_offset(), p as i64 + 1, "threads {threads}");
+        }
+        lm.shutdown();
+    }
+    // A segment file where a directory should be: opening that log fails, and so does start-up.
+    let broken = d.path().join("t-7");
+    std::fs::remove_dir_all(&broken).unwrap();
+    std::fs::create_dir(&broken).unwrap();
+    std::fs::create_dir(broken.join("00000000000000000000.log")).unwrap();
+    assert!(LogManager::open(&cfg).is_err());
+}
+
 /// A batch is kept whole or not at all: truncating to an offset inside one removes it and
 /// leaves the log ending before it, so that a follower fetches the leader's batch from the
 /// new end. Cutting at the offset itself (as magic 0 logs could) once left a log whose end

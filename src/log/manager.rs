@@ -59,6 +59,7 @@ impl LogManager {
                 log::warn!("ignoring unreadable log-start checkpoint: {e}");
                 HashMap::new()
             });
+            let mut found = Vec::new();
             for entry in std::fs::read_dir(dir)? {
                 let entry = entry?;
                 if !entry.file_type()?.is_dir() {
@@ -73,12 +74,15 @@ impl LogManager {
                     );
                     continue;
                 };
-                let (l, _) = Log::open(entry.path(), &topic, partition, config.clone())?;
+                found.push((entry.path(), topic, partition));
+            }
+            let opened = open_all(found, &config, cfg.num_recovery_threads_per_data_dir)?;
+            for l in opened {
                 // Records deleted by DeleteRecords stay deleted across a restart.
-                if let Some(&start) = starts.get(&(topic.clone(), partition)) {
+                if let Some(&start) = starts.get(&(l.topic.clone(), l.partition)) {
                     l.delete_records_before(start)?;
                 }
-                logs.insert((topic, partition), Arc::new(l));
+                logs.insert((l.topic.clone(), l.partition), Arc::new(l));
             }
         }
         log::info!(
@@ -269,4 +273,33 @@ impl LogManager {
             }
         }
     }
+}
+
+/// Opens (and recovers) the logs of one data directory on `threads` threads, as Kafka's
+/// `num.recovery.threads.per.data.dir`: opening is mostly waiting on the file system, which
+/// several threads overlap.
+fn open_all(
+    found: Vec<(PathBuf, String, i32)>,
+    config: &LogConfig,
+    threads: usize,
+) -> io::Result<Vec<Log>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let open_some = || -> io::Result<Vec<Log>> {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some((path, topic, partition)) = found.get(i) else {
+                return Ok(out);
+            };
+            out.push(Log::open(path.clone(), topic, *partition, config.clone())?.0);
+        }
+    };
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.max(1)).map(|_| s.spawn(open_some)).collect();
+        let mut all = Vec::with_capacity(found.len());
+        for w in workers {
+            all.extend(w.join().expect("a log recovery thread panicked")?);
+        }
+        Ok(all)
+    })
 }
