@@ -31,32 +31,22 @@ pub fn fetch_metadata_with(
     client_id: &str,
     allow_auto_topic_creation: bool,
 ) -> Result<MetadataResponse, String> {
-    let mut last = String::from("no bootstrap address given");
-    for addr in bootstrap
-        .split(',')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-    {
-        match BlockingChannel::connect(addr, client_id, Duration::from_secs(10)) {
-            Ok(mut c) => match c.call(
-                METADATA,
-                METADATA_VERSION,
-                &|b| {
-                    MetadataRequest {
-                        topics: (!topics.is_empty()).then(|| topics.to_vec()),
-                        allow_auto_topic_creation,
-                    }
-                    .encode_v(b, METADATA_VERSION)
-                },
-                |r| MetadataResponse::decode_v(r, METADATA_VERSION),
-            ) {
-                Ok(m) => return Ok(m),
-                Err(e) => last = format!("{addr}: {e}"),
+    ask_each(bootstrap, client_id, |c| {
+        c.call(
+            METADATA,
+            METADATA_VERSION,
+            &|b| {
+                MetadataRequest {
+                    topics: (!topics.is_empty()).then(|| topics.to_vec()),
+                    allow_auto_topic_creation,
+                }
+                .encode_v(b, METADATA_VERSION)
             },
-            Err(e) => last = format!("{addr}: {e}"),
-        }
-    }
-    Err(format!("no broker answered ({last})"))
+            |r| MetadataResponse::decode_v(r, METADATA_VERSION),
+        )
+        .map_err(|e| e.to_string())
+    })
+    .map_err(|last| format!("no broker answered ({last})"))
 }
 
 /// The coordinator of `group` (FindCoordinator v1), asked of each bootstrap broker in turn
@@ -66,6 +56,33 @@ pub fn find_coordinator(
     group: &str,
     client_id: &str,
 ) -> Result<FindCoordinatorResponse, String> {
+    let req = FindCoordinatorRequest {
+        key: group.to_owned(),
+        key_type: 0,
+    };
+    ask_each(bootstrap, client_id, |c| {
+        let r = c
+            .call(FIND_COORDINATOR, 1, &|b| req.encode(b, 1), |r| {
+                FindCoordinatorResponse::decode(r, 1)
+            })
+            .map_err(|e| e.to_string())?;
+        match r.error_code {
+            0 => Ok(r),
+            code => Err(r
+                .error_message
+                .unwrap_or_else(|| format!("{:?}", ErrorCode::from_code(code)))),
+        }
+    })
+    .map_err(|last| format!("no coordinator found ({last})"))
+}
+
+/// Connects to each `host:port` of the comma-separated `bootstrap` in turn and returns the
+/// first answer `ask` accepts; otherwise the last failure, with its address.
+fn ask_each<T>(
+    bootstrap: &str,
+    client_id: &str,
+    mut ask: impl FnMut(&mut BlockingChannel) -> Result<T, String>,
+) -> Result<T, String> {
     let mut last = String::from("no bootstrap address given");
     for addr in bootstrap
         .split(',')
@@ -74,29 +91,13 @@ pub fn find_coordinator(
     {
         let asked = BlockingChannel::connect(addr, client_id, Duration::from_secs(10))
             .map_err(|e| e.to_string())
-            .and_then(|mut c| {
-                let req = FindCoordinatorRequest {
-                    key: group.to_owned(),
-                    key_type: 0,
-                };
-                c.call(FIND_COORDINATOR, 1, &|b| req.encode(b, 1), |r| {
-                    FindCoordinatorResponse::decode(r, 1)
-                })
-                .map_err(|e| e.to_string())
-            });
+            .and_then(|mut c| ask(&mut c));
         match asked {
-            Ok(r) if r.error_code == 0 => return Ok(r),
-            Ok(r) => {
-                last = format!(
-                    "{addr}: {}",
-                    r.error_message
-                        .unwrap_or_else(|| format!("{:?}", ErrorCode::from_code(r.error_code)))
-                )
-            }
+            Ok(v) => return Ok(v),
             Err(e) => last = format!("{addr}: {e}"),
         }
     }
-    Err(format!("no coordinator found ({last})"))
+    Err(last)
 }
 
 /// Leader address of every partition of `topic`, waiting up to `wait` for all to have one (a
