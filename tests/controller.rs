@@ -465,7 +465,7 @@ fn a_first_leader_write_never_recreates_a_deleted_topic() {
         controller_epoch: 1,
     };
     let got = paths::write_leader_and_isr(&c.zk, "gone", 0, &state, None);
-    assert_eq!(got, Err(zookeeper::ZkError::NoNode));
+    assert_eq!(got, Err(gregor::zk::ZkError::NoNode));
     assert!(c.zk.exists(&paths::topic_path("gone")).unwrap().is_none());
     // Under a topic that exists, the first write creates the partition's node.
     c.create_topic_on("here", "1");

@@ -322,3 +322,159 @@ fn handles_used_as_soon_as_they_open_all_answer() {
         "opened only {opened:?}"
     );
 }
+
+/// A fake ZooKeeper that establishes sessions and answers pings, but no other request: the
+/// server of a session that is alive while one request is lost or stuck behind it. Returns its
+/// address and how many requests it has taken (pings aside).
+fn server_answering_only_pings() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = taken.clone();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().map_while(Result::ok) {
+            let count = count.clone();
+            std::thread::spawn(move || -> Option<()> {
+                let frame = |c: &mut std::net::TcpStream| -> Option<Vec<u8>> {
+                    let mut len = [0u8; 4];
+                    c.read_exact(&mut len).ok()?;
+                    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+                    c.read_exact(&mut body).ok()?;
+                    Some(body)
+                };
+                frame(&mut c)?;
+                // ConnectResponse: protocol version, timeout 2000 ms, session id, password.
+                let mut hello = vec![0, 0, 0, 36, 0, 0, 0, 0, 0, 0, 0x07, 0xd0];
+                hello.extend_from_slice(&0x5eed_i64.to_be_bytes());
+                hello.extend_from_slice(&16i32.to_be_bytes());
+                hello.extend_from_slice(&[7; 16]);
+                c.write_all(&hello).ok()?;
+                loop {
+                    let body = frame(&mut c)?;
+                    if body[..4] == (-2i32).to_be_bytes() {
+                        let mut pong = vec![0, 0, 0, 16];
+                        pong.extend_from_slice(&(-2i32).to_be_bytes());
+                        pong.extend_from_slice(&[0; 12]);
+                        c.write_all(&pong).ok()?;
+                    } else {
+                        count.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    (addr, taken)
+}
+
+/// Every ZooKeeper call has a deadline: a request the server takes and never answers, on a
+/// session whose pings are answered, fails with OperationTimeout (the `zookeeper` crate, which
+/// gregor used before its own client, waited for it without end), and the session stays up.
+#[test]
+fn a_request_the_server_never_answers_fails_at_its_deadline() {
+    use gregor::zk::ZkError;
+    use gregor::zk::session::{Session, SessionEvent, request_deadline};
+    common::init_logging();
+    let (addr, taken) = server_answering_only_pings();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let timeout = Duration::from_secs(2);
+    let session = Session::open(vec![addr], String::new(), timeout, tx);
+    assert!(matches!(
+        rx.recv_timeout(Duration::from_secs(10)),
+        Ok(SessionEvent::Connected {
+            session_id: 0x5eed,
+            same_session: false
+        })
+    ));
+    let asked = std::thread::spawn(move || {
+        let r = session.exists("/never");
+        (r, session)
+    });
+    wait_until(
+        request_deadline(timeout) + Duration::from_secs(10),
+        "the unanswered request to give up",
+        || asked.is_finished(),
+    );
+    let (result, session) = asked.join().unwrap();
+    assert_eq!(result, Err(ZkError::OperationTimeout));
+    assert_eq!(taken.load(Ordering::SeqCst), 1);
+    assert!(session.is_connected(), "pings kept the session up");
+    assert!(
+        rx.try_iter()
+            .all(|e| matches!(e, SessionEvent::Connected { .. })),
+        "no disconnection while pings were answered"
+    );
+}
+
+/// Watches through gregor's client, under a chroot: a data watch fires once on a change, an
+/// exists watch on a missing node fires on its creation, a child watch on a new child, each
+/// with the path as the caller named it; a server that refuses connections, listed first in
+/// the connect string, is passed over.
+#[test]
+fn watches_fire_once_with_the_callers_path_and_a_dead_server_is_passed_over() {
+    use gregor::zk::WatchedEventType;
+    common::init_logging();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    let root = chroot("watches");
+    let zk = ZkClient::connect(
+        &format!("{dead_addr},{}{root}", zk_address()),
+        Duration::from_secs(6),
+    )
+    .unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    zk.create_persistent("/a/node", b"1".to_vec()).unwrap();
+    let t = tx.clone();
+    zk.get_data_w("/a/node", move |e| t.send(("data", e)).unwrap())
+        .unwrap();
+    let t = tx.clone();
+    assert!(
+        zk.exists_w("/a/later", move |e| t.send(("exists", e)).unwrap())
+            .unwrap()
+            .is_none()
+    );
+    let t = tx.clone();
+    zk.get_children_w("/a", move |e| t.send(("children", e)).unwrap())
+        .unwrap();
+    zk.set_data("/a/node", b"2".to_vec(), None).unwrap();
+    zk.set_data("/a/node", b"3".to_vec(), None).unwrap();
+    zk.create_persistent("/a/later", Vec::new()).unwrap();
+    let mut got: Vec<(&str, WatchedEventType, String)> = (0..3)
+        .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
+        .map(|(k, e)| (k, e.event_type, e.path))
+        .collect();
+    got.sort_by_key(|(k, _, _)| *k);
+    assert_eq!(
+        got,
+        vec![
+            (
+                "children",
+                WatchedEventType::NodeChildrenChanged,
+                "/a".to_owned()
+            ),
+            (
+                "data",
+                WatchedEventType::NodeDataChanged,
+                "/a/node".to_owned()
+            ),
+            (
+                "exists",
+                WatchedEventType::NodeCreated,
+                "/a/later".to_owned()
+            ),
+        ]
+    );
+    // Fired once: the second change and the new node's own changes reach nobody. A
+    // sequential node is numbered by its parent's child version (two children so far).
+    zk.set_data("/a/later", b"x".to_vec(), None).unwrap();
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    assert_eq!(zk.get_data("/a/node").unwrap().0, b"3");
+    assert_eq!(
+        zk.create_sequential("/a/seq-", Vec::new()).unwrap(),
+        "/a/seq-0000000002"
+    );
+    zk.delete_recursive("/a").unwrap();
+    assert_eq!(zk.exists("/a"), Ok(None));
+    zk.close();
+}

@@ -7,7 +7,7 @@
 
 use std::io::Write;
 
-use zookeeper::ZkResult;
+use crate::zk::ZkResult;
 
 use super::apis::KafkaApis;
 use crate::network::{Action, ConnectionContext};

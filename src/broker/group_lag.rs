@@ -79,7 +79,7 @@ pub(super) fn lag_families(b: &Broker, out: &mut Vec<MetricFamily>) {
 }
 
 /// Every committed offset of every group.
-fn committed_offsets(b: &Broker) -> zookeeper::ZkResult<Committed> {
+fn committed_offsets(b: &Broker) -> crate::zk::ZkResult<Committed> {
     let mut out = BTreeMap::new();
     for group in groups::all_groups(&b.zk)? {
         for (topic, parts) in super::group_offsets::committed_partitions(&b.zk, &group)? {

@@ -168,7 +168,7 @@ impl KafkaApis {
 pub fn committed_partitions(
     zk: &ZkClient,
     group: &str,
-) -> zookeeper::ZkResult<Vec<(String, Vec<i32>)>> {
+) -> crate::zk::ZkResult<Vec<(String, Vec<i32>)>> {
     let root = format!("{}/offsets", crate::zk::groups::group_path(group));
     let mut out = Vec::new();
     let mut topics = zk.get_children(&root).or_else(paths::no_node_empty)?;

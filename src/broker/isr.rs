@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use zookeeper::ZkError;
+use crate::zk::ZkError;
 
 use super::partition::{Partition, PartitionState, Role};
 use super::replica_manager::ReplicaManager;

@@ -238,7 +238,7 @@ impl Broker {
         ) {
             broker.shutdown();
             return Err(match e {
-                zookeeper::ZkError::NodeExists => StartupError(format!(
+                crate::zk::ZkError::NodeExists => StartupError(format!(
                     "broker id {id} is already registered at {} by another live broker; pick another broker.id",
                     paths::broker_path(id)
                 )),
@@ -409,12 +409,12 @@ impl Broker {
 /// (ConnectionLoss, OperationTimeout), up to `wait`.
 fn until_connected<T>(
     wait: std::time::Duration,
-    mut f: impl FnMut() -> zookeeper::ZkResult<T>,
-) -> zookeeper::ZkResult<T> {
+    mut f: impl FnMut() -> crate::zk::ZkResult<T>,
+) -> crate::zk::ZkResult<T> {
     let deadline = std::time::Instant::now() + wait;
     loop {
         match f() {
-            Err(zookeeper::ZkError::ConnectionLoss | zookeeper::ZkError::OperationTimeout)
+            Err(crate::zk::ZkError::ConnectionLoss | crate::zk::ZkError::OperationTimeout)
                 if std::time::Instant::now() < deadline =>
             {
                 std::thread::sleep(std::time::Duration::from_millis(200));

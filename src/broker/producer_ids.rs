@@ -30,7 +30,7 @@ impl ProducerIdManager {
     }
 
     /// A producer id never given before, reserving a new block when this one is used up.
-    pub fn next_id(&self) -> Result<i64, zookeeper::ZkError> {
+    pub fn next_id(&self) -> Result<i64, crate::zk::ZkError> {
         let mut b = self.block.lock();
         if b.0 > b.1 {
             *b = producer_ids::reserve_block(&self.zk, self.broker_id)?;

@@ -491,7 +491,7 @@ impl ReplicaManager {
     }
 
     /// Spec D, broker startup: delete each local partition no longer assigned to this broker.
-    pub fn delete_unassigned_partitions(&self, zk: &ZkClient) -> zookeeper::ZkResult<()> {
+    pub fn delete_unassigned_partitions(&self, zk: &ZkClient) -> crate::zk::ZkResult<()> {
         let mut assignments = HashMap::new();
         for log in self.log_manager.all() {
             let topic = log.topic.clone();

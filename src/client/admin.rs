@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use zookeeper::ZkError;
+use crate::zk::ZkError;
 
 use crate::zk::ZkClient;
 use crate::zk::paths::{self, LeaderAndIsr, PartitionList, PartitionRef, ReassignmentRequest};

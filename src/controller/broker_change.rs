@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use zookeeper::ZkResult;
+use crate::zk::ZkResult;
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;

@@ -1,6 +1,6 @@
 //! Spec section D, `on_controller_failover`: this broker just won `/controller`.
 
-use zookeeper::{ZkError, ZkResult};
+use crate::zk::{ZkError, ZkResult};
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;

@@ -2,7 +2,7 @@
 //! under `/isr_change_notification`; the controller re-reads those partitions and sends every
 //! broker UpdateMetadata, so Metadata answers (and `gregor status`) show the ISR leaders keep.
 
-use zookeeper::ZkResult;
+use crate::zk::ZkResult;
 
 use super::channel_manager::CommandBatch;
 use super::leader_and_isr::refresh;

@@ -1,7 +1,7 @@
 //! The conditional write of a partition's leaderAndISR node (spec A steps 3.1–3.3), shared by
 //! every state change the controller makes.
 
-use zookeeper::{ZkError, ZkResult};
+use crate::zk::{ZkError, ZkResult};
 
 use super::context::{ControllerContext, TopicPartition};
 use crate::zk::paths::{self, LeaderAndIsr};

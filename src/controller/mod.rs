@@ -76,7 +76,7 @@ pub struct ControllerStats {
 }
 
 impl ControllerState {
-    fn handle(&mut self, ev: Event) -> zookeeper::ZkResult<()> {
+    fn handle(&mut self, ev: Event) -> crate::zk::ZkResult<()> {
         match ev {
             Event::Elected => {
                 self.active = true;

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use zookeeper::{WatchedEventType, ZkResult};
+use crate::zk::{WatchedEventType, ZkResult};
 
 use super::channel_manager::CommandBatch;
 use super::context::TopicPartition;

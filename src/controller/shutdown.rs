@@ -2,7 +2,7 @@
 //! leadership of its partitions to other ISR members and to take it out of their ISRs, so
 //! clients see no offline window.
 
-use zookeeper::ZkResult;
+use crate::zk::ZkResult;
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;

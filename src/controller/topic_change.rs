@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use zookeeper::{ZkError, ZkResult};
+use crate::zk::{ZkError, ZkResult};
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;
@@ -111,7 +111,7 @@ impl ControllerState {
         let tx = self.events.clone();
         let t = topic.to_owned();
         match self.zk.get_data_w(&paths::topic_path(topic), move |ev| {
-            if ev.event_type == zookeeper::WatchedEventType::NodeDataChanged {
+            if ev.event_type == crate::zk::WatchedEventType::NodeDataChanged {
                 let _ = tx.send(super::Event::PartitionsChange(t.clone()));
             }
         }) {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use zookeeper::ZkResult;
+use crate::zk::ZkResult;
 
 use super::Term;
 use super::kafka_group::{GroupData, GroupState, KafkaGroup, KafkaMember};

@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::zk::{WatchedEvent, WatchedEventType, ZkError, ZkResult};
 use crossbeam_channel::select;
 use regex::Regex;
-use zookeeper::{WatchedEvent, WatchedEventType, ZkError, ZkResult};
 
 use super::assignment::TopicFilter;
 use super::{ListenerEvent, Term};

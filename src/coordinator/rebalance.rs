@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use crate::zk::ZkResult;
 use crossbeam_channel::{after, never, select, tick};
-use zookeeper::ZkResult;
 
 use super::Term;
 use super::assignment::{Interest, range_assignment, rebalance_necessary, shares};

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use crate::zk::{WatchedEventType, ZkError};
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use zookeeper::{WatchedEventType, ZkError};
 
 use super::client::{SessionListener, ZkClient};
 use super::paths::{ElectedBroker, elected_broker, from_json};

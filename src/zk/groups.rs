@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::zk::{ZkError, ZkResult};
 use serde::{Deserialize, Serialize};
-use zookeeper::{ZkError, ZkResult};
 
 use super::ZkClient;
 use super::paths::{from_json, no_node_empty, now_millis, to_json};

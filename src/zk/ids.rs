@@ -3,10 +3,10 @@
 //! padding, 22 characters). Whoever first needs one creates it; the write is conditional, so
 //! brokers racing to create it all end up with the one that won.
 
+use crate::zk::ZkError;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
-use zookeeper::ZkError;
 
 use super::ZkClient;
 use super::paths::{TopicAssignment, from_json, to_json, topic_path};

@@ -4,8 +4,8 @@
 //! when a generation gets its assignment (Stable), when a static member's id is replaced and
 //! when the group empties; committed offsets stay where they always were (`.../offsets/...`).
 
+use crate::zk::{ZkError, ZkResult};
 use serde::{Deserialize, Serialize};
-use zookeeper::{ZkError, ZkResult};
 
 use super::ZkClient;
 use super::groups::group_path;

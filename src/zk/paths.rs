@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::zk::{ZkError, ZkResult};
 use serde::{Deserialize, Serialize};
-use zookeeper::{ZkError, ZkResult};
 
 use super::ZkClient;
 use crate::protocol::{BrokerEndPoints, EndPoint};

@@ -2,8 +2,8 @@
 //! keeps it. A broker takes the next block with a conditional write, so no two brokers ever
 //! hand out the same id, across restarts too.
 
+use crate::zk::ZkError;
 use serde::{Deserialize, Serialize};
-use zookeeper::ZkError;
 
 use super::ZkClient;
 use super::paths::{from_json, to_json};

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::zk::ZkError;
 use serde::{Deserialize, Serialize};
-use zookeeper::ZkError;
 
 use super::ZkClient;
 use super::paths::{from_json, to_json};

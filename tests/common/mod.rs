@@ -312,7 +312,7 @@ fn vouch_for_test_controller_epochs(zk: &gregor::zk::ZkClient) {
                 String::from_utf8_lossy(&d).trim().parse().unwrap_or(0),
                 Some(stat.version),
             ),
-            Err(zookeeper::ZkError::NoNode) => (0, None),
+            Err(gregor::zk::ZkError::NoNode) => (0, None),
             Err(e) => panic!("cannot read /controller_epoch: {e:?}"),
         };
         if current >= TEST_CONTROLLER_EPOCHS {

@@ -1,0 +1,137 @@
+//! The operations gregor asks of ZooKeeper, as calls on a `Session`: each builds its request
+//! (`zookeeper.jute`'s `CreateRequest`, `GetDataRequest`, ...) and reads its response.
+
+use super::jute::{CreateMode, Reader, Stat, WatchedEvent, ZkError, ZkResult, op};
+use super::session::{Session, WatchKind, Watcher};
+
+fn boxed<W: Fn(WatchedEvent) + Send + 'static>(w: W) -> Watcher {
+    Box::new(w)
+}
+
+impl Session {
+    /// Creates `path`; returns the path created (a sequential node's has its number).
+    pub fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> ZkResult<String> {
+        let server = self.server_path(path);
+        let body = self.call(
+            op::CREATE,
+            |f| {
+                f.string(&server).bytes(data).open_acl().i32(mode as i32);
+            },
+            None,
+        )?;
+        Ok(self.client_path(&Reader::new(&body).string()?))
+    }
+
+    /// Deletes `path` at `version` (any version when `None`).
+    pub fn delete(&self, path: &str, version: Option<i32>) -> ZkResult<()> {
+        let server = self.server_path(path);
+        self.call(
+            op::DELETE,
+            |f| {
+                f.string(&server).i32(version.unwrap_or(-1));
+            },
+            None,
+        )
+        .map(|_| ())
+    }
+
+    fn exists_with(&self, path: &str, watch: Option<Watcher>) -> ZkResult<Option<Stat>> {
+        let server = self.server_path(path);
+        let set = watch.is_some();
+        let watch = watch.map(|w| (WatchKind::Data, server.clone(), w));
+        match self.call(
+            op::EXISTS,
+            |f| {
+                f.string(&server).bool(set);
+            },
+            watch,
+        ) {
+            Ok(body) => Reader::new(&body).stat().map(Some),
+            Err(ZkError::NoNode) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn exists(&self, path: &str) -> ZkResult<Option<Stat>> {
+        self.exists_with(path, None)
+    }
+
+    /// As `exists`, and `w` is called once when the node is created, changed or deleted.
+    pub fn exists_w<W: Fn(WatchedEvent) + Send + 'static>(
+        &self,
+        path: &str,
+        w: W,
+    ) -> ZkResult<Option<Stat>> {
+        self.exists_with(path, Some(boxed(w)))
+    }
+
+    fn get_data_with(&self, path: &str, watch: Option<Watcher>) -> ZkResult<(Vec<u8>, Stat)> {
+        let server = self.server_path(path);
+        let set = watch.is_some();
+        let watch = watch.map(|w| (WatchKind::Data, server.clone(), w));
+        let body = self.call(
+            op::GET_DATA,
+            |f| {
+                f.string(&server).bool(set);
+            },
+            watch,
+        )?;
+        let mut r = Reader::new(&body);
+        let data = r.bytes()?.unwrap_or_default().to_vec();
+        Ok((data, r.stat()?))
+    }
+
+    pub fn get_data(&self, path: &str) -> ZkResult<(Vec<u8>, Stat)> {
+        self.get_data_with(path, None)
+    }
+
+    /// As `get_data`, and `w` is called once when the node changes or is deleted.
+    pub fn get_data_w<W: Fn(WatchedEvent) + Send + 'static>(
+        &self,
+        path: &str,
+        w: W,
+    ) -> ZkResult<(Vec<u8>, Stat)> {
+        self.get_data_with(path, Some(boxed(w)))
+    }
+
+    /// Writes `data` at `version` (any version when `None`).
+    pub fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> ZkResult<Stat> {
+        let server = self.server_path(path);
+        let body = self.call(
+            op::SET_DATA,
+            |f| {
+                f.string(&server).bytes(data).i32(version.unwrap_or(-1));
+            },
+            None,
+        )?;
+        Reader::new(&body).stat()
+    }
+
+    fn get_children_with(&self, path: &str, watch: Option<Watcher>) -> ZkResult<Vec<String>> {
+        let server = self.server_path(path);
+        let set = watch.is_some();
+        let watch = watch.map(|w| (WatchKind::Child, server.clone(), w));
+        let body = self.call(
+            op::GET_CHILDREN,
+            |f| {
+                f.string(&server).bool(set);
+            },
+            watch,
+        )?;
+        Reader::new(&body).strings()
+    }
+
+    pub fn get_children(&self, path: &str) -> ZkResult<Vec<String>> {
+        self.get_children_with(path, None)
+    }
+
+    /// As `get_children`, and `w` is called once when a child comes or goes, or the node is
+    /// deleted.
+    pub fn get_children_w<W: Fn(WatchedEvent) + Send + 'static>(
+        &self,
+        path: &str,
+        w: W,
+    ) -> ZkResult<Vec<String>> {
+        self.get_children_with(path, Some(boxed(w)))
+    }
+}
