@@ -169,8 +169,8 @@ fn the_session_id_is_known_before_our_ephemeral_node_can_be_seen() {
 }
 
 /// ZooKeeper restarts and every session survives it (it is back within the session timeout).
-/// The server forgot every watch, and the `zookeeper` crate does not set them again: before
-/// the fix the controller never heard of a broker or topic added afterwards, so the new topic
+/// The server forgot every watch with the connection, and gregor's client does not set them
+/// again itself (neither did the `zookeeper` crate it used before): before the fix the controller never heard of a broker or topic added afterwards, so the new topic
 /// below never got a leader.
 #[test]
 fn the_controller_sees_changes_after_a_zookeeper_restart_its_session_survives() {
@@ -236,7 +236,7 @@ fn a_zookeeper_that_never_answers_fails_the_connection_in_time() {
     let connecting = std::thread::spawn(move || {
         ZkClient::connect(&addr.to_string(), Duration::from_secs(2)).is_ok()
     });
-    // The client waits three session timeouts, and at least 10 s, for a first answer.
+    // The client waits two session timeouts, and at least 4 s, for a first answer.
     wait_until(
         Duration::from_secs(20),
         "the connection attempt to end",
@@ -290,12 +290,12 @@ fn a_new_session_after_an_outage_leaves_no_other_connection_behind() {
     zk.close();
 }
 
-/// A handle used the moment it is opened must work. The crate's I/O thread registers its
-/// request channel with a lost-wakeup race (mio-extras 2.0.6 `ReceiverCtl::register` checks
-/// for pending requests before it publishes its readiness handle): a request sent in between
-/// is never read, nor anything after it, pings included, so the session expires again and
-/// again. Seen in CI as a test broker that could not reach ZooKeeper, about once in a
-/// thousand handles; this opens thousands, several at once.
+/// A handle used the moment it is opened must work. The `zookeeper` crate gregor used before
+/// its own client had a lost-wakeup race in its I/O thread (mio-extras 2.0.6): a request sent
+/// while the thread registered its channel was never read, nor anything after it, pings
+/// included, so the session expired again and again. Seen in CI as a test broker that could
+/// not reach ZooKeeper, about once in a thousand handles; this opens thousands, several at
+/// once, and keeps any client honest about its first request.
 #[test]
 fn handles_used_as_soon_as_they_open_all_answer() {
     common::init_logging();

@@ -396,6 +396,16 @@ impl Shared {
             }
             match stream.read(&mut chunk) {
                 Ok(0) => return,
+                Ok(_) if last_contact.elapsed() > dead_after => {
+                    // We were not reading (a paused process): what arrives now is too late to
+                    // tell the session is alive, as in ZooKeeper's own client. Dropped, so the
+                    // owner hears of a loss before it acts on this session again.
+                    log::warn!(
+                        "zookeeper read {:?} after the last one; dropping the connection",
+                        last_contact.elapsed()
+                    );
+                    return;
+                }
                 Ok(n) => {
                     *last_contact = Instant::now();
                     buf.extend_from_slice(&chunk[..n]);
