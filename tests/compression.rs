@@ -191,3 +191,57 @@ fn a_decompression_bomb_is_refused_within_bounded_memory_and_what_is_stored_read
     assert_eq!(stored.len(), 2);
     assert!(stored.iter().all(|(_, v)| v.len() == 20 << 20));
 }
+
+/// Compressed sets from many connections at once are inflated a few at a time: eight
+/// producers each send a set inflating to 60 MB (three 20 MB messages, each its own gzip
+/// wrapper, within the 64 MiB of one set), all at once. Each is stored, and the broker's peak
+/// memory stays near `INFLATION_SLOTS` sets' worth; with every connection inflating at once it
+/// reached eight sets' worth.
+#[test]
+fn compressed_sets_from_many_connections_are_inflated_a_few_at_a_time() {
+    use gregor::broker::inflation::INFLATION_SLOTS;
+    const PRODUCERS: usize = 8;
+    let c = Cluster::start("inflation", 1, &[]);
+    c.create_topic("z", 1, 1);
+    let mut inner = Vec::new();
+    message::encode_entry(&mut inner, 0, 0, -1, None, Some(&vec![0u8; 20 << 20]));
+    let mut wrapper = Vec::new();
+    message::encode_entry_with_attributes(
+        &mut wrapper,
+        0,
+        0,
+        compression::GZIP,
+        -1,
+        None,
+        Some(&compression::compress(compression::GZIP, &inner).unwrap()),
+    );
+    let set: Vec<u8> = (0..3).flat_map(|_| wrapper.iter().copied()).collect();
+    let before = peak_mb(&c, 1);
+    let start = std::sync::Barrier::new(PRODUCERS);
+    let codes: Vec<i16> = std::thread::scope(|s| {
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|_| {
+                let mut client = c.client(1);
+                let (set, start) = (&set, &start);
+                s.spawn(move || {
+                    start.wait();
+                    client.produce_set(1, "z", 0, set).0
+                })
+            })
+            .collect();
+        producers.into_iter().map(|p| p.join().unwrap()).collect()
+    });
+    assert_eq!(codes, vec![0; PRODUCERS]);
+    assert_eq!(client_end(&c), (PRODUCERS * 3) as i64);
+    // Each set inflated is 60 MB, and its rebuilt wrapper is made beside it.
+    let peak = peak_mb(&c, 1);
+    let bound = before + (INFLATION_SLOTS as u64 + 1) * 130;
+    assert!(
+        peak <= bound,
+        "peak memory {peak} MB (from {before} MB) past {bound} MB"
+    );
+}
+
+fn client_end(c: &Cluster) -> i64 {
+    c.client(1).list_offsets("z", 0, -1).1[0]
+}

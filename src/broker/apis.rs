@@ -52,6 +52,8 @@ pub struct KafkaApis {
     pub coordinator: Arc<Coordinator>,
     /// Gives idempotent producers their ids.
     pub producer_ids: ProducerIdManager,
+    /// Bounds the produce data inflated at once across connections.
+    pub inflation: super::inflation::InflationSlots,
 }
 
 impl RequestHandler for KafkaApis {

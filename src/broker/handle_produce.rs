@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::apis::KafkaApis;
+use super::inflation;
 use super::partition::{Partition, Role};
 use super::replica_manager::{Payload, ReplicaManager};
 use crate::network::Action;
@@ -127,6 +128,8 @@ impl KafkaApis {
             return Err((ErrorCode::RecordListTooLarge, None));
         }
         let is_batch = set.get(record_batch::MAGIC_AT) == Some(&(record_batch::MAGIC as u8));
+        // Held through validation and append: the inflated data lives that long.
+        let _slot = inflation::needs_inflating(set, is_batch).then(|| self.inflation.acquire());
         let payload = if version >= 3 {
             if !is_batch {
                 return Err((

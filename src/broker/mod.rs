@@ -17,6 +17,7 @@ mod handle_fetch;
 mod handle_leader_epochs;
 mod handle_list_offsets;
 mod handle_produce;
+pub mod inflation;
 mod isr;
 pub mod metadata_cache;
 pub mod metrics;
@@ -150,6 +151,7 @@ impl Broker {
             controller: controller.clone(),
             coordinator: coordinator.clone(),
             producer_ids: producer_ids::ProducerIdManager::new(id, zk.clone()),
+            inflation: Default::default(),
         });
         let quotas = ConnectionQuotas::new(config.connection_limits.clone());
         let pool = Arc::new(RequestPool::new(

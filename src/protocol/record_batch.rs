@@ -37,6 +37,12 @@ const BASE_SEQUENCE_AT: usize = 53;
 const COUNT_AT: usize = 57;
 
 const CODEC_MASK: i16 = 0x07;
+
+/// The compression codec of the batch at the front of `bytes`; `None` when too short to say.
+pub fn codec_of(bytes: &[u8]) -> Option<i8> {
+    let attrs = bytes.get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)?;
+    Some((BigEndian::read_i16(attrs) & CODEC_MASK) as i8)
+}
 /// Attributes bit 3: the timestamps are the broker's append time, not the producer's.
 pub const LOG_APPEND_TIME: i16 = 0x08;
 const TRANSACTIONAL: i16 = 0x10;
