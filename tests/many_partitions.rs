@@ -56,12 +56,6 @@ fn all_led_and_agreed(c: &Cluster) -> bool {
         .all(|b| metadata_leaders(c, *b).as_ref() == Some(&want))
 }
 
-fn controller(c: &Cluster) -> Option<i32> {
-    let (d, _) = c.zk.get_data(paths::CONTROLLER).ok()?;
-    let e: paths::ElectedBroker = serde_json::from_slice(&d).ok()?;
-    Some(e.brokerid)
-}
-
 #[test]
 fn ten_thousand_partitions_are_led_through_a_controller_failover_and_a_broker_death() {
     let mut c = Cluster::start("many", 3, &[]);
@@ -69,18 +63,18 @@ fn ten_thousand_partitions_are_led_through_a_controller_failover_and_a_broker_de
     wait_until(LONG, "every partition led, every broker agreeing", || {
         all_led_and_agreed(&c)
     });
-    let first = controller(&c).unwrap();
+    let first = c.controller().unwrap();
     c.kill9(first);
     wait_until(
         LONG,
         "a new controller, every partition led, brokers agreeing",
         || {
-            controller(&c).is_some_and(|n| n != first)
+            c.controller().is_some_and(|n| n != first)
                 && !c.live().contains(&first)
                 && all_led_and_agreed(&c)
         },
     );
-    let second = controller(&c).unwrap();
+    let second = c.controller().unwrap();
     let victim = [1, 2, 3]
         .into_iter()
         .find(|b| *b != first && *b != second)

@@ -335,20 +335,6 @@ fn metadata_names_the_cluster_and_each_topic_by_id() {
     );
 }
 
-fn init_producer(c: &mut Client, version: i16, pid: i64, epoch: i16) -> InitProducerIdResponse {
-    let req = InitProducerIdRequest {
-        transactional_id: None,
-        transaction_timeout_ms: 60_000,
-        producer_id: pid,
-        producer_epoch: epoch,
-    };
-    c.chan
-        .call(22, version, &|b| req.encode(b, version), |r| {
-            InitProducerIdResponse::decode(r, version)
-        })
-        .unwrap()
-}
-
 #[test]
 fn idempotent_producers_are_deduplicated_across_a_restart() {
     init_logging();

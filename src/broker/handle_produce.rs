@@ -178,6 +178,12 @@ impl KafkaApis {
                 Some(r) => Payload::Compressed(r, valid.count),
             }
         };
+        // An idempotent producer's batch, by what identifies it in the log.
+        let batch = match &payload {
+            Payload::Batch { batch, .. } => record_batch::producer_meta(batch)
+                .map(|m| (m.producer_id, m.epoch, m.base_sequence)),
+            _ => None,
+        };
         let (append_time, count) = match &payload {
             Payload::Batch {
                 append_time, count, ..
@@ -189,7 +195,10 @@ impl KafkaApis {
             .append_as_leader(&part, payload, acks)
             .map_err(|e| (e, None))?;
         part.metrics.produced(u64::from(count), set_len);
-        Ok(Appended::ok(part, first, last, append_time))
+        Ok(Appended {
+            batch,
+            ..Appended::ok(part, first, last, append_time)
+        })
     }
 }
 
@@ -232,6 +241,8 @@ struct Appended {
     /// The log start offset after the append (v5+ answers carry it).
     log_start: i64,
     why: Option<&'static str>,
+    /// (producer id, producer epoch, first sequence) of an idempotent producer's batch.
+    batch: Option<(i64, i16, i32)>,
 }
 
 impl Appended {
@@ -244,6 +255,7 @@ impl Appended {
             last,
             append_time,
             why: None,
+            batch: None,
         }
     }
 
@@ -256,6 +268,7 @@ impl Appended {
             append_time: None,
             log_start: -1,
             why,
+            batch: None,
         }
     }
 }
@@ -266,18 +279,24 @@ fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: In
     loop {
         let seen = rm.notifier.seq();
         let mut pending = false;
+        // A partition no longer led here learns its high watermark from its new leader's
+        // fetch answers, which wake no one here: looked at again every few milliseconds.
+        let mut follower_pending = false;
         for r in results.iter_mut() {
             if let (Some(p), ErrorCode::None) = (&r.part, r.error)
                 && r.last >= r.first
             {
-                match rm.acks_all_status(p, r.last + 1) {
+                match rm.acks_all_status(p, r.first, r.last + 1, r.batch) {
                     Some(ErrorCode::None) => r.part = None,
                     Some(e) => {
                         r.part = None;
                         r.error = e;
                         r.first = -1;
                     }
-                    None => pending = true,
+                    None => {
+                        pending = true;
+                        follower_pending |= p.role() != Role::Leader;
+                    }
                 }
             }
         }
@@ -293,9 +312,17 @@ fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: In
             }
             return;
         }
-        rm.notifier.wait_after(seen, deadline);
+        let wake = if follower_pending {
+            deadline.min(Instant::now() + FOLLOWER_RECHECK)
+        } else {
+            deadline
+        };
+        rm.notifier.wait_after(seen, wake);
     }
 }
+
+/// How often a parked answer looks again at a partition that is no longer led here.
+const FOLLOWER_RECHECK: Duration = Duration::from_millis(10);
 
 /// The response at `version`, partition by partition in the request's order (`topics`).
 fn answer_produce<T>(

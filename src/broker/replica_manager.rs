@@ -446,15 +446,35 @@ impl ReplicaManager {
         Ok((first, first + i64::from(count) - 1))
     }
 
-    /// Outcome of an acks=all wait on one partition, checked under the partition lock.
+    /// Outcome of an acks=all wait on one partition for what was appended at `first` up to
+    /// `required_offset`, checked under the partition lock.
+    ///
+    /// No longer the leader, an idempotent producer's batch (`batch`) still waits for the
+    /// truth: it may be committed by the new leader, which had fetched it, or cut from our log
+    /// as diverging. NOT_LEADER_FOR_PARTITION tells such a producer (librdkafka) the batch was
+    /// not stored; if it then renumbers its messages under a new producer epoch (which it does
+    /// for a sequence gap on any partition) a stored batch would be stored twice. So the answer
+    /// is success once our high watermark, now the new leader's, passes the batch while our log
+    /// still holds it, and NOT_LEADER_FOR_PARTITION once our log no longer holds it.
     pub fn acks_all_status(
         &self,
         partition: &Partition,
+        first: i64,
         required_offset: i64,
+        batch: Option<(i64, i16, i32)>,
     ) -> Option<ErrorCode> {
         let st = partition.lock();
         if st.role != Role::Leader {
-            return Some(ErrorCode::NotLeaderForPartition);
+            drop(st);
+            let Some(batch) = batch else {
+                return Some(ErrorCode::NotLeaderForPartition);
+            };
+            return match partition.log.producer_batch_at(first) {
+                Ok(Some(held)) if held == batch => {
+                    (partition.high_watermark() >= required_offset).then_some(ErrorCode::None)
+                }
+                _ => Some(ErrorCode::NotLeaderForPartition),
+            };
         }
         if partition.high_watermark() >= required_offset {
             if st.isr.len() < partition.min_insync_replicas(self.min_insync_replicas) {

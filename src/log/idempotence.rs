@@ -40,6 +40,23 @@ impl Log {
         Ok(())
     }
 
+    /// The idempotent producer's batch that starts at `offset` here, as (producer id, producer
+    /// epoch, first sequence); `None` when the log holds no such batch there (cut, or never
+    /// written, or not an idempotent producer's).
+    pub fn producer_batch_at(&self, offset: i64) -> io::Result<Option<(i64, i16, i32)>> {
+        if offset >= self.log_end_offset() || offset < self.log_start_offset() {
+            return Ok(None);
+        }
+        for seg in self.segments_from(offset) {
+            if let Some(h) = seg.header_at(offset)? {
+                return Ok(record_batch::producer_meta(&h)
+                    .filter(|m| m.base_offset == offset)
+                    .map(|m| (m.producer_id, m.epoch, m.base_sequence)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Forgets producers whose last batch is older than `cutoff` ms
     /// (`producer.id.expiration.ms`); their next batch must start a new sequence.
     pub fn expire_producers(&self, cutoff: i64) -> usize {

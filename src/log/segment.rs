@@ -332,6 +332,16 @@ impl Segment {
         Ok(())
     }
 
+    /// The first `HEADER_PEEK` bytes of the entry holding `offset`; `None` past the end.
+    pub fn header_at(&self, offset: i64) -> io::Result<Option<Vec<u8>>> {
+        let mut found = None;
+        self.scan_headers(self.position_of(offset)?, self.size(), |h, _| {
+            found = Some(h.to_vec());
+            false
+        })?;
+        Ok(found)
+    }
+
     /// Byte position of the first entry with offset >= `offset`, or `size` if none.
     pub fn position_of(&self, offset: i64) -> io::Result<u64> {
         let end = self.size();

@@ -69,6 +69,9 @@ struct Shared {
     chroot: String,
     session_timeout: Duration,
     closed: AtomicBool,
+    /// `close` has begun: the server hangs up after CloseSession, which must not be taken for
+    /// a lost connection to reconnect.
+    closing: AtomicBool,
     conn: Mutex<Conn>,
     connected: Condvar,
     next_xid: AtomicI32,
@@ -120,6 +123,7 @@ impl Session {
             chroot,
             session_timeout,
             closed: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             conn: Mutex::new(Conn {
                 stream: None,
                 session_id: 0,
@@ -195,6 +199,7 @@ impl Session {
             let mut conn = s.conn.lock();
             while conn.stream.is_none() {
                 if s.closed.load(Ordering::Acquire)
+                    || s.closing.load(Ordering::Acquire)
                     || s.connected.wait_until(&mut conn, deadline).timed_out()
                 {
                     return Err(ZkError::ConnectionLoss);
@@ -231,7 +236,7 @@ impl Session {
     /// Ends the session (its ephemeral nodes go at once) and stops the threads.
     pub fn close(&self) {
         let s = &self.shared;
-        if s.closed.load(Ordering::Acquire) {
+        if s.closed.load(Ordering::Acquire) || s.closing.swap(true, Ordering::AcqRel) {
             return;
         }
         if self.is_connected() {
@@ -288,7 +293,7 @@ impl Shared {
         let mut last_contact = Instant::now();
         let mut lost = false;
         let mut failures = 0u32;
-        while !self.closed.load(Ordering::Acquire) {
+        while !self.closed.load(Ordering::Acquire) && !self.closing.load(Ordering::Acquire) {
             let host = self.hosts[next_host % self.hosts.len()].clone();
             match self.connect(&host) {
                 Ok((stream, negotiated)) => {

@@ -235,6 +235,13 @@ impl Cluster {
             .map(|(l, _)| l)
     }
 
+    /// The broker `/controller` names.
+    pub fn controller(&self) -> Option<i32> {
+        let (d, _) = self.zk.get_data(paths::CONTROLLER).ok()?;
+        let e: paths::ElectedBroker = serde_json::from_slice(&d).ok()?;
+        Some(e.brokerid)
+    }
+
     pub fn leader(&self, topic: &str, partition: i32) -> i32 {
         self.state(topic, partition).map_or(-1, |s| s.leader)
     }

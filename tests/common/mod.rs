@@ -446,9 +446,20 @@ pub fn message_set(values: &[&[u8]]) -> Vec<u8> {
     set
 }
 
-/// (offset, value) of every complete message in a fetched set, in any format.
 /// One format v2 batch holding one record with `value` (what Produce v3+ carries).
 pub fn one_record_batch(value: &str) -> Vec<u8> {
+    one_record(value).finish(0).unwrap()
+}
+
+/// The same batch as an idempotent producer's (`pid`, `epoch`) sends it at `sequence`.
+pub fn one_idempotent_record(value: &str, pid: i64, epoch: i16, sequence: i32) -> Vec<u8> {
+    one_record(value)
+        .idempotent(pid, epoch, sequence)
+        .finish(0)
+        .unwrap()
+}
+
+fn one_record(value: &str) -> gregor::protocol::record_batch::BatchBuilder {
     let mut b = gregor::protocol::record_batch::BatchBuilder::new();
     b.push(&gregor::protocol::record_batch::NewRecord {
         timestamp: 1_700_000_000_000,
@@ -456,9 +467,31 @@ pub fn one_record_batch(value: &str) -> Vec<u8> {
         value: Some(value.as_bytes()),
         headers: &[],
     });
-    b.finish(0).unwrap()
+    b
 }
 
+/// InitProducerId (without a transactional id) at `version`: a producer id and epoch.
+pub fn init_producer(
+    c: &mut Client,
+    version: i16,
+    pid: i64,
+    epoch: i16,
+) -> gregor::protocol::init_producer_id::InitProducerIdResponse {
+    use gregor::protocol::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+    let req = InitProducerIdRequest {
+        transactional_id: None,
+        transaction_timeout_ms: 60_000,
+        producer_id: pid,
+        producer_epoch: epoch,
+    };
+    c.chan
+        .call(22, version, &|b| req.encode(b, version), |r| {
+            InitProducerIdResponse::decode(r, version)
+        })
+        .unwrap()
+}
+
+/// (offset, value) of every complete message in a fetched set, in any format.
 pub fn values(set: &[u8]) -> Vec<(i64, Vec<u8>)> {
     gregor::protocol::records::decode_deep(set)
         .unwrap()
