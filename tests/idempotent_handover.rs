@@ -108,3 +108,44 @@ fn a_waiting_batch_the_new_leader_holds_is_not_answered_not_leader() {
         vec![(0, b"a".to_vec()), (1, b"b".to_vec())]
     );
 }
+
+/// The race at a leadership change that makes librdkafka bump its producer epoch: a batch
+/// reaches the heir just before it takes the partition (NOT_LEADER_FOR_PARTITION), the next
+/// one just after. The second is answered as the first was, not OUT_OF_ORDER_SEQUENCE_NUMBER
+/// (nor UNKNOWN_PRODUCER_ID for a producer the heir has not seen yet); retried in order,
+/// both are stored once.
+#[test]
+fn a_batch_behind_one_refused_before_the_leadership_change_gets_the_same_answer() {
+    let mut c = Cluster::start("idempotent-refused", 3, &[]);
+    let heir = if c.controller() == Some(2) { 3 } else { 2 };
+    let other = 5 - heir;
+    c.create_topic_on("rf", &format!("1:{heir}:{other}"));
+    let pid = init_producer(&mut c.client(1), 4, -1, -1).producer_id;
+    let (a, b) = (
+        one_idempotent_record("a", pid, 0, 0),
+        one_idempotent_record("b", pid, 0, 1),
+    );
+    let mut at_heir = c.client(heir);
+    let refused = at_heir.produce_v(9, -1, "rf", 0, &a).error_code;
+    assert_eq!(refused, ErrorCode::NotLeaderForPartition.code());
+    c.terminate(1);
+    // The heir leads once it answers produce; until then `b` would be refused as `a` was.
+    // Once it leads, `b` still is: `a` has not come again.
+    let led = poll_until(Duration::from_secs(30), Duration::from_millis(20), || {
+        c.client(heir).try_produce_empty("rf", 0) == Some(0)
+    });
+    assert!(led, "the heir never took the partition");
+    assert_eq!(
+        at_heir.produce_v(9, -1, "rf", 0, &b).error_code,
+        refused,
+        "the batch behind the refused one, once the heir leads"
+    );
+    assert_eq!(at_heir.produce_v(9, -1, "rf", 0, &a).error_code, 0);
+    let p = at_heir.produce_v(9, -1, "rf", 0, &b);
+    assert_eq!((p.error_code, p.base_offset), (0, 1));
+    let fetched = at_heir.fetch("rf", 0, 0, 0).message_set;
+    assert_eq!(
+        values(&fetched),
+        vec![(0, b"a".to_vec()), (1, b"b".to_vec())]
+    );
+}

@@ -36,6 +36,7 @@ fn producer_error_code(e: ProducerError) -> ErrorCode {
         ProducerError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
         ProducerError::InvalidEpoch { .. } => ErrorCode::InvalidProducerEpoch,
         ProducerError::UnknownProducer => ErrorCode::UnknownProducerId,
+        ProducerError::BehindRefused { code } => ErrorCode::from_code(code),
     }
 }
 
@@ -392,11 +393,21 @@ impl ReplicaManager {
         acks: i16,
     ) -> Result<(i64, i64), ErrorCode> {
         let st = partition.lock();
-        if st.role != Role::Leader {
-            return Err(ErrorCode::NotLeaderForPartition);
-        }
-        if acks == -1 && st.isr.len() < partition.min_insync_replicas(self.min_insync_replicas) {
-            return Err(ErrorCode::NotEnoughReplicas);
+        let refusal = if st.role != Role::Leader {
+            Some(ErrorCode::NotLeaderForPartition)
+        } else if acks == -1
+            && st.isr.len() < partition.min_insync_replicas(self.min_insync_replicas)
+        {
+            Some(ErrorCode::NotEnoughReplicas)
+        } else {
+            None
+        };
+        if let Some(e) = refusal {
+            // What an idempotent producer sends behind this batch gets the same answer.
+            if let Payload::Batch { batch, .. } = &payload {
+                partition.log.note_refused(batch, e.code());
+            }
+            return Err(e);
         }
         let (appended, count) = match payload {
             Payload::Plain(set, count) => (partition.log.append(set, count), count),

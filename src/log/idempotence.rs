@@ -57,6 +57,19 @@ impl Log {
         Ok(None)
     }
 
+    /// Notes that the idempotent batch `batch` (its header) was refused with `code` before
+    /// it reached the log (see `ProducerError::BehindRefused`).
+    pub fn note_refused(&self, batch: &[u8], code: i16) {
+        if let Some(m) = record_batch::producer_meta(batch) {
+            self.append_lock.lock().producers.note_refused(
+                m.producer_id,
+                m.epoch,
+                m.base_sequence,
+                code,
+            );
+        }
+    }
+
     /// Forgets producers whose last batch is older than `cutoff` ms
     /// (`producer.id.expiration.ms`); their next batch must start a new sequence.
     pub fn expire_producers(&self, cutoff: i64) -> usize {

@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +57,25 @@ pub enum ProducerError {
     /// No state for this producer and a sequence other than 0 (its state expired, or its
     /// batches were removed by retention).
     UnknownProducer,
+    /// The batch the sequence waits for was refused a moment ago before reaching the log,
+    /// with the protocol error `code` (it reached this broker before it led the partition, or
+    /// while its ISR was too small): this one, sent behind it, gets the same answer. Both are
+    /// retried in order; an out-of-order answer would make librdkafka renumber every message
+    /// it holds under a new producer epoch, and send again any it could not tell were stored.
+    BehindRefused { code: i16 },
+}
+
+/// How long a refusal stands for the batches sent behind it: about a client's request
+/// timeout, after which a gap is a gap.
+const REFUSAL_MEMORY: Duration = Duration::from_secs(30);
+
+/// A batch refused before it reached the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Refusal {
+    epoch: i16,
+    first_seq: i32,
+    code: i16,
+    at: Instant,
 }
 
 /// The sequence after `seq` (sequences wrap from `i32::MAX` to 0).
@@ -72,6 +92,10 @@ pub fn last_seq(first: i32, count: i32) -> i32 {
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProducerStates {
     producers: HashMap<i64, Producer>,
+    /// The last batch refused before the log, per producer (not in snapshots: it matters
+    /// for seconds).
+    #[serde(skip)]
+    refused: HashMap<i64, Refusal>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -92,6 +116,48 @@ impl ProducerStates {
 
     /// Checks a batch (`count` records from sequence `first_seq`) against the state.
     pub fn check(
+        &self,
+        pid: i64,
+        epoch: i16,
+        first_seq: i32,
+        count: i32,
+    ) -> Result<Check, ProducerError> {
+        let verdict = self.check_sequence(pid, epoch, first_seq, count);
+        match verdict {
+            Err(ProducerError::OutOfOrderSequence { expected, .. }) => self
+                .behind_refusal(pid, epoch, expected)
+                .map_or(verdict, Err),
+            Err(ProducerError::UnknownProducer) => {
+                self.behind_refusal(pid, epoch, 0).map_or(verdict, Err)
+            }
+            v => v,
+        }
+    }
+
+    /// `BehindRefused` when the batch starting at `expected` was refused a moment ago.
+    fn behind_refusal(&self, pid: i64, epoch: i16, expected: i32) -> Option<ProducerError> {
+        self.refused
+            .get(&pid)
+            .filter(|r| r.epoch == epoch && r.first_seq == expected)
+            .filter(|r| r.at.elapsed() < REFUSAL_MEMORY)
+            .map(|r| ProducerError::BehindRefused { code: r.code })
+    }
+
+    /// Notes a batch refused before it reached the log, with the protocol error it got.
+    pub fn note_refused(&mut self, pid: i64, epoch: i16, first_seq: i32, code: i16) {
+        let at = Instant::now();
+        self.refused.insert(
+            pid,
+            Refusal {
+                epoch,
+                first_seq,
+                code,
+                at,
+            },
+        );
+    }
+
+    fn check_sequence(
         &self,
         pid: i64,
         epoch: i16,
@@ -147,6 +213,13 @@ impl ProducerStates {
     /// Records a batch appended to the log (by the leader after `check`, or by a follower, or
     /// while rebuilding).
     pub fn record(&mut self, pid: i64, epoch: i16, batch: BatchMeta, timestamp: i64) {
+        if self
+            .refused
+            .get(&pid)
+            .is_some_and(|r| r.epoch == epoch && r.first_seq == batch.first_seq)
+        {
+            self.refused.remove(&pid);
+        }
         let p = self.producers.entry(pid).or_insert_with(|| Producer {
             epoch,
             batches: VecDeque::new(),
@@ -293,6 +366,37 @@ mod tests {
         }
         assert!(matches!(s.check(7, 1, 1, 1), Ok(Check::Duplicate { .. })));
         assert!(s.check(7, 1, 0, 1).is_err());
+    }
+
+    /// A batch refused before the log (NOT_LEADER_FOR_PARTITION, code 6) holds up the ones
+    /// sent behind it with the same answer, until it is appended; then a gap is a gap again.
+    #[test]
+    fn batches_behind_a_refused_one_get_its_answer() {
+        let mut s = ProducerStates::default();
+        s.record(7, 0, meta(0, 2, 100), 1);
+        s.note_refused(7, 0, 3, 6);
+        assert_eq!(
+            s.check(7, 0, 4, 1),
+            Err(ProducerError::BehindRefused { code: 6 })
+        );
+        assert_eq!(s.check(7, 0, 3, 1), Ok(Check::Append));
+        // Another epoch's refusal says nothing about this one.
+        assert!(matches!(
+            s.check(7, 1, 1, 1),
+            Err(ProducerError::OutOfOrderSequence { .. })
+        ));
+        s.record(7, 0, meta(3, 3, 103), 2);
+        assert!(matches!(
+            s.check(7, 0, 5, 1),
+            Err(ProducerError::OutOfOrderSequence { .. })
+        ));
+        // A new producer whose first batch was refused.
+        s.note_refused(9, 0, 0, 19);
+        assert_eq!(
+            s.check(9, 0, 1, 1),
+            Err(ProducerError::BehindRefused { code: 19 })
+        );
+        assert_eq!(s.check(9, 0, 0, 1), Ok(Check::Append));
     }
 
     #[test]
