@@ -4,10 +4,12 @@ librdkafka's default in-flight window), another reads the partition by assign();
 receive time minus the send time carried in the value.
 
   target/python-venv/bin/python scripts/e2e_latency.py c BOOTSTRAP TOPIC RATE SECONDS ACKS &    # the consumer, first
-  target/python-venv/bin/python scripts/e2e_latency.py p BOOTSTRAP TOPIC RATE SECONDS ACKS [MAX_IN_FLIGHT]
+  target/python-venv/bin/python scripts/e2e_latency.py p BOOTSTRAP TOPIC RATE SECONDS ACKS [MAX_IN_FLIGHT [spin]]
 
-The consumer prints `rate R acks A n N p50 .. p99 .. p99.9 .. max .. ms`. The producer
-busy-waits to hold its rate, so on a 2-core machine the figures include that contention.
+The consumer prints `rate R acks A n N p50 .. p99 .. p99.9 .. max .. ms`. The producer sends
+what is due and sleeps until the next message is (`spin`: busy-waits instead, as it used to,
+which on a 2-core machine takes a core from the brokers). Latency counts from the moment a
+message is produced.
 """
 import sys, time, struct
 from confluent_kafka import Producer, Consumer, TopicPartition
@@ -28,10 +30,19 @@ if mode == "c":
     print("rate %d acks %s n %d p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms" % (rate, acks, len(lat), q(.5), q(.99), q(.999), lat[-1]*1000))
 else:
     p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, "max.in.flight": int(sys.argv[7]) if len(sys.argv) > 7 else 1000000})
-    start = time.time(); pad = b"x" * 92
-    for i in range(n):
-        target = start + i / rate
-        while time.time() < target: pass
-        p.produce(topic, struct.pack(">d", time.time()) + pad, partition=0)
+    start = time.time(); pad = b"x" * 92; sent = 0
+    spin = len(sys.argv) > 8 and sys.argv[8] == "spin"
+    while sent < n:
+        # What is due by now goes out at once (a client with linger.ms=0 sends as it
+        # produces); between ticks the producer sleeps, leaving the cores to the brokers,
+        # unless `spin` asks for the old busy wait.
+        due = min(n, int((time.time() - start) * rate) + 1)
+        while sent < due:
+            p.produce(topic, struct.pack(">d", time.time()) + pad, partition=0)
+            sent += 1
         p.poll(0)
+        if spin:
+            while time.time() < start + sent / rate: pass
+        else:
+            time.sleep(max(0.0, start + sent / rate - time.time()))
     p.flush()

@@ -88,7 +88,7 @@ impl Response {
     /// than its slice (truncated meanwhile) fails the write: the frame cannot be completed,
     /// and the caller closes the connection, as Kafka does.
     pub fn write_to(&mut self, stream: &mut TcpStream) -> io::Result<()> {
-        let size = (self.total_len() - 4) as u32;
+        let size = frame_size(self.total_len())?;
         self.buf[..4].copy_from_slice(&size.to_be_bytes());
         let mut from = 0;
         for (at, slice) in &self.slices {
@@ -100,6 +100,18 @@ impl Response {
         self.slices.clear();
         Ok(())
     }
+}
+
+/// The size field of an answer of `total` bytes (its own 4 included). A frame's size is an
+/// i32: an answer past it (a `fetch.max.bytes` near 2 GiB) fails instead of wrapping into a
+/// size the client would misread, and the caller closes the connection.
+pub fn frame_size(total: usize) -> io::Result<i32> {
+    i32::try_from(total.saturating_sub(4)).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("an answer of {total} bytes is past the protocol's 2 GiB frame"),
+        )
+    })
 }
 
 fn send_file(socket: RawFd, slice: &FileSlice) -> io::Result<()> {
@@ -133,6 +145,14 @@ mod tests {
     use super::*;
     use std::io::Read;
     use std::net::TcpListener;
+
+    #[test]
+    fn a_frame_past_2_gib_is_an_error_not_a_wrapped_size() {
+        assert_eq!(frame_size(13).unwrap(), 9);
+        assert_eq!(frame_size(i32::MAX as usize + 4).unwrap(), i32::MAX);
+        assert!(frame_size(i32::MAX as usize + 5).is_err());
+        assert!(frame_size(5 << 30).is_err());
+    }
 
     #[test]
     fn slices_go_out_in_place_and_truncate_with_the_bytes() {

@@ -359,7 +359,7 @@ fn read_body(
 
 /// Puts the size in front of an answer and sends it.
 fn write_answer(stream: &mut TcpStream, out: &mut [u8]) -> io::Result<()> {
-    let n = (out.len() - 4) as i32;
+    let n = super::response::frame_size(out.len())?;
     out[..4].copy_from_slice(&n.to_be_bytes());
     stream.write_all(out)
 }
