@@ -18,15 +18,22 @@ fn main() {
     let zk = ZkClient::connect(connect, Duration::from_secs(6)).expect("connect to ZooKeeper");
     let paths: Vec<String> = (0..n).map(|i: usize| format!("/bench/n{i}")).collect();
     if zk.exists("/bench/n0").expect("exists").is_none() {
-        pipeline::map(&paths, |p| zk.create_persistent(p, b"{}".to_vec()).expect("create"));
+        pipeline::map(&paths, |p| {
+            zk.create_persistent(p, b"{}".to_vec()).expect("create")
+        });
     }
     for round in 0..5 {
         let t = Instant::now();
         pipeline::map(&paths, |p| zk.get_data(p).expect("read"));
         let reads = t.elapsed();
         let t = Instant::now();
-        pipeline::map(&paths, |p| zk.set_data(p, b"{}".to_vec(), None).expect("write"));
-        println!("round {round}: {n} reads {reads:?}, {n} writes {:?}", t.elapsed());
+        pipeline::map(&paths, |p| {
+            zk.set_data(p, b"{}".to_vec(), None).expect("write")
+        });
+        println!(
+            "round {round}: {n} reads {reads:?}, {n} writes {:?}",
+            t.elapsed()
+        );
     }
     zk.close();
 }

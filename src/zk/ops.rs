@@ -9,6 +9,27 @@ fn boxed<W: Fn(WatchedEvent) + Send + 'static>(w: W) -> Watcher {
 }
 
 impl Session {
+    /// A read that may set a watch of `kind` on `path` (exists, getData, getChildren): the
+    /// request is the path and whether to watch.
+    fn read(
+        &self,
+        op: i32,
+        path: &str,
+        kind: WatchKind,
+        watch: Option<Watcher>,
+    ) -> ZkResult<Vec<u8>> {
+        let server = self.server_path(path);
+        let set = watch.is_some();
+        let watch = watch.map(|w| (kind, server.clone(), w));
+        self.call(
+            op,
+            |f| {
+                f.string(&server).bool(set);
+            },
+            watch,
+        )
+    }
+
     /// Creates `path`; returns the path created (a sequential node's has its number).
     pub fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> ZkResult<String> {
         let server = self.server_path(path);
@@ -36,16 +57,7 @@ impl Session {
     }
 
     fn exists_with(&self, path: &str, watch: Option<Watcher>) -> ZkResult<Option<Stat>> {
-        let server = self.server_path(path);
-        let set = watch.is_some();
-        let watch = watch.map(|w| (WatchKind::Data, server.clone(), w));
-        match self.call(
-            op::EXISTS,
-            |f| {
-                f.string(&server).bool(set);
-            },
-            watch,
-        ) {
+        match self.read(op::EXISTS, path, WatchKind::Data, watch) {
             Ok(body) => Reader::new(&body).stat().map(Some),
             Err(ZkError::NoNode) => Ok(None),
             Err(e) => Err(e),
@@ -66,16 +78,7 @@ impl Session {
     }
 
     fn get_data_with(&self, path: &str, watch: Option<Watcher>) -> ZkResult<(Vec<u8>, Stat)> {
-        let server = self.server_path(path);
-        let set = watch.is_some();
-        let watch = watch.map(|w| (WatchKind::Data, server.clone(), w));
-        let body = self.call(
-            op::GET_DATA,
-            |f| {
-                f.string(&server).bool(set);
-            },
-            watch,
-        )?;
+        let body = self.read(op::GET_DATA, path, WatchKind::Data, watch)?;
         let mut r = Reader::new(&body);
         let data = r.bytes()?.unwrap_or_default().to_vec();
         Ok((data, r.stat()?))
@@ -108,16 +111,7 @@ impl Session {
     }
 
     fn get_children_with(&self, path: &str, watch: Option<Watcher>) -> ZkResult<Vec<String>> {
-        let server = self.server_path(path);
-        let set = watch.is_some();
-        let watch = watch.map(|w| (WatchKind::Child, server.clone(), w));
-        let body = self.call(
-            op::GET_CHILDREN,
-            |f| {
-                f.string(&server).bool(set);
-            },
-            watch,
-        )?;
+        let body = self.read(op::GET_CHILDREN, path, WatchKind::Child, watch)?;
         Reader::new(&body).strings()
     }
 
