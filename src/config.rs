@@ -78,6 +78,9 @@ pub struct BrokerConfig {
     pub controlled_shutdown_enable: bool,
     pub controlled_shutdown_max_retries: u32,
     pub controlled_shutdown_retry_backoff: Duration,
+    /// `controller.socket.timeout.ms`: how long the controller's requests to a broker, and a
+    /// broker's ControlledShutdown to the controller, wait for an answer.
+    pub controller_socket_timeout: Duration,
     /// How long the coordinator waits for every StopResponse and StartResponse of a rebalance.
     pub coordinator_rebalance_timeout: Duration,
     /// First wait before a failed rebalance is tried again (doubling per failure).
@@ -266,6 +269,7 @@ impl BrokerConfig {
             controlled_shutdown_max_retries: p.parse("controlled.shutdown.max.retries", 3)?,
             controlled_shutdown_retry_backoff: p
                 .millis("controlled.shutdown.retry.backoff.ms", 1000)?,
+            controller_socket_timeout: p.millis("controller.socket.timeout.ms", 30_000)?,
             coordinator_rebalance_timeout: p.millis("coordinator.rebalance.timeout.ms", 10_000)?,
             coordinator_rebalance_backoff: p.millis("coordinator.rebalance.backoff.ms", 500)?,
             group_min_session_timeout: p.millis("group.min.session.timeout.ms", 6000)?,

@@ -359,6 +359,35 @@ fn controlled_shutdown_moves_all_leadership_away_before_exit() {
     }
 }
 
+/// A controlled shutdown whose controller stops answering (paused: its session is about to
+/// expire) asks the controller elected next as soon as there is one, instead of waiting out
+/// `controller.socket.timeout.ms` — ten minutes here, past `terminate`'s own deadline, which
+/// the old wait failed.
+#[test]
+fn a_controlled_shutdown_turns_to_the_next_controller_when_the_one_asked_stops_answering() {
+    let mut c = Cluster::start(
+        "ctrlshut-paused",
+        3,
+        &[("controller.socket.timeout.ms", "600000")],
+    );
+    let controller = c.controller().unwrap();
+    let leaving = if controller == 1 { 2 } else { 1 };
+    let heir = 6 - leaving - controller;
+    c.create_topic_on("t", &format!("{leaving}:{heir}:{controller}"));
+    c.pause(controller);
+    let st = c.terminate(leaving);
+    c.resume(controller);
+    assert!(st.success(), "clean exit: {st:?}");
+    let log = c.log_of(leaving);
+    assert!(
+        log.contains(&format!(
+            "controller {controller} was replaced while we waited"
+        )) && log.contains("controlled shutdown complete"),
+        "{log}"
+    );
+    assert_eq!(c.leader("t", 0), heir);
+}
+
 #[test]
 fn a_returning_broker_deletes_partitions_of_a_deleted_and_recreated_topic() {
     let mut c = Cluster::start("recreate", 3, &[]);

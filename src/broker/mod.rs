@@ -8,6 +8,7 @@
 mod admin_apis;
 pub mod apis;
 mod config_apis;
+mod controlled_shutdown;
 mod controller_epoch;
 mod coordinator_apis;
 mod group_apis;
@@ -43,10 +44,8 @@ use crate::coordinator::{Coordinator, CoordinatorConfig};
 use crate::log::LogManager;
 use crate::metrics::BrokerMetrics;
 use crate::metrics::http::MetricsServer;
-use crate::network::{BlockingChannel, ConnectionQuotas, ListenerSpec, RequestPool, SocketServer};
-use crate::protocol::controller::{ControlledShutdownRequest, ControlledShutdownResponse};
-use crate::protocol::header::CONTROLLED_SHUTDOWN;
-use crate::protocol::{EndPoint, ErrorCode};
+use crate::network::{ConnectionQuotas, ListenerSpec, RequestPool, SocketServer};
+use crate::protocol::EndPoint;
 use crate::zk::{ZkClient, paths};
 use apis::KafkaApis;
 use metadata_cache::MetadataCache;
@@ -129,6 +128,7 @@ impl Broker {
             zk.clone(),
             config.unclean_leader_election_enable,
             config.listeners.inter_broker.clone(),
+            config.controller_socket_timeout,
         );
         let coordinator = Coordinator::new(
             id,
@@ -289,69 +289,6 @@ impl Broker {
             .iter()
             .position(|l| l.name == name)?;
         Some(self.servers[i].local_addr())
-    }
-
-    /// Sends ControlledShutdown to the controller until it reports no partition still led
-    /// here, or `controlled.shutdown.max.retries` is used up; then the broker stops anyway
-    /// (clients fall back to the session-timeout failover for what is left).
-    fn controlled_shutdown(&self) {
-        let id = self.config.broker_id;
-        let tries = self.config.controlled_shutdown_max_retries + 1;
-        for attempt in 1..=tries {
-            match self.ask_controller_to_move_leaders() {
-                Ok(remaining) if remaining.is_empty() => {
-                    log::info!("[Broker {id}] controlled shutdown complete: no partition led here");
-                    return;
-                }
-                Ok(remaining) => log::info!(
-                    "[Broker {id}] controlled shutdown attempt {attempt}: still leading {remaining:?}"
-                ),
-                Err(e) => {
-                    log::warn!("[Broker {id}] controlled shutdown attempt {attempt} failed: {e}")
-                }
-            }
-            if attempt < tries {
-                std::thread::sleep(self.config.controlled_shutdown_retry_backoff);
-            }
-        }
-        log::warn!("[Broker {id}] proceeding with shutdown without moving every leader");
-    }
-
-    fn ask_controller_to_move_leaders(&self) -> Result<Vec<(String, i32)>, String> {
-        let (data, _) = self
-            .zk
-            .get_data(paths::CONTROLLER)
-            .map_err(|e| format!("no controller: {e:?}"))?;
-        let c: paths::ElectedBroker =
-            paths::from_json(paths::CONTROLLER, &data).map_err(|e| format!("{e:?}"))?;
-        let brokers = paths::live_brokers(&self.zk).map_err(|e| format!("{e:?}"))?;
-        let listener = &self.config.listeners.inter_broker;
-        let b = brokers
-            .iter()
-            .find(|b| b.id == c.brokerid)
-            .ok_or("controller not registered")?
-            .on(listener)
-            .ok_or_else(|| format!("the controller has no {listener} listener"))?;
-        let mut chan = BlockingChannel::connect(
-            (b.host.as_str(), b.port as u16),
-            &format!("broker-{}", self.id()),
-            std::time::Duration::from_secs(30),
-        )
-        .map_err(|e| e.to_string())?;
-        let req = ControlledShutdownRequest {
-            broker_id: self.id(),
-        };
-        let raw = chan
-            .round_trip_raw(CONTROLLED_SHUTDOWN, 1, &|b| {
-                crate::protocol::Encode::encode(&req, b)
-            })
-            .map_err(|e| e.to_string())?;
-        let resp: ControlledShutdownResponse =
-            crate::protocol::decode_all(&raw).map_err(|e| e.to_string())?;
-        match ErrorCode::from_code(resp.error_code) {
-            ErrorCode::None => Ok(resp.partitions_remaining),
-            e => Err(format!("controller answered {e:?}")),
-        }
     }
 
     /// Runs `task` every `every` on its own thread until shutdown.

@@ -23,9 +23,6 @@ use crate::protocol::controller::{
 use crate::protocol::header::{LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, oldest_version};
 use crate::protocol::{BrokerInfo, Encode, decode_all};
 
-/// `controller.socket.timeout.ms` of Kafka 0.8.
-const SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
-
 struct Command {
     api_key: i16,
     body: Vec<u8>,
@@ -39,13 +36,16 @@ struct BrokerSender {
 
 pub struct ControllerChannelManager {
     controller_id: i32,
+    /// `controller.socket.timeout.ms`.
+    socket_timeout: Duration,
     senders: HashMap<i32, BrokerSender>,
 }
 
 impl ControllerChannelManager {
-    pub fn new(controller_id: i32) -> Self {
+    pub fn new(controller_id: i32, socket_timeout: Duration) -> Self {
         ControllerChannelManager {
             controller_id,
+            socket_timeout,
             senders: HashMap::new(),
         }
     }
@@ -56,15 +56,16 @@ impl ControllerChannelManager {
         }
         let (tx, rx) = unbounded();
         let stopped = Arc::new(AtomicBool::new(false));
-        let (addr, controller, target, st) = (
+        let (addr, controller, target, st, timeout) = (
             format!("{}:{}", b.host, b.port),
             self.controller_id,
             b.id,
             stopped.clone(),
+            self.socket_timeout,
         );
         std::thread::Builder::new()
             .name(format!("controller-{controller}-to-broker-{target}"))
-            .spawn(move || send_loop(controller, target, &addr, rx, &st))
+            .spawn(move || send_loop(controller, target, &addr, timeout, rx, &st))
             .expect("spawn controller sender thread");
         self.senders.insert(b.id, BrokerSender { tx, stopped });
     }
@@ -101,6 +102,7 @@ fn send_loop(
     controller: i32,
     target: i32,
     addr: &str,
+    socket_timeout: Duration,
     rx: Receiver<Command>,
     stopped: &AtomicBool,
 ) {
@@ -113,7 +115,7 @@ fn send_loop(
                 match BlockingChannel::connect(
                     addr,
                     &format!("controller-{controller}"),
-                    SOCKET_TIMEOUT,
+                    socket_timeout,
                 ) {
                     Ok(c) => chan = Some(c),
                     Err(e) => log::debug!("{tag} connect to {addr} failed: {e}"),

@@ -177,6 +177,7 @@ impl KafkaController {
         zk: Arc<ZkClient>,
         unclean_leader_election: bool,
         inter_broker_listener: String,
+        socket_timeout: std::time::Duration,
     ) -> Arc<KafkaController> {
         let (tx, rx) = unbounded();
         let stats = Arc::new(ControllerStats::default());
@@ -184,7 +185,7 @@ impl KafkaController {
             broker_id,
             zk: zk.clone(),
             ctx: ControllerContext::default(),
-            channels: ControllerChannelManager::new(broker_id),
+            channels: ControllerChannelManager::new(broker_id, socket_timeout),
             events: tx.clone(),
             unclean_leader_election,
             inter_broker_listener,
