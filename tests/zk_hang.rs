@@ -50,7 +50,7 @@ fn a_hung_zookeeper_costs_one_thread_and_one_connection_at_a_time() {
     // Several handshakes time out in turn (each after a second); the loss is reported once.
     while accepted.load(Ordering::SeqCst) < 5 && Instant::now() < deadline {
         match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(SessionEvent::Lost) => lost = true,
+            Ok(SessionEvent::Lost { .. }) => lost = true,
             Ok(e) => panic!("a server that never answers gave {e:?}"),
             Err(_) => {}
         }

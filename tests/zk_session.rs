@@ -478,3 +478,45 @@ fn watches_fire_once_with_the_callers_path_and_a_dead_server_is_passed_over() {
     assert_eq!(zk.exists("/a"), Ok(None));
     zk.close();
 }
+
+/// A controller command with a newer epoch is checked against ZooKeeper first; when the
+/// connection drops under that read, the read is asked again once ZooKeeper answers instead
+/// of refusing the command: a refusal is final (the controller does not send the command
+/// again). Found by a 10-minute chaos run: a broker resumed from a pause lost its ZooKeeper
+/// connection while checking the new controller's LeaderAndIsr, refused it, and stayed out of
+/// a partition's ISR for minutes.
+#[test]
+fn a_newer_controller_epoch_is_checked_again_when_the_connection_drops_under_the_read() {
+    use common::{FakeController, TestBroker, partition_state, tps};
+    common::init_logging();
+    let zk_server = PrivateZk::start();
+    let connect = format!("{}/epoch-check", zk_server.addr);
+    let controller = FakeController::claim(&connect);
+    controller
+        .zk
+        .create_persistent(paths::CONTROLLER_EPOCH, b"7".to_vec())
+        .unwrap();
+    let b = TestBroker::start(1, &connect, &[("zookeeper.session.timeout.ms", "6000")]);
+    let (mut c, info) = (b.client(), b.info());
+    let zk_pid = zk_server.child.as_ref().unwrap().id() as i32;
+    // SAFETY: stopping and resuming our own child process.
+    unsafe { libc::kill(zk_pid, libc::SIGSTOP) };
+    let asking = std::thread::spawn(move || {
+        let state = tps("x", 0, partition_state(1, 0, &[1], &[1], 7));
+        c.leader_and_isr(7, vec![state], vec![info], false)
+            .error_code
+    });
+    // The read of /controller_epoch is out when the broker gives the silent connection up.
+    wait_until(
+        Duration::from_secs(30),
+        "the broker to drop its ZooKeeper connection",
+        || !b.broker.zk.stats.is_connected(),
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(zk_pid, libc::SIGCONT) };
+    assert_eq!(
+        asking.join().unwrap(),
+        0,
+        "the command from the controller ZooKeeper names, at the epoch it holds"
+    );
+}

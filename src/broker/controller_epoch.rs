@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::protocol::ErrorCode;
-use crate::zk::{ZkClient, paths};
+use crate::zk::{ZkClient, paths, until_connected};
 
 pub struct ControllerEpoch {
     broker_id: i32,
@@ -58,7 +58,11 @@ impl ControllerEpoch {
             );
             Err(ErrorCode::StaleControllerEpoch)
         };
-        let in_zk = match paths::controller_epoch(&self.zk) {
+        // A read that loses its connection is asked again (within a session timeout): a
+        // refusal here is final — the controller does not send the command again — so only
+        // ZooKeeper's answer may refuse, never a moment without it.
+        let wait = self.zk.session_timeout();
+        let in_zk = match until_connected(wait, || paths::controller_epoch(&self.zk)) {
             Ok(e) => e.unwrap_or(0),
             Err(e) => return refuse(format!("cannot read {}: {e:?}", paths::CONTROLLER_EPOCH)),
         };
@@ -69,7 +73,9 @@ impl ControllerEpoch {
             // Refusing a late command of a controller that has just lost the election (the
             // next one has not counted its epoch yet) costs nothing: its successor's commands
             // follow.
-            match paths::read_json::<paths::ElectedBroker>(&self.zk, paths::CONTROLLER) {
+            match until_connected(wait, || {
+                paths::read_json::<paths::ElectedBroker>(&self.zk, paths::CONTROLLER)
+            }) {
                 Ok(Some(c)) if c.brokerid == controller_id => {}
                 Ok(None) => {}
                 Ok(Some(c)) => {

@@ -112,14 +112,14 @@ impl Broker {
         ));
         // ZooKeeper lost for a moment at start-up is waited out, as registering does.
         let wait = config.zookeeper_connection_timeout;
-        until_connected(wait, || replica_manager.delete_unassigned_partitions(&zk))
+        crate::zk::until_connected(wait, || replica_manager.delete_unassigned_partitions(&zk))
             .map_err(|e| err("cannot read topic assignments", &e))?;
         zk.add_session_listener(
             Arc::downgrade(&replica_manager) as std::sync::Weak<dyn crate::zk::SessionListener>
         );
         let metadata_cache = Arc::new(MetadataCache::default());
         // The cluster id, created by the first broker of a new cluster (Metadata v2+).
-        let cluster_id = until_connected(wait, || crate::zk::ids::cluster_id(&zk))
+        let cluster_id = crate::zk::until_connected(wait, || crate::zk::ids::cluster_id(&zk))
             .map_err(|e| err("cannot read the cluster id", &e))?;
         log::info!("[Broker {id}] cluster id {cluster_id}");
         metadata_cache.set_cluster_id(cluster_id);
@@ -341,25 +341,6 @@ impl Broker {
         self.log_manager.shutdown();
         self.zk.close();
         log::info!("[Broker {id}] shut down");
-    }
-}
-
-/// Runs `f` again while it fails because ZooKeeper cannot be reached for the moment
-/// (ConnectionLoss, OperationTimeout), up to `wait`.
-fn until_connected<T>(
-    wait: std::time::Duration,
-    mut f: impl FnMut() -> crate::zk::ZkResult<T>,
-) -> crate::zk::ZkResult<T> {
-    let deadline = std::time::Instant::now() + wait;
-    loop {
-        match f() {
-            Err(crate::zk::ZkError::ConnectionLoss | crate::zk::ZkError::OperationTimeout)
-                if std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            r => return r,
-        }
     }
 }
 

@@ -373,16 +373,15 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<SessionEvent>) {
         }
         match event {
             Ok(SessionEvent::Disconnected) => c.stats.disconnected(),
-            Ok(SessionEvent::Lost) if !lost => {
+            Ok(SessionEvent::Lost { session_id }) if !lost => {
                 log::warn!(
-                    "no contact with zookeeper for a session timeout ({:?}); session {:#x} counts as lost",
-                    c.session_timeout,
-                    c.session_id()
+                    "no contact with zookeeper for a session timeout ({:?}); session {session_id:#x} counts as lost",
+                    c.session_timeout
                 );
                 lost = true;
                 c.notify_session_lost();
             }
-            Ok(SessionEvent::Lost) => {}
+            Ok(SessionEvent::Lost { .. }) => {}
             Ok(SessionEvent::Connected { same_session, .. }) => {
                 c.stats.connected();
                 if same_session && !lost {
@@ -403,6 +402,23 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<SessionEvent>) {
                 }
             }
             Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+/// Runs `f` again while it fails because ZooKeeper cannot be reached for the moment
+/// (ConnectionLoss: the connection dropped under the call; OperationTimeout), up to `wait`.
+/// For calls that are safe to repeat: reads, and writes whose repetition is checked.
+pub fn until_connected<T>(wait: Duration, mut f: impl FnMut() -> ZkResult<T>) -> ZkResult<T> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match f() {
+            Err(ZkError::ConnectionLoss | ZkError::OperationTimeout)
+                if Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            r => return r,
         }
     }
 }

@@ -15,6 +15,6 @@ pub mod session;
 pub mod stats;
 pub mod topic_config;
 
-pub use client::{SessionListener, ZkClient};
+pub use client::{SessionListener, ZkClient, until_connected};
 pub use election::{ElectionListener, ZkElection};
 pub use jute::{CreateMode, Stat, WatchedEvent, WatchedEventType, ZkError, ZkResult};

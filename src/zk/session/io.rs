@@ -33,10 +33,12 @@ impl Shared {
             }
             match stream.read(&mut chunk) {
                 Ok(0) => return,
-                Ok(_) if last_contact.elapsed() > dead_after => {
-                    // We were not reading (a paused process): what arrives now is too late to
-                    // tell the session is alive, as in ZooKeeper's own client. Dropped, so the
-                    // owner hears of a loss before it acts on this session again.
+                Ok(_) if last_contact.elapsed() > self.session_timeout => {
+                    // We were not reading for longer than the session lasts (a paused
+                    // process): the ensemble has expired the session, whatever was still
+                    // queued for us. Dropped, so the owner hears of the loss before it acts
+                    // on this session again. A shorter pause keeps the connection: the data
+                    // shows the server still serves the session.
                     log::warn!(
                         "zookeeper read {:?} after the last one; dropping the connection",
                         last_contact.elapsed()

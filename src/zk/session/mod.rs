@@ -36,9 +36,15 @@ const MAX_FRAME: usize = 64 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionEvent {
-    Connected { session_id: i64, same_session: bool },
+    Connected {
+        session_id: i64,
+        same_session: bool,
+    },
     Disconnected,
-    Lost,
+    /// No contact for a session timeout; `session_id` is the session that counts as lost.
+    Lost {
+        session_id: i64,
+    },
 }
 
 pub(super) type Watcher = Box<dyn FnOnce(WatchedEvent) + Send>;
@@ -293,12 +299,15 @@ impl Shared {
         let mut last_contact = Instant::now();
         let mut lost = false;
         let mut failures = 0u32;
+        // The session of the last connection: the one a loss is about.
+        let mut session_id = 0;
         while !self.closed.load(Ordering::Acquire) && !self.closing.load(Ordering::Acquire) {
             let host = self.hosts[next_host % self.hosts.len()].clone();
             match self.connect(&host) {
                 Ok((stream, negotiated)) => {
                     failures = 0;
                     lost = false;
+                    session_id = self.conn.lock().session_id;
                     self.serve(stream, negotiated, &mut last_contact);
                     self.disconnected();
                 }
@@ -310,7 +319,7 @@ impl Shared {
             }
             if !lost && last_contact.elapsed() > self.session_timeout {
                 lost = true;
-                self.tell(SessionEvent::Lost);
+                self.tell(SessionEvent::Lost { session_id });
             }
             // Back off once every server has been tried.
             if failures > 0 && failures.is_multiple_of(self.hosts.len() as u32) {
