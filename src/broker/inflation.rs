@@ -50,17 +50,10 @@ impl Drop for Slot<'_> {
 /// a format 0/1 set with a compressed wrapper among its top-level entries.
 pub fn needs_inflating(set: &[u8], is_batch: bool) -> bool {
     if is_batch {
-        return record_batch::codec_of(set).is_some_and(|c| c != 0);
+        record_batch::codec_of(set).is_some_and(|c| c != 0)
+    } else {
+        message::has_compressed_entry(set)
     }
-    let mut pos = 0;
-    while pos < set.len() {
-        match message::parse_entry(&set[pos..]) {
-            Ok(m) if m.codec() != 0 => return true,
-            Ok(m) => pos += m.entry_len,
-            Err(_) => return false,
-        }
-    }
-    false
 }
 
 #[cfg(test)]

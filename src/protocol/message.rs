@@ -62,6 +62,25 @@ impl std::fmt::Display for MessageError {
     }
 }
 
+/// Whether a format 0/1 set has a compressed wrapper among its top-level entries, read from
+/// the entries' size and attributes fields alone (no CRC: validation checks that once).
+pub fn has_compressed_entry(set: &[u8]) -> bool {
+    // offset (8), size (4), crc (4), magic (1), attributes (1)
+    const ATTRIBUTES_AT: usize = LOG_OVERHEAD + 5;
+    let mut pos = 0;
+    while let Some(entry) = set.get(pos..pos + ATTRIBUTES_AT + 1) {
+        if entry[ATTRIBUTES_AT] as i8 & COMPRESSION_CODEC_MASK != 0 {
+            return true;
+        }
+        let size = BigEndian::read_i32(&entry[8..12]);
+        if size < MIN_MESSAGE_SIZE as i32 {
+            return false;
+        }
+        pos += LOG_OVERHEAD + size as usize;
+    }
+    false
+}
+
 /// Parses the entry at the front of `buf` and checks its CRC.
 pub fn parse_entry(buf: &[u8]) -> Result<Message<'_>, MessageError> {
     if buf.len() < LOG_OVERHEAD {
