@@ -67,7 +67,7 @@ fn a_hung_zookeeper_costs_one_thread_and_one_connection_at_a_time() {
     );
     assert!(most_open <= 2, "connections held at once: {most_open}");
     assert_eq!(
-        session.exists("/"),
+        session.exists("/", None),
         Err(gregor::zk::ZkError::ConnectionLoss)
     );
     session.close();

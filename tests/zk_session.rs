@@ -387,7 +387,7 @@ fn a_request_the_server_never_answers_fails_at_its_deadline() {
         })
     ));
     let asked = std::thread::spawn(move || {
-        let r = session.exists("/never");
+        let r = session.exists("/never", None);
         (r, session)
     });
     wait_until(

@@ -218,7 +218,7 @@ impl ZkClient {
     }
 
     pub fn exists(&self, path: &str) -> ZkResult<Option<Stat>> {
-        self.session.exists(path)
+        self.session.exists(path, None)
     }
 
     pub fn exists_w<W: Fn(WatchedEvent) + Send + 'static>(
@@ -226,11 +226,11 @@ impl ZkClient {
         path: &str,
         w: W,
     ) -> ZkResult<Option<Stat>> {
-        self.session.exists_w(path, w)
+        self.session.exists(path, Some(Box::new(w)))
     }
 
     pub fn get_data(&self, path: &str) -> ZkResult<(Vec<u8>, Stat)> {
-        self.session.get_data(path)
+        self.session.get_data(path, None)
     }
 
     pub fn get_data_w<W: Fn(WatchedEvent) + Send + 'static>(
@@ -238,7 +238,7 @@ impl ZkClient {
         path: &str,
         w: W,
     ) -> ZkResult<(Vec<u8>, Stat)> {
-        self.session.get_data_w(path, w)
+        self.session.get_data(path, Some(Box::new(w)))
     }
 
     /// Conditional write when `version` is given; `BadVersion` when someone wrote in between.
@@ -247,7 +247,7 @@ impl ZkClient {
     }
 
     pub fn get_children(&self, path: &str) -> ZkResult<Vec<String>> {
-        self.session.get_children(path)
+        self.session.get_children(path, None)
     }
 
     pub fn get_children_w<W: Fn(WatchedEvent) + Send + 'static>(
@@ -255,7 +255,7 @@ impl ZkClient {
         path: &str,
         w: W,
     ) -> ZkResult<Vec<String>> {
-        self.session.get_children_w(path, w)
+        self.session.get_children(path, Some(Box::new(w)))
     }
 
     pub fn delete(&self, path: &str, version: Option<i32>) -> ZkResult<()> {

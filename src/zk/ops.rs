@@ -1,12 +1,8 @@
 //! The operations gregor asks of ZooKeeper, as calls on a `Session`: each builds its request
 //! (`zookeeper.jute`'s `CreateRequest`, `GetDataRequest`, ...) and reads its response.
 
-use super::jute::{CreateMode, Reader, Stat, WatchedEvent, ZkError, ZkResult, op};
+use super::jute::{CreateMode, Reader, Stat, ZkError, ZkResult, op};
 use super::session::{Session, WatchKind, Watcher};
-
-fn boxed<W: Fn(WatchedEvent) + Send + 'static>(w: W) -> Watcher {
-    Box::new(w)
-}
 
 impl Session {
     /// A read that may set a watch of `kind` on `path` (exists, getData, getChildren): the
@@ -56,7 +52,9 @@ impl Session {
         .map(|_| ())
     }
 
-    fn exists_with(&self, path: &str, watch: Option<Watcher>) -> ZkResult<Option<Stat>> {
+    /// The node's metadata, `None` when it does not exist. `watch` is called once when it is
+    /// created, changed or deleted.
+    pub fn exists(&self, path: &str, watch: Option<Watcher>) -> ZkResult<Option<Stat>> {
         match self.read(op::EXISTS, path, WatchKind::Data, watch) {
             Ok(body) => Reader::new(&body).stat().map(Some),
             Err(ZkError::NoNode) => Ok(None),
@@ -64,37 +62,12 @@ impl Session {
         }
     }
 
-    pub fn exists(&self, path: &str) -> ZkResult<Option<Stat>> {
-        self.exists_with(path, None)
-    }
-
-    /// As `exists`, and `w` is called once when the node is created, changed or deleted.
-    pub fn exists_w<W: Fn(WatchedEvent) + Send + 'static>(
-        &self,
-        path: &str,
-        w: W,
-    ) -> ZkResult<Option<Stat>> {
-        self.exists_with(path, Some(boxed(w)))
-    }
-
-    fn get_data_with(&self, path: &str, watch: Option<Watcher>) -> ZkResult<(Vec<u8>, Stat)> {
+    /// The node's data. `watch` is called once when it changes or is deleted.
+    pub fn get_data(&self, path: &str, watch: Option<Watcher>) -> ZkResult<(Vec<u8>, Stat)> {
         let body = self.read(op::GET_DATA, path, WatchKind::Data, watch)?;
         let mut r = Reader::new(&body);
         let data = r.bytes()?.unwrap_or_default().to_vec();
         Ok((data, r.stat()?))
-    }
-
-    pub fn get_data(&self, path: &str) -> ZkResult<(Vec<u8>, Stat)> {
-        self.get_data_with(path, None)
-    }
-
-    /// As `get_data`, and `w` is called once when the node changes or is deleted.
-    pub fn get_data_w<W: Fn(WatchedEvent) + Send + 'static>(
-        &self,
-        path: &str,
-        w: W,
-    ) -> ZkResult<(Vec<u8>, Stat)> {
-        self.get_data_with(path, Some(boxed(w)))
     }
 
     /// Writes `data` at `version` (any version when `None`).
@@ -110,22 +83,10 @@ impl Session {
         Reader::new(&body).stat()
     }
 
-    fn get_children_with(&self, path: &str, watch: Option<Watcher>) -> ZkResult<Vec<String>> {
+    /// The node's children. `watch` is called once when a child comes or goes, or the node
+    /// is deleted.
+    pub fn get_children(&self, path: &str, watch: Option<Watcher>) -> ZkResult<Vec<String>> {
         let body = self.read(op::GET_CHILDREN, path, WatchKind::Child, watch)?;
         Reader::new(&body).strings()
-    }
-
-    pub fn get_children(&self, path: &str) -> ZkResult<Vec<String>> {
-        self.get_children_with(path, None)
-    }
-
-    /// As `get_children`, and `w` is called once when a child comes or goes, or the node is
-    /// deleted.
-    pub fn get_children_w<W: Fn(WatchedEvent) + Send + 'static>(
-        &self,
-        path: &str,
-        w: W,
-    ) -> ZkResult<Vec<String>> {
-        self.get_children_with(path, Some(boxed(w)))
     }
 }

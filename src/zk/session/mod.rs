@@ -47,7 +47,8 @@ pub enum SessionEvent {
     },
 }
 
-pub(super) type Watcher = Box<dyn FnOnce(WatchedEvent) + Send>;
+/// Called once, when the watch fires.
+pub type Watcher = Box<dyn FnOnce(WatchedEvent) + Send>;
 
 /// Which watch a request sets: a data watch (getData, exists) fires on the node's creation,
 /// change and deletion; a child watch (getChildren) on its children changing or its deletion.
