@@ -275,10 +275,15 @@ fn a_new_session_after_an_outage_leaves_no_other_connection_behind() {
     wait_until(Duration::from_secs(10), "one connection", || {
         established_to(zk_server.port) == 1
     });
+    let (_, _, expired) = zk.stats.counts();
     zk_server.stop();
-    // The outage: past the session timeout, so the client gives the session up and tries a
-    // new one again and again meanwhile.
-    std::thread::sleep(Duration::from_secs(7));
+    // The outage lasts until the client has given the session up (past its timeout), trying
+    // to connect again and again meanwhile.
+    wait_until(
+        Duration::from_secs(30),
+        "the client to give the session up",
+        || zk.stats.counts().2 > expired,
+    );
     zk_server.start_again();
     wait_until(Duration::from_secs(30), "the client to work again", || {
         zk.exists("/").is_ok()
