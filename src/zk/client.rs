@@ -47,7 +47,6 @@ struct Ephemeral {
 
 pub struct ZkClient {
     session: Session,
-    session_timeout: Duration,
     ephemerals: Mutex<Vec<Ephemeral>>,
     listeners: Mutex<Vec<Weak<dyn SessionListener>>>,
     closed: AtomicBool,
@@ -79,7 +78,6 @@ impl ZkClient {
         wait_connected(&rx, patience)?;
         let client = Arc::new(ZkClient {
             session,
-            session_timeout,
             ephemerals: Mutex::new(Vec::new()),
             listeners: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
@@ -101,7 +99,7 @@ impl ZkClient {
     }
 
     pub fn session_timeout(&self) -> Duration {
-        self.session_timeout
+        self.session.session_timeout()
     }
 
     pub fn add_session_listener(&self, l: Weak<dyn SessionListener>) {
@@ -327,7 +325,8 @@ impl ZkClient {
             let mut backoff = Duration::from_millis(100);
             // A stale node of the old session lasts at most one session timeout past its
             // last heartbeat; keep waiting beyond that rather than give up the registration.
-            while let Err(e) = self.create_ephemeral_once(&path, &data, self.session_timeout * 2) {
+            while let Err(e) = self.create_ephemeral_once(&path, &data, self.session_timeout() * 2)
+            {
                 if self.closed.load(Ordering::Acquire) {
                     return;
                 }
@@ -376,7 +375,7 @@ fn session_loop(client: Weak<ZkClient>, events: Receiver<SessionEvent>) {
             Ok(SessionEvent::Lost { session_id }) if !lost => {
                 log::warn!(
                     "no contact with zookeeper for a session timeout ({:?}); session {session_id:#x} counts as lost",
-                    c.session_timeout
+                    c.session_timeout()
                 );
                 lost = true;
                 c.notify_session_lost();

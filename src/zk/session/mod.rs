@@ -157,6 +157,11 @@ impl Session {
         Session { shared }
     }
 
+    /// The session timeout asked of the servers.
+    pub fn session_timeout(&self) -> Duration {
+        self.shared.session_timeout
+    }
+
     /// The session's id; 0 before the first connection.
     pub fn session_id(&self) -> i64 {
         self.shared.conn.lock().session_id
