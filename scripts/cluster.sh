@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs ZooKeeper and N gregor brokers on 127.0.0.1, with data and logs under one folder.
 #   scripts/cluster.sh start N | stop | status | kill ID | restart ID
+#   scripts/cluster.sh --hosts start | stop | status | isolate HOST | heal | ...
+#     (hosts on their own addresses and a ZooKeeper ensemble: scripts/cluster_hosts.sh)
 # GREGOR_HOME (default .gregor/cluster) holds everything; ZK_PORT (2181) and BASE_PORT (9092:
 # broker i listens on BASE_PORT+i-1) choose the ports; GREGOR_BIN the binary (built if absent);
 # BROKER_PROPERTIES (lines of key=value) is added to every broker's server.properties.
@@ -8,6 +10,10 @@
 # METRICS_BASE_PORT=off serves none.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-}" = --hosts ]; then
+  shift
+  exec "$here/cluster_hosts.sh" "$@"
+fi
 . "$here/lib.sh"
 cd "$here/.."
 
@@ -114,6 +120,7 @@ case "${1:-}" in
     ;;
   *)
     echo "usage: scripts/cluster.sh start N | stop | status | kill ID | restart ID" >&2
+    echo "       scripts/cluster.sh --hosts start | stop | status | isolate HOST | heal | ..." >&2
     exit 2
     ;;
 esac

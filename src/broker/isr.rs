@@ -16,7 +16,6 @@ use crate::zk::ZkError;
 
 use super::partition::{Partition, PartitionState, Role};
 use super::replica_manager::ReplicaManager;
-use crate::zk::SessionListener;
 use crate::zk::paths::{self, LeaderAndIsr};
 
 impl ReplicaManager {
@@ -194,34 +193,4 @@ impl IsrChange {
             why,
         })
     }
-}
-
-/// A leader that lost its ZooKeeper session cannot know it still leads: the controller may
-/// have moved leadership while it could not hear. It stops acting as leader — producers get
-/// NOT_LEADER_FOR_PARTITION and parked acks=all requests are released unacknowledged — until
-/// the controller's next LeaderAndIsr, which a broker that registers again always gets.
-/// Otherwise a follower that had not yet heard of the new leader could keep acknowledging
-/// writes for it that the new leader never sees.
-impl SessionListener for ReplicaManager {
-    fn handle_session_lost(&self) {
-        let parts: Vec<Arc<Partition>> = self.partitions.read().values().cloned().collect();
-        let mut fenced = 0;
-        for p in parts {
-            let mut st = p.lock();
-            if st.role == Role::Leader {
-                st.role = Role::Follower(-1);
-                fenced += 1;
-            }
-        }
-        if fenced > 0 {
-            log::warn!(
-                "[Broker {}] ZooKeeper session lost: no longer acting as leader of {fenced} partitions until the controller says so",
-                self.broker_id
-            );
-            self.notifier.notify();
-        }
-    }
-
-    /// Nothing to restore: leadership comes back with the controller's LeaderAndIsr.
-    fn handle_new_session(&self) {}
 }

@@ -27,6 +27,7 @@ pub mod partition;
 pub mod producer_ids;
 pub mod replica_fetcher;
 pub mod replica_manager;
+mod session_fence;
 mod topic_configs;
 
 use std::net::{SocketAddr, TcpListener};

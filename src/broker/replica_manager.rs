@@ -66,9 +66,11 @@ pub struct ReplicaManager {
     pub(super) partitions: RwLock<HashMap<TopicPartition, Arc<Partition>>>,
     /// Newest controller epoch seen; commands from an older one are rejected.
     pub controller_epoch: ControllerEpoch,
-    state_change_lock: Mutex<()>,
+    pub(super) state_change_lock: Mutex<()>,
     /// Wakes parked fetches and acks=all produces.
     pub notifier: Notifier,
+    /// The partitions a lost ZooKeeper session fenced, until it is back (`session_fence`).
+    pub(super) fenced: Mutex<Vec<Arc<Partition>>>,
     pub metrics: Arc<BrokerMetrics>,
 }
 
@@ -90,6 +92,7 @@ impl ReplicaManager {
             controller_epoch: ControllerEpoch::new(cfg.broker_id, zk.clone()),
             state_change_lock: Mutex::new(()),
             notifier: Notifier::default(),
+            fenced: Mutex::new(Vec::new()),
             metrics,
         }
     }

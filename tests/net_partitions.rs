@@ -1,0 +1,621 @@
+//! Partitions made in the network (issue #16): hosts in their own network namespaces
+//! (`scripts/hosts.sh`), ZooKeeper as a 3-node ensemble, brokers on their own addresses, and
+//! the test's clients on a host of their own. One test per shape of partition, each asserting
+//! what a user relies on: no acknowledged write is lost, a broker that cannot be safe stops
+//! acknowledging, and after healing every replica is the same.
+//!
+//! Needs root and `ip netns`; without them each test says why it skips (and fails instead
+//! with `GREGOR_REQUIRE_HOSTS=1`, which `scripts/test.sh` sets where namespaces can be made).
+
+mod common;
+#[path = "common/lab.rs"]
+mod lab;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use gregor::client::admin;
+use gregor::protocol::ErrorCode;
+use gregor::protocol::fetch::{CLIENT_VERSION, DEBUGGING_REPLICA_ID};
+use gregor::protocol::records::decode_deep;
+use parking_lot::Mutex;
+
+use common::{Client, poll_until, wait_until};
+use lab::{Lab, try_produce};
+
+const SESSION_MS: u64 = 3000;
+const TOPIC: &str = "t";
+/// Brokers settings for every shape: acks=all needs two in-sync replicas, no unclean
+/// elections, and a follower silent for 3 s leaves the ISR.
+const PROPS: &str = "min.insync.replicas=2\nunclean.leader.election.enable=false\n\
+                     default.replication.factor=3\nauto.create.topics.enable=false\n\
+                     replica.lag.time.max.ms=3000\ncontrolled.shutdown.retry.backoff.ms=300";
+
+/// One lab at a time: three JVMs and the brokers are most of what two cores can run.
+static ONE_LAB: Mutex<()> = Mutex::new(());
+
+/// A lab of `brokers` brokers; `None` (after saying why) where hosts cannot be made.
+fn start_lab(test: &str, brokers: i32) -> Option<(tempfile::TempDir, Lab)> {
+    start_lab_ticked(test, brokers, SESSION_MS, 500)
+}
+
+/// `start_lab` with the brokers' session timeout and ZooKeeper's tick given.
+fn start_lab_ticked(
+    test: &str,
+    brokers: i32,
+    session_ms: u64,
+    tick_ms: u64,
+) -> Option<(tempfile::TempDir, Lab)> {
+    common::init_logging();
+    if let Some(why) = lab::unavailable() {
+        eprintln!("SKIPPED net_partitions::{test}: {why}");
+        return None;
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("gregor-lab-")
+        .tempdir()
+        .unwrap();
+    let lab = Lab::start(tmp.path(), brokers, session_ms, tick_ms, PROPS);
+    Some((tmp, lab))
+}
+
+/// Topic `t`: one partition on `replicas` (`1:2:3`; the first is the preferred leader),
+/// healthy.
+fn create_topic(lab: &mut Lab, replicas: &str) {
+    admin::create_topic(lab.zk(), TOPIC, 1, 3, Some(replicas)).unwrap();
+    lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+        .unwrap();
+}
+
+/// A lab of `brokers` brokers with topic `t` on `replicas`.
+fn lab_with_topic(test: &str, brokers: i32, replicas: &str) -> Option<(tempfile::TempDir, Lab)> {
+    let (tmp, mut lab) = start_lab(test, brokers)?;
+    create_topic(&mut lab, replicas);
+    Some((tmp, lab))
+}
+
+/// Writes acknowledged with acks=all: (offset, value).
+#[derive(Default)]
+struct Acked(Vec<(i64, String)>);
+
+impl Acked {
+    /// Produces `n` values one at a time to the partition's leader now (asked of ZooKeeper),
+    /// keeping those acknowledged; panics if none is.
+    fn produce(&mut self, lab: &Lab, prefix: &str, n: usize) {
+        let before = self.0.len();
+        for i in 0..n {
+            let value = format!("{prefix}-{i}");
+            let Some((leader, _, _)) = lab.leader_and_isr(TOPIC, 0) else {
+                continue;
+            };
+            if leader < 0 {
+                continue;
+            }
+            if let Ok((0, offset)) = try_produce(
+                lab.addr(leader),
+                -1,
+                TOPIC,
+                0,
+                &[value.as_bytes()],
+                Duration::from_secs(5),
+            ) {
+                self.0.push((offset, value));
+            }
+        }
+        assert!(self.0.len() > before, "no {prefix} write was acknowledged");
+    }
+}
+
+/// A replica's committed prefix: every message below its own high watermark.
+fn committed(lab: &Lab, broker: i32) -> Result<(i64, Vec<(i64, String)>), String> {
+    let mut c = Client::try_connect(lab.addr(broker)).ok_or("cannot connect")?;
+    let mut out = Vec::new();
+    let mut next = 0;
+    loop {
+        let r = c.try_fetch_v(CLIENT_VERSION, DEBUGGING_REPLICA_ID, TOPIC, 0, next, 0)?;
+        if r.error_code != 0 {
+            return Err(format!(
+                "broker {broker} answered a fetch with {}",
+                r.error_code
+            ));
+        }
+        let before = next;
+        for m in decode_deep(&r.message_set).map_err(|e| format!("{e:?}"))? {
+            if m.offset >= next {
+                next = m.offset + 1;
+                out.push((
+                    m.offset,
+                    String::from_utf8_lossy(m.value.as_deref().unwrap_or(b"")).into_owned(),
+                ));
+            }
+        }
+        if next == before {
+            return Ok((r.high_watermark, out));
+        }
+    }
+}
+
+/// After healing: every replica of the partition holds the same committed messages, up to
+/// the same high watermark, and every acknowledged write is among them at its offset.
+fn assert_replicas_identical_and_nothing_lost(lab: &Lab, acked: &Acked) {
+    assert_replicas_identical_and_nothing_lost_among(lab, acked, &[1, 2, 3]);
+}
+
+fn assert_replicas_identical_and_nothing_lost_among(lab: &Lab, acked: &Acked, replicas: &[i32]) {
+    let mut last = String::new();
+    let same = poll_until(Duration::from_secs(60), Duration::from_millis(200), || {
+        let logs: Vec<_> = replicas.iter().map(|b| committed(lab, *b)).collect();
+        match logs.iter().find_map(|l| l.as_ref().err()) {
+            Some(e) => {
+                last = e.clone();
+                false
+            }
+            None => {
+                let logs: Vec<_> = logs.into_iter().map(Result::unwrap).collect();
+                last = format!(
+                    "high watermarks {:?}",
+                    logs.iter().map(|l| l.0).collect::<Vec<_>>()
+                );
+                logs.windows(2).all(|w| w[0] == w[1])
+            }
+        }
+    });
+    assert!(same, "replicas differ after healing: {last}");
+    let (_, log) = committed(lab, replicas[0]).unwrap();
+    for (offset, value) in &acked.0 {
+        assert!(
+            log.iter().any(|(o, v)| o == offset && v == value),
+            "acknowledged {value} at offset {offset} is lost"
+        );
+    }
+}
+
+/// What broker `id` answers to acks=all produces, one every 50 ms for `during`: how many
+/// of each error code, and of failed round trips ("network: " and the first such error).
+/// Only writes answered 0 are acknowledged.
+fn answers_for(lab: &Lab, id: i32, during: Duration) -> BTreeMap<String, usize> {
+    let end = Instant::now() + during;
+    let mut answers = BTreeMap::new();
+    let mut network = None;
+    for i in 0.. {
+        if Instant::now() >= end {
+            break;
+        }
+        let value = format!("cut-{i}");
+        let answer = match try_produce(
+            lab.addr(id),
+            -1,
+            TOPIC,
+            0,
+            &[value.as_bytes()],
+            Duration::from_secs(3),
+        ) {
+            Ok((code, _)) => code.to_string(),
+            Err(e) => network.get_or_insert(format!("network: {e}")).clone(),
+        };
+        *answers.entry(answer).or_default() += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    answers
+}
+
+/// Jepsen's 2013 case: the leader alone with its clients, cut from ZooKeeper and from its
+/// followers. It must acknowledge nothing (it cannot shrink the ISR to itself without
+/// ZooKeeper), the majority side elects a new leader that takes the clients' writes, and
+/// after healing the old leader follows it with the same log.
+#[test]
+fn a_leader_alone_with_its_clients_acknowledges_nothing_and_the_majority_goes_on() {
+    let _one = ONE_LAB.lock();
+    let Some((_tmp, lab)) = lab_with_topic("leader_alone", 3, "1:2:3") else {
+        return;
+    };
+    let mut acked = Acked::default();
+    acked.produce(&lab, "before", 20);
+    lab.cut(&["b1"], &["zk1", "zk2", "zk3", "b2", "b3"]);
+    let answers = answers_for(&lab, 1, Duration::from_millis(SESSION_MS * 2));
+    assert!(
+        !answers.contains_key("0"),
+        "the cut-off leader acknowledged writes: {answers:?}"
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "a new leader on the majority side",
+        || matches!(lab.leader_and_isr(TOPIC, 0), Some((l, _, _)) if l == 2 || l == 3),
+    );
+    acked.produce(&lab, "majority", 20);
+    lab.heal();
+    let mut lab = lab;
+    lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+        .unwrap();
+    acked.produce(&lab, "after", 5);
+    assert_replicas_identical_and_nothing_lost(&lab, &acked);
+}
+
+/// The leader keeps ZooKeeper but loses its followers: it shrinks the ISR to itself, and with
+/// min.insync.replicas=2 refuses acks=all writes (NOT_ENOUGH_REPLICAS) instead of taking them
+/// alone; after healing the followers catch up and rejoin.
+#[test]
+fn a_leader_without_its_followers_refuses_acks_all_below_min_isr() {
+    let _one = ONE_LAB.lock();
+    let Some((_tmp, mut lab)) = lab_with_topic("leader_without_followers", 3, "1:2:3") else {
+        return;
+    };
+    let mut acked = Acked::default();
+    acked.produce(&lab, "before", 20);
+    lab.cut(&["b1"], &["b2", "b3"]);
+    wait_until(
+        Duration::from_secs(30),
+        "the ISR shrunk to the leader",
+        || matches!(lab.leader_and_isr(TOPIC, 0), Some((1, _, isr)) if isr == [1]),
+    );
+    let refused = poll_until(Duration::from_secs(10), Duration::from_millis(100), || {
+        try_produce(
+            lab.addr(1),
+            -1,
+            TOPIC,
+            0,
+            &[b"alone"],
+            Duration::from_secs(3),
+        )
+        .is_ok_and(|(code, _)| code == ErrorCode::NotEnoughReplicas.code())
+    });
+    assert!(
+        refused,
+        "acks=all below min.insync.replicas was not refused"
+    );
+    let answers = answers_for(&lab, 1, Duration::from_secs(2));
+    assert!(
+        !answers.contains_key("0"),
+        "the leader acknowledged writes alone: {answers:?}"
+    );
+    lab.heal();
+    lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+        .unwrap();
+    acked.produce(&lab, "after", 5);
+    assert_replicas_identical_and_nothing_lost(&lab, &acked);
+}
+
+/// The leader cut from ZooKeeper only: it still reaches its followers and clients, so it may
+/// acknowledge for a moment; but once the majority has a new leader it acknowledges nothing
+/// more (it fences itself when its session is lost, and its followers have moved on), and
+/// every write it did acknowledge survives.
+#[test]
+fn a_leader_cut_from_zookeeper_stops_acknowledging_once_another_leads() {
+    let _one = ONE_LAB.lock();
+    let Some((_tmp, mut lab)) = lab_with_topic("leader_cut_from_zookeeper", 3, "1:2:3") else {
+        return;
+    };
+    let mut acked = Acked::default();
+    acked.produce(&lab, "before", 20);
+    lab.cut(&["b1"], &["zk1", "zk2", "zk3"]);
+    let cut = Instant::now();
+    // Writes go on to broker 1 until it refuses one; those acknowledged must survive.
+    for i in 0.. {
+        let value = format!("during-{i}");
+        match try_produce(
+            lab.addr(1),
+            -1,
+            TOPIC,
+            0,
+            &[value.as_bytes()],
+            Duration::from_secs(3),
+        ) {
+            Ok((0, offset)) => acked.0.push((offset, value)),
+            Ok(_) => break,
+            Err(e) => panic!("broker 1 stopped answering instead of refusing: {e}"),
+        }
+        assert!(
+            cut.elapsed() < Duration::from_secs(60),
+            "broker 1 never stopped acknowledging"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "broker 1 refused its first write {} ms after the cut (session timeout {SESSION_MS} ms)",
+        cut.elapsed().as_millis()
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "a new leader",
+        || matches!(lab.leader_and_isr(TOPIC, 0), Some((l, _, _)) if l == 2 || l == 3),
+    );
+    let answers = answers_for(&lab, 1, Duration::from_secs(2));
+    assert!(
+        !answers.contains_key("0"),
+        "broker 1 acknowledged writes after another broker took the lead: {answers:?}"
+    );
+    acked.produce(&lab, "new-leader", 20);
+    lab.heal();
+    lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+        .unwrap();
+    assert_replicas_identical_and_nothing_lost(&lab, &acked);
+}
+
+/// The controller cut from ZooKeeper only: another broker wins the election, the old one
+/// stops acting (its commands carry an older epoch), and the new one handles a broker's
+/// death; after healing every broker agrees with ZooKeeper on the leader.
+#[test]
+fn a_controller_cut_from_zookeeper_is_replaced_and_the_new_one_moves_leaders() {
+    let _one = ONE_LAB.lock();
+    if let Some(why) = lab::unavailable() {
+        eprintln!("SKIPPED net_partitions::controller_cut_from_zookeeper: {why}");
+        return;
+    }
+    common::init_logging();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut lab = Lab::start(tmp.path(), 4, SESSION_MS, 500, PROPS);
+    let old = lab.controller().expect("a controller");
+    let others: Vec<i32> = (1..=4).filter(|id| *id != old).collect();
+    let assignment = others
+        .iter()
+        .map(|id| id.to_string())
+        .collect::<Vec<_>>()
+        .join(":");
+    admin::create_topic(lab.zk(), TOPIC, 1, 3, Some(&assignment)).unwrap();
+    lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+        .unwrap();
+    let mut acked = Acked::default();
+    acked.produce(&lab, "before", 20);
+    let host = Lab::broker_host(old);
+    lab.cut(&[&host], &["zk1", "zk2", "zk3"]);
+    wait_until(Duration::from_secs(30), "a new controller", || {
+        lab.controller().is_some_and(|c| c != old)
+    });
+    let leader = others[0];
+    lab.kill9(leader);
+    wait_until(
+        Duration::from_secs(30),
+        "the new controller to move the lead",
+        || matches!(lab.leader_and_isr(TOPIC, 0), Some((l, _, _)) if l >= 0 && l != leader),
+    );
+    acked.produce(&lab, "moved", 20);
+    lab.restart(leader);
+    lab.heal();
+    lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+        .unwrap();
+    assert!(lab.controller().is_some());
+    let (zk_leader, _, _) = lab.leader_and_isr(TOPIC, 0).unwrap();
+    wait_until(
+        Duration::from_secs(30),
+        "every broker to agree on the leader",
+        || {
+            lab.broker_ids().iter().all(|id| {
+                Client::try_connect(lab.addr(*id)).is_some_and(|mut c| {
+                    let m = c.metadata(&[TOPIC]);
+                    m.topics[0].partitions[0].leader == zk_leader
+                })
+            })
+        },
+    );
+    assert_replicas_identical_and_nothing_lost_among(&lab, &acked, &others);
+}
+
+/// One-way loss between a follower and the leader, each way in turn: the follower drops out
+/// of the ISR, acks=all goes on with the other two, and after healing it catches up.
+#[test]
+fn one_way_loss_between_follower_and_leader_loses_nothing() {
+    let _one = ONE_LAB.lock();
+    let Some((_tmp, mut lab)) = lab_with_topic("one_way_loss", 3, "1:2:3") else {
+        return;
+    };
+    let mut acked = Acked::default();
+    acked.produce(&lab, "before", 20);
+    for (from, to) in [("b3", "b1"), ("b1", "b3")] {
+        lab.oneway(from, to);
+        wait_until(
+            Duration::from_secs(30),
+            "broker 3 out of the ISR",
+            || matches!(lab.leader_and_isr(TOPIC, 0), Some((1, _, isr)) if !isr.contains(&3)),
+        );
+        acked.produce(&lab, &format!("oneway-{from}-{to}"), 20);
+        lab.heal();
+        lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+            .unwrap();
+    }
+    assert_replicas_identical_and_nothing_lost(&lab, &acked);
+}
+
+/// ZooKeeper loses its quorum (two of three members cut off), then gets it back; later its
+/// leader is killed. The brokers come through both serving, with nothing lost.
+#[test]
+fn zookeeper_quorum_loss_and_its_leaders_death_lose_nothing() {
+    let _one = ONE_LAB.lock();
+    let Some((_tmp, mut lab)) = lab_with_topic("zookeeper_quorum_loss", 3, "1:2:3") else {
+        return;
+    };
+    let mut acked = Acked::default();
+    acked.produce(&lab, "before", 20);
+    lab.isolate("zk2");
+    lab.isolate("zk3");
+    // Longer than a session timeout: every session is lost on the brokers' side.
+    let end = Instant::now() + Duration::from_millis(SESSION_MS * 2);
+    while Instant::now() < end {
+        if let Ok((0, offset)) = try_produce(
+            lab.addr(1),
+            -1,
+            TOPIC,
+            0,
+            &[b"no-quorum"],
+            Duration::from_secs(3),
+        ) {
+            acked.0.push((offset, "no-quorum".into()));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    lab.heal();
+    lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+        .unwrap();
+    acked.produce(&lab, "quorum-back", 20);
+    let zk_leader = lab.zookeeper_leader().expect("an ensemble leader");
+    lab.kill_zookeeper(zk_leader);
+    wait_until(Duration::from_secs(60), "a new ensemble leader", || {
+        lab.zookeeper_leader().is_some_and(|l| l != zk_leader)
+    });
+    lab.start_zookeeper(zk_leader);
+    lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+        .unwrap();
+    acked.produce(&lab, "new-zookeeper-leader", 20);
+    assert_replicas_identical_and_nothing_lost(&lab, &acked);
+}
+
+/// A leader cut from ZooKeeper just long enough that it counts its session lost (and stops
+/// leading) while ZooKeeper, which expires sessions only at tick boundaries, has not expired
+/// it yet: the broker comes back in the same session, with its registration never gone, so
+/// the controller sees no change and sends nothing. It must lead again by itself. ZooKeeper
+/// ticks every 2 s here, so most rounds land in that window; the test says how many did.
+#[test]
+fn a_leader_back_in_the_same_session_after_counting_it_lost_leads_again() {
+    let _one = ONE_LAB.lock();
+    let Some((_tmp, mut lab)) = start_lab_ticked("same_session_return", 3, 4000, 2000) else {
+        return;
+    };
+    let topics = [(TOPIC, 3)];
+    admin::create_topic(lab.zk(), TOPIC, 3, 3, Some("1:2:3,2:3:1,3:1:2")).unwrap();
+    lab.wait_healthy(&topics, Duration::from_secs(60)).unwrap();
+    let mut acked = Acked::default();
+    acked.produce(&lab, "before", 20);
+    let mut same_session = 0;
+    for round in 0..4 {
+        // A leader that is not the controller, whose own re-election would send it a fresh
+        // LeaderAndIsr and hide the case.
+        let controller = lab.controller().expect("a controller");
+        let (p, leader) = (0..3)
+            .map(|p| (p, lab.leader_and_isr(TOPIC, p).unwrap().0))
+            .find(|(_, l)| *l != controller)
+            .expect("a partition led by a broker that is not the controller");
+        let registration = |lab: &Lab| {
+            let path = format!("/brokers/ids/{leader}");
+            lab.zk().exists(&path).unwrap().map(|s| s.czxid)
+        };
+        let before = registration(&lab);
+        lab.cut(&[&Lab::broker_host(leader)], &["zk1", "zk2", "zk3"]);
+        wait_until(
+            Duration::from_secs(30),
+            "the leader to stop leading",
+            || {
+                try_produce(
+                    lab.addr(leader),
+                    1,
+                    TOPIC,
+                    p,
+                    &[b"probe"],
+                    Duration::from_secs(3),
+                )
+                .is_ok_and(|(code, _)| code == ErrorCode::NotLeaderForPartition.code())
+            },
+        );
+        lab.heal();
+        lab.wait_healthy(&topics, Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("round {round}: not healed: {e}"));
+        if registration(&lab) == before {
+            same_session += 1;
+        }
+        acked.produce(&lab, &format!("round-{round}"), 5);
+    }
+    eprintln!("the cut leader came back in the same session in {same_session} of 4 rounds");
+    assert_replicas_identical_and_nothing_lost(&lab, &acked);
+}
+
+/// Nothing is left behind: a lab dropped while its test panics takes its namespaces, veths,
+/// bridge and processes with it; and a topology whose owning process died before it could
+/// clean up is removed, with what ran in it, by the next `scripts/hosts.sh reap` (which every
+/// `Lab::start` runs first).
+#[test]
+fn hosts_and_their_processes_are_removed_after_a_failure() {
+    let _one = ONE_LAB.lock();
+    if let Some(why) = lab::unavailable() {
+        eprintln!("SKIPPED net_partitions::cleanup: {why}");
+        return;
+    }
+    let namespaces = |prefix: &str| -> Vec<String> {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| n.starts_with(&format!("{prefix}-")))
+            .map(str::to_owned)
+            .collect()
+    };
+    // A panicking test.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let (tag, mut sleeper) = std::thread::spawn(move || {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let held = std::thread::spawn(move || {
+            let mut lab = Lab::start(&dir, 1, SESSION_MS, 500, PROPS);
+            // Not tied to this thread's life, as `Lab::on` would make it: only the lab's
+            // cleanup can end it.
+            let sleeper = std::process::Command::new("ip")
+                .args(["netns", "exec", &format!("{}-b2", lab.tag), "sleep", "600"])
+                .spawn()
+                .unwrap();
+            lab.restart(1);
+            tx.send((lab.tag.clone(), sleeper)).unwrap();
+            panic!("a test failing with its lab up");
+        })
+        .join();
+        assert!(held.is_err());
+        rx.recv().unwrap()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        namespaces(&tag),
+        Vec::<String>::new(),
+        "namespaces left by a failed test"
+    );
+    let mut status = None;
+    poll_until(Duration::from_secs(10), Duration::from_millis(50), || {
+        status = sleeper.try_wait().unwrap();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        panic!("a process on a failed test's host was not killed");
+    }
+    // An owner killed before its cleanup: a process that has exited owns this tag.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let owner = gone.id();
+    gone.wait().unwrap();
+    let tag = format!("gt{owner}x0");
+    let hosts = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/hosts.sh");
+    assert!(
+        std::process::Command::new(hosts)
+            .args(["up", &tag])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(namespaces(&tag).len(), 10);
+    let mut orphan = std::process::Command::new("ip")
+        .args(["netns", "exec", &format!("{tag}-b1"), "sleep", "600"])
+        .spawn()
+        .unwrap();
+    assert!(
+        std::process::Command::new(hosts)
+            .arg("reap")
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(
+        namespaces(&tag),
+        Vec::<String>::new(),
+        "reap left the dead owner's hosts"
+    );
+    let killed = poll_until(Duration::from_secs(10), Duration::from_millis(50), || {
+        orphan.try_wait().unwrap().is_some()
+    });
+    if !killed {
+        let _ = orphan.kill();
+    }
+    let _ = orphan.wait();
+    assert!(
+        killed,
+        "the process on the dead owner's host was not killed"
+    );
+}
