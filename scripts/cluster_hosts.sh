@@ -14,8 +14,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
 
 home=${GREGOR_HOME:-.gregor/hosts}
+mkdir -p "$home"
+home=$(cd "$home" && pwd)
 tag=${HOSTS_TAG:-gregor}
 bin=${GREGOR_BIN:-target/release/gregor}
+case "$bin" in /*) ;; *) bin=$(pwd)/$bin ;; esac
 hosts="$here/hosts.sh"
 zk_connect="198.18.0.11:2181,198.18.0.12:2181,198.18.0.13:2181/gregor"
 bootstrap="198.18.0.21:9092,198.18.0.22:9092,198.18.0.23:9092,198.18.0.24:9092,198.18.0.25:9092"
@@ -28,9 +31,16 @@ zk_mode() {
     "$("$hosts" addr "zk$1")" 2>/dev/null | sed -n 's/^Mode: //p'
 }
 
+# Every broker in the metadata, asked from the client host.
+all_registered() {
+  local out
+  out=$(on client "$bin" status --bootstrap "$bootstrap" 2>/dev/null) || true
+  [[ "$out" == *"Brokers (5)"* ]]
+}
+
 start_zookeeper() {
   local n=$1 dir
-  dir=$(pwd)/$home/zk$n
+  dir=$home/zk$n
   mkdir -p "$dir/data"
   echo "$n" >"$dir/data/myid"
   cat >"$dir/zoo.cfg" <<CFG
@@ -55,7 +65,7 @@ CFG
 
 start_broker() {
   local id=$1 dir addr
-  dir=$(pwd)/$home/broker-$id
+  dir=$home/broker-$id
   addr=$("$hosts" addr "b$id")
   mkdir -p "$dir"
   if pid_alive "$dir/pid"; then
@@ -73,7 +83,7 @@ min.insync.replicas=2
 metrics.listener=$addr:9404
 ${BROKER_PROPERTIES:-}
 P
-  nohup "$hosts" exec "$tag" "b$id" "$(pwd)/$bin" broker --config "$dir/server.properties" >>"$dir/broker.log" 2>&1 &
+  nohup "$hosts" exec "$tag" "b$id" "$bin" broker --config "$dir/server.properties" >>"$dir/broker.log" 2>&1 &
   echo $! >"$dir/pid"
   echo "broker $id on $addr:9092 (metrics http://$addr:9404/metrics, log $dir/broker.log)"
 }
@@ -94,7 +104,6 @@ case "${1:-}" in
     if ! ip netns list | grep -q "^$tag-sw"; then
       "$hosts" up "$tag"
     fi
-    mkdir -p "$home"
     for n in 1 2 3; do pid_alive "$home/zk$n/pid" || start_zookeeper "$n"; done
     if ! wait_for '[ -n "$(zk_mode 1)" ] && [ -n "$(zk_mode 2)" ] && [ -n "$(zk_mode 3)" ]' 90; then
       echo "the ZooKeeper ensemble did not form; see $home/zk*/zookeeper.log" >&2
@@ -102,7 +111,7 @@ case "${1:-}" in
     fi
     echo "ZooKeeper ensemble: zk1 $(zk_mode 1), zk2 $(zk_mode 2), zk3 $(zk_mode 3) (zookeeper.connect=$zk_connect)"
     for id in 1 2 3 4 5; do start_broker "$id"; done
-    if ! wait_for "on client '$(pwd)/$bin' status --bootstrap $bootstrap 2>/dev/null | grep -q '^Brokers (5)'" 60; then
+    if ! wait_for all_registered 60; then
       echo "not every broker registered; see $home/broker-*/broker.log" >&2
       exit 1
     fi
@@ -123,7 +132,7 @@ case "${1:-}" in
       if pid_alive "$home/broker-$id/pid"; then s=running; else s=stopped; fi
       echo "broker $id $("$hosts" addr "b$id"):9092: $s"
     done
-    on client "$(pwd)/$bin" status --bootstrap "$bootstrap" || true
+    on client "$bin" status --bootstrap "$bootstrap" || true
     ;;
   isolate) "$hosts" isolate "$tag" "${2:?host}" ;;
   cut) "$hosts" cut "$tag" "${2:?hosts}" "${3:?hosts}" ;;

@@ -6,7 +6,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-ensure_packages zookeeper kcat default-jdk-headless unzip
+ensure_packages zookeeper kcat default-jdk-headless unzip iproute2
+
+# Hosts of their own (network namespaces, scripts/hosts.sh) for tests/net_partitions.rs and the
+# chaos run's --hosts variant. Where one can be made here, those tests must run: a failure to
+# make one later fails them instead of skipping.
+probe="gregor-probe-$$"
+if [ "$(id -u)" -eq 0 ] && ip netns add "$probe" 2>/dev/null; then
+  ip netns del "$probe"
+  export GREGOR_REQUIRE_HOSTS=1
+  scripts/hosts.sh reap
+else
+  echo "no network namespaces here (they need root and iproute2): the multi-host tests say SKIPPED" >&2
+fi
 
 # The Python clients, pinned, in a virtual environment of the suite's own (the tests run its
 # python): kafka-python (with snappy), confluent-kafka (librdkafka in its wheel), aiokafka.

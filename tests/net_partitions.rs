@@ -619,3 +619,74 @@ fn hosts_and_their_processes_are_removed_after_a_failure() {
         "the process on the dead owner's host was not killed"
     );
 }
+
+/// `scripts/cluster.sh --hosts`: the same topology by hand. It starts the ensemble and five
+/// brokers on their own addresses, `status` (run on the client host) sees them, an isolated
+/// broker drops out and comes back on `heal`, and `stop` leaves no host behind.
+#[test]
+fn cluster_sh_hosts_starts_isolates_heals_and_stops() {
+    let _one = ONE_LAB.lock();
+    if let Some(why) = lab::unavailable() {
+        eprintln!("SKIPPED net_partitions::cluster_sh_hosts: {why}");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let tag = format!("gt{}x900", std::process::id());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster.sh");
+    let run = |args: &[&str]| -> (bool, String, String) {
+        let mut cmd = std::process::Command::new(script);
+        cmd.arg("--hosts")
+            .args(args)
+            .env("GREGOR_HOME", home.path())
+            .env("HOSTS_TAG", &tag)
+            .env("GREGOR_BIN", env!("CARGO_BIN_EXE_gregor"));
+        common::run_with_deadline(&mut cmd, "", Duration::from_secs(180))
+    };
+    let status_says = |want: &str| {
+        poll_until(Duration::from_secs(60), Duration::from_millis(500), || {
+            run(&["status"]).1.contains(want)
+        })
+    };
+    let (ok, out, err) = run(&["start"]);
+    let stop = scopeguard(|| {
+        run(&["stop"]);
+    });
+    assert!(ok, "start failed:\n{out}\n{err}");
+    assert!(out.contains("5 brokers registered"), "{out}");
+    assert_eq!(
+        out.matches(" leader").count(),
+        1,
+        "one ensemble leader: {out}"
+    );
+    assert!(status_says("Brokers (5)"), "status: {}", run(&["status"]).1);
+    assert!(run(&["isolate", "b5"]).0);
+    assert!(
+        status_says("Brokers (4)"),
+        "b5 isolated: {}",
+        run(&["status"]).1
+    );
+    assert!(run(&["heal"]).0);
+    assert!(status_says("Brokers (5)"), "healed: {}", run(&["status"]).1);
+    drop(stop);
+    let out = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let left = String::from_utf8_lossy(&out.stdout)
+        .matches(&format!("{tag}-"))
+        .count();
+    assert_eq!(left, 0, "stop left {left} namespaces");
+}
+
+/// Runs `f` on drop: the lab is stopped even when an assertion fails.
+fn scopeguard(f: impl FnOnce()) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
+}

@@ -4,7 +4,9 @@
 //! message stored twice, acknowledged or not (the plain producers send each once, the
 //! idempotent one retries under sequence numbers); the group read nothing that is not in the
 //! final log (a read above the high watermark, of a write later cut away); and no committed
-//! offset ever held two values (`committed.rs`, sampled during the run).
+//! offset ever held two values (`committed.rs`, sampled during the run); the group's
+//! committed offsets never went back (`group_offsets.rs`); and no two brokers led a
+//! partition in the same leader epoch (`epochs.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -12,9 +14,10 @@ use std::time::{Duration, Instant};
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
 use gregor::protocol::records::decode_deep;
 
+use crate::cluster::{Cluster, PARTITIONS, TOPIC};
 use crate::committed::CommittedLog;
 use crate::common::Client;
-use crate::env::{Env, PARTITIONS, TOPIC};
+use crate::group_offsets::GroupOffsets;
 use crate::workload::{Ack, IDEMPOTENT, value};
 
 #[derive(Debug, Default)]
@@ -28,6 +31,10 @@ pub struct Report {
     /// nothing could be checked there, which fails the run as surely as a divergence.
     pub unreadable_partitions: usize,
     pub consumer_missing: usize,
+    /// Acknowledged messages the Kafka-protocol group never consumed (`--hosts`), and how
+    /// many it consumed (`None` without that group).
+    pub kafka_group_missing: usize,
+    pub kafka_group_consumed: Option<usize>,
     pub consumer_duplicates: usize,
     /// Messages stored more than once (acknowledged or not).
     pub duplicated: usize,
@@ -41,6 +48,11 @@ pub struct Report {
     /// Fatal errors the idempotent producer reported (librdkafka gives up on idempotence
     /// when the broker's answers contradict its sequence numbers).
     pub producer_fatal: usize,
+    /// The group's committed offset seen lower than before.
+    pub group_offset_regressions: usize,
+    pub group_offset_samples: usize,
+    /// (partition, leader epoch) pairs that more than one broker led.
+    pub shared_leader_epochs: usize,
     pub longest_unavailable_ms: Vec<u128>,
     /// One line per violation (capped), for the failure message.
     pub problems: Vec<String>,
@@ -53,18 +65,50 @@ impl Report {
             && self.divergent_replicas == 0
             && self.unreadable_partitions == 0
             && self.consumer_missing == 0
+            && self.kafka_group_missing == 0
             && self.duplicated == 0
             && self.phantom_reads == 0
             && self.committed_changed == 0
             && self.producer_fatal == 0
+            && self.group_offset_regressions == 0
+            && self.shared_leader_epochs == 0
+    }
+
+    pub fn add_kafka_group(&mut self, acks: &[Ack], consumed: &[String]) {
+        let seen: BTreeSet<&str> = consumed.iter().map(String::as_str).collect();
+        self.kafka_group_consumed = Some(consumed.len());
+        for a in acks {
+            let v = value(a.producer, a.seq);
+            if !seen.contains(v.as_str()) {
+                self.kafka_group_missing += 1;
+                self.problem(format!("the Kafka-protocol group never consumed {v}"));
+            }
+        }
+    }
+
+    pub fn add_group_offsets(&mut self, g: &GroupOffsets) {
+        self.group_offset_regressions = g.regressions;
+        self.group_offset_samples = g.samples;
+        for p in &g.problems {
+            self.problem(p.clone());
+        }
+    }
+
+    pub fn add_shared_epochs(&mut self, shared: Vec<String>) {
+        self.shared_leader_epochs = shared.len();
+        for p in shared {
+            self.problem(p);
+        }
     }
 
     pub fn summary(&self) -> String {
         format!(
             "operations={} acknowledged={} lost={} reordered={} divergent_replicas={} \
              unreadable_partitions={} consumer_missing={} consumer_duplicates={} \
+             kafka_group_missing={} kafka_group_consumed={} \
              idempotent_acknowledged={} duplicated={} phantom_reads={} committed_changed={} \
-             committed_samples={} producer_fatal={} longest_unavailability_ms={:?}",
+             committed_samples={} producer_fatal={} group_offset_regressions={} \
+             group_offset_samples={} shared_leader_epochs={} longest_unavailability_ms={:?}",
             self.operations,
             self.acknowledged,
             self.lost,
@@ -73,12 +117,18 @@ impl Report {
             self.unreadable_partitions,
             self.consumer_missing,
             self.consumer_duplicates,
+            self.kafka_group_missing,
+            self.kafka_group_consumed
+                .map_or("-".into(), |n| n.to_string()),
             self.idempotent_acknowledged,
             self.duplicated,
             self.phantom_reads,
             self.committed_changed,
             self.committed_samples,
             self.producer_fatal,
+            self.group_offset_regressions,
+            self.group_offset_samples,
+            self.shared_leader_epochs,
             self.longest_unavailable_ms
         )
     }
@@ -94,7 +144,12 @@ impl Report {
 /// replica id so followers answer too; waits (up to a deadline) until the replica's high
 /// watermark reaches `upto`. A broker slow to answer (a fetch past the client's 2 s timeout)
 /// is asked again until the deadline, and only then reported.
-fn read_replica(env: &Env, broker: i32, p: i32, upto: i64) -> Result<Vec<(i64, String)>, String> {
+fn read_replica(
+    env: &dyn Cluster,
+    broker: i32,
+    p: i32,
+    upto: i64,
+) -> Result<Vec<(i64, String)>, String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         match read_replica_once(env, broker, p, upto) {
@@ -109,14 +164,18 @@ fn read_replica(env: &Env, broker: i32, p: i32, upto: i64) -> Result<Vec<(i64, S
 }
 
 /// A replica's committed prefix: everything below its own high watermark (one pass).
-pub fn read_committed(env: &Env, broker: i32, p: i32) -> Result<Vec<(i64, String)>, String> {
+pub fn read_committed(
+    env: &dyn Cluster,
+    broker: i32,
+    p: i32,
+) -> Result<Vec<(i64, String)>, String> {
     let (entries, _) = read_below(env, broker, p, i64::MAX)?;
     Ok(entries)
 }
 
 /// One pass of `read_replica`: `None` when the replica's high watermark is below `upto`.
 fn read_replica_once(
-    env: &Env,
+    env: &dyn Cluster,
     broker: i32,
     p: i32,
     upto: i64,
@@ -128,7 +187,7 @@ fn read_replica_once(
 /// Reads a replica from offset 0 below `upto` and its high watermark (a debugging fetch
 /// reads no further); says whether it got as far as `upto`.
 fn read_below(
-    env: &Env,
+    env: &dyn Cluster,
     broker: i32,
     p: i32,
     upto: i64,
@@ -170,7 +229,7 @@ fn read_below(
 }
 
 /// The leader's high watermark, asked again (for up to 30 s) while it is slow to answer.
-fn leader_hw(env: &Env, leader: i32, p: i32) -> Result<i64, String> {
+fn leader_hw(env: &dyn Cluster, leader: i32, p: i32) -> Result<i64, String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         match leader_hw_once(env, leader, p) {
@@ -180,7 +239,7 @@ fn leader_hw(env: &Env, leader: i32, p: i32) -> Result<i64, String> {
     }
 }
 
-fn leader_hw_once(env: &Env, leader: i32, p: i32) -> Result<i64, String> {
+fn leader_hw_once(env: &dyn Cluster, leader: i32, p: i32) -> Result<i64, String> {
     let mut c = Client::try_connect(env.addr(leader)).ok_or("cannot connect to the leader")?;
     let r = c.try_fetch_v(
         gregor::protocol::fetch::CLIENT_VERSION,
@@ -197,7 +256,7 @@ fn leader_hw_once(env: &Env, leader: i32, p: i32) -> Result<i64, String> {
 }
 
 pub fn check(
-    env: &Env,
+    env: &dyn Cluster,
     attempts: u64,
     acks: &[Ack],
     consumed: &[String],
@@ -267,7 +326,7 @@ pub fn check(
 
 /// Checks one partition; returns the messages its final log holds.
 fn check_partition(
-    env: &Env,
+    env: &dyn Cluster,
     p: i32,
     acks: &[Ack],
     r: &mut Report,
@@ -280,7 +339,8 @@ fn check_partition(
     };
     let logs: Result<BTreeMap<i32, Vec<(i64, String)>>, String> = leader_hw(env, leader, p)
         .and_then(|hw| {
-            (1..=3)
+            env.replicas(p)
+                .into_iter()
                 .map(|b| read_replica(env, b, p, hw).map(|l| (b, l)))
                 .collect()
         });

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::checker::read_committed;
-use crate::env::{Env, PARTITIONS};
+use crate::cluster::{Cluster, PARTITIONS};
 
 #[derive(Debug, Default)]
 pub struct CommittedLog {
@@ -23,9 +23,9 @@ pub struct CommittedLog {
 impl CommittedLog {
     /// Reads every replica's committed prefix once; a replica that does not answer is left
     /// out of this sample (the final check reads every one or fails).
-    pub fn sample(&mut self, env: &Env) {
+    pub fn sample(&mut self, env: &dyn Cluster) {
         for p in 0..PARTITIONS {
-            for b in 1..=3 {
+            for b in env.replicas(p) {
                 if let Ok(entries) = read_committed(env, b, p) {
                     self.record(p, b, &entries);
                     self.samples += 1;

@@ -8,18 +8,13 @@ use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gregor::protocol::ErrorCode;
-use gregor::zk::paths::{self, CONTROLLER, COORDINATOR, ElectedBroker};
-use gregor::zk::{ZkClient, groups};
+use gregor::zk::ZkClient;
+use gregor::zk::paths;
 
-use crate::common::{
-    Client, Proxy, free_port, poll_until, serving, spawn_broker_process, start_zookeeper,
-};
+use crate::cluster::Cluster;
+use crate::common::{Proxy, free_port, poll_until, serving, spawn_broker_process, start_zookeeper};
 
 pub const SESSION_TIMEOUT_MS: u64 = 3000;
-pub const TOPIC: &str = "chaos";
-pub const PARTITIONS: i32 = 6;
-pub const GROUP: &str = "chaos-group";
 
 pub struct Broker {
     pub port: u16,
@@ -87,15 +82,6 @@ impl Env {
         format!("127.0.0.1:{}/chaos", self.zk_port)
     }
 
-    /// Every broker's advertised (proxied) address.
-    pub fn bootstrap(&self) -> String {
-        self.brokers
-            .values()
-            .map(|b| format!("127.0.0.1:{}", b.proxy.port))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
     /// Kills ZooKeeper (its data stays) and starts it again after `down`.
     pub fn restart_zookeeper(&mut self, down: Duration) {
         if let Some(mut c) = self.zk_child.take() {
@@ -131,18 +117,6 @@ impl Env {
         })
     }
 
-    /// Registered by the process running now, not by its previous incarnation.
-    fn registered(&self, id: i32) -> Result<(), String> {
-        match self.zk.exists(&paths::broker_path(id)) {
-            Ok(Some(stat)) if stat.ctime >= self.brokers[&id].spawned_ms => Ok(()),
-            Ok(Some(_)) => Err(format!(
-                "broker {id}: only its previous incarnation's registration is there"
-            )),
-            Ok(None) => Err(format!("broker {id} is not registered")),
-            Err(e) => Err(format!("ZooKeeper: {e:?}")),
-        }
-    }
-
     /// Notes every broker process that has ended on its own, and forgets it, so the next
     /// heal starts it again.
     pub fn reap(&mut self) {
@@ -156,18 +130,47 @@ impl Env {
         }
     }
 
-    pub fn is_running(&self, id: i32) -> bool {
-        self.brokers[&id].child.is_some()
-    }
-
     fn signal(&self, id: i32, sig: i32) {
         if let Some(c) = &self.brokers[&id].child {
             // SAFETY: signalling our own child process.
             unsafe { libc::kill(c.id() as i32, sig) };
         }
     }
+}
 
-    pub fn kill9(&mut self, id: i32) {
+impl Cluster for Env {
+    fn zk(&self) -> &ZkClient {
+        &self.zk
+    }
+
+    fn broker_ids(&self) -> Vec<i32> {
+        self.brokers.keys().copied().collect()
+    }
+
+    /// The broker's own address (not the proxy): the checker reads replicas directly.
+    fn addr(&self, id: i32) -> std::net::SocketAddr {
+        ([127, 0, 0, 1], self.brokers[&id].port).into()
+    }
+
+    /// Every broker's advertised (proxied) address.
+    fn bootstrap(&self) -> String {
+        self.brokers
+            .values()
+            .map(|b| format!("127.0.0.1:{}", b.proxy.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn is_running(&mut self, id: i32) -> bool {
+        self.reap();
+        self.brokers[&id].child.is_some()
+    }
+
+    fn is_paused(&self, id: i32) -> bool {
+        self.brokers[&id].paused
+    }
+
+    fn kill9(&mut self, id: i32) {
         let b = self.brokers.get_mut(&id).unwrap();
         if let Some(mut c) = b.child.take() {
             // SAFETY: resuming a possibly stopped child so the kill is delivered.
@@ -179,7 +182,7 @@ impl Env {
     }
 
     /// SIGTERM: controlled shutdown; waits for the exit (kill -9 after a minute).
-    pub fn terminate(&mut self, id: i32) {
+    fn terminate(&mut self, id: i32) {
         self.signal(id, libc::SIGTERM);
         let b = self.brokers.get_mut(&id).unwrap();
         let Some(mut c) = b.child.take() else {
@@ -194,90 +197,50 @@ impl Env {
         }
     }
 
-    pub fn restart(&mut self, id: i32) {
+    fn restart(&mut self, id: i32) {
         if !self.is_running(id) {
             self.spawn(id);
         }
     }
 
-    pub fn pause(&mut self, id: i32) {
+    fn pause(&mut self, id: i32) {
         self.signal(id, libc::SIGSTOP);
         self.brokers.get_mut(&id).unwrap().paused = true;
     }
 
-    pub fn resume(&mut self, id: i32) {
+    fn resume(&mut self, id: i32) {
         self.signal(id, libc::SIGCONT);
         self.brokers.get_mut(&id).unwrap().paused = false;
     }
 
-    fn elected(&self, path: &str) -> Option<i32> {
-        paths::read_json::<ElectedBroker>(&self.zk, path)
-            .ok()
-            .flatten()
-            .map(|e| e.brokerid)
-    }
-
-    pub fn controller(&self) -> Option<i32> {
-        self.elected(CONTROLLER)
-    }
-
-    pub fn coordinator(&self) -> Option<i32> {
-        self.elected(COORDINATOR)
-    }
-
-    pub fn leader(&self, p: i32) -> Option<i32> {
-        paths::leader_and_isr(&self.zk, TOPIC, p)
-            .ok()
-            .flatten()
-            .map(|(l, _)| l.leader)
-            .filter(|l| *l >= 0)
-    }
-
-    /// Healed: every broker running and registered, every partition led with all three in
-    /// its ISR, and every leader answering a produce. Otherwise, the first thing that is not.
-    pub fn health(&mut self) -> Result<(), String> {
-        self.reap();
-        for id in 1..=3 {
-            if !self.is_running(id) {
-                return Err(format!("broker {id} is not running"));
-            }
-            self.registered(id)?;
+    /// Registered by the process running now, not by its previous incarnation.
+    fn registered(&self, id: i32) -> Result<(), String> {
+        match self.zk.exists(&paths::broker_path(id)) {
+            Ok(Some(stat)) if stat.ctime >= self.brokers[&id].spawned_ms => Ok(()),
+            Ok(Some(_)) => Err(format!(
+                "broker {id}: only its previous incarnation's registration is there"
+            )),
+            Ok(None) => Err(format!("broker {id} is not registered")),
+            Err(e) => Err(format!("ZooKeeper: {e:?}")),
         }
-        for p in 0..PARTITIONS {
-            let (l, _) = paths::leader_and_isr(&self.zk, TOPIC, p)
-                .map_err(|e| format!("ZooKeeper: {e:?}"))?
-                .ok_or(format!("partition {p} has no state"))?;
-            if l.leader < 0 || l.isr.len() != 3 {
-                return Err(format!(
-                    "partition {p}: leader {} isr {:?}",
-                    l.leader, l.isr
-                ));
-            }
-            let answer = Client::try_connect(self.addr(l.leader))
-                .and_then(|mut c| c.try_produce_empty(TOPIC, p));
-            if answer != Some(ErrorCode::None.code()) {
-                return Err(format!(
-                    "partition {p}: leader {} answered a produce with {answer:?}",
-                    l.leader
-                ));
-            }
-        }
-        Ok(())
     }
 
-    /// The broker's own address (not the proxy): the checker reads replicas directly.
-    pub fn addr(&self, id: i32) -> std::net::SocketAddr {
-        ([127, 0, 0, 1], self.brokers[&id].port).into()
+    fn exits(&self) -> &[String] {
+        &self.exits
     }
 
-    pub fn group_members(&self) -> usize {
-        groups::members(&self.zk, GROUP).map_or(0, |m| m.len())
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn as_loopback(&mut self) -> Option<&mut Env> {
+        Some(self)
     }
 }
 
 impl Drop for Env {
     fn drop(&mut self) {
-        for id in 1..=3 {
+        for id in self.broker_ids() {
             self.kill9(id);
         }
         if let Some(mut c) = self.zk_child.take() {

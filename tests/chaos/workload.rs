@@ -2,7 +2,9 @@
 //! acks=all and no retries (so an acknowledged message was sent exactly once), recording each
 //! acknowledgement with its partition and offset; librdkafka's idempotent producer
 //! (`tests/clients/idempotent_producer.py`), which retries everything until acknowledged and
-//! must still store each message once; and a consumer group reading throughout.
+//! must still store each message once; and a consumer group reading throughout (gregor's, in
+//! the spec's protocol). The `--hosts` run adds a group in Kafka's protocol: two librdkafka
+//! members (`tests/clients/group_member.py`) committing as they go.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Stdio};
@@ -16,7 +18,7 @@ use gregor::client::producer::{Producer, ProducerConfig};
 use gregor::protocol::coordinator::Subscription;
 use parking_lot::Mutex;
 
-use crate::env::{GROUP, TOPIC};
+use crate::cluster::{GROUP, KAFKA_GROUP, TOPIC};
 
 /// Messages per producer window (sent together, then awaited).
 const WINDOW: u64 = 20;
@@ -47,6 +49,9 @@ pub struct Workload {
     pub acks: Arc<Mutex<Vec<Ack>>>,
     pub attempts: Arc<AtomicU64>,
     pub consumed: Arc<Mutex<Vec<String>>>,
+    /// What the Kafka-protocol group consumed, when it runs.
+    pub kafka_consumed: Option<Arc<Mutex<Vec<String>>>>,
+    kafka_members: Vec<(Child, JoinHandle<()>)>,
     /// What the idempotent producer reported other than acknowledgements (`fail`, `fatal`).
     pub producer_errors: Arc<Mutex<Vec<String>>>,
     producers: Vec<JoinHandle<()>>,
@@ -56,13 +61,15 @@ pub struct Workload {
 }
 
 impl Workload {
-    pub fn start(bootstrap: &str, producers: u32, consumers: usize) -> Workload {
+    pub fn start(bootstrap: &str, producers: u32, consumers: usize, kafka_group: bool) -> Workload {
         let mut w = Workload {
             stop_producing: Arc::new(AtomicBool::new(false)),
             stop_consuming: Arc::new(AtomicBool::new(false)),
             acks: Arc::default(),
             attempts: Arc::default(),
             consumed: Arc::default(),
+            kafka_consumed: kafka_group.then(Arc::default),
+            kafka_members: Vec::new(),
             producer_errors: Arc::default(),
             producers: Vec::new(),
             idempotent: None,
@@ -95,6 +102,12 @@ impl Workload {
             w.consumers
                 .push(std::thread::spawn(move || consume(&boot, &stop, &consumed)));
         }
+        if let Some(consumed) = &w.kafka_consumed {
+            for _ in 0..2 {
+                w.kafka_members
+                    .push(start_kafka_member(bootstrap, consumed));
+            }
+        }
         w
     }
 
@@ -124,6 +137,19 @@ impl Workload {
         self.stop_consuming.store(true, Ordering::Release);
         for h in self.consumers.drain(..) {
             let _ = h.join();
+        }
+        for (mut child, reader) in self.kafka_members.drain(..) {
+            // `leave` closes the consumer (committing and leaving the group) and exits.
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(b"leave\n");
+            }
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = reader.join();
         }
     }
 }
@@ -219,6 +245,41 @@ fn start_idempotent(
                     attempts.fetch_add(sent.unwrap_or(0), Ordering::Relaxed);
                 }
                 _ => errors.lock().push(line),
+            }
+        }
+    });
+    (child, reader)
+}
+
+/// One member of the Kafka-protocol group: librdkafka committing every second; a thread turns
+/// its `msg P OFFSET VALUE` lines into consumed values.
+fn start_kafka_member(boot: &str, consumed: &Arc<Mutex<Vec<String>>>) -> (Child, JoinHandle<()>) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/group_member.py");
+    let mut cmd = crate::common::python();
+    cmd.args([
+        script,
+        "confluent",
+        boot,
+        KAFKA_GROUP,
+        TOPIC,
+        "session_ms=6000",
+        "autocommit_ms=1000",
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped());
+    crate::common::die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().expect(
+        "start a Kafka-protocol group member (confluent-kafka, installed by scripts/test.sh)",
+    );
+    let out = child.stdout.take().expect("piped");
+    let consumed = consumed.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(v) = line
+                .strip_prefix("msg ")
+                .and_then(|r| r.splitn(3, ' ').nth(2))
+            {
+                consumed.lock().push(v.to_owned());
             }
         }
     });

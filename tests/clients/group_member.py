@@ -3,7 +3,8 @@
 usage: group_member.py CLIENT BOOTSTRAP GROUP TOPIC [key=value ...]
 CLIENT is `confluent` (librdkafka, confluent-kafka) or `kafka-python`.
 Options: session_ms, heartbeat_ms, instance_id, commit (1: commit synchronously after every
-message), refresh_ms (librdkafka's topic.metadata.refresh.interval.ms), assignor (librdkafka's
+message), autocommit_ms (confluent only: librdkafka commits what was consumed at this interval
+and on close), refresh_ms (librdkafka's topic.metadata.refresh.interval.ms), assignor (librdkafka's
 partition.assignment.strategy, e.g. cooperative-sticky).
 
 Prints one line per event, flushed: `assigned T:P,...` from every rebalance callback (the
@@ -67,7 +68,8 @@ def run_confluent():
         "session.timeout.ms": session_ms,
         "heartbeat.interval.ms": heartbeat_ms,
         "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
+        "enable.auto.commit": "autocommit_ms" in opts,
+        "auto.commit.interval.ms": int(opts.get("autocommit_ms", "5000")),
         "topic.metadata.refresh.interval.ms": int(opts.get("refresh_ms", "300000")),
     }
     if instance_id:

@@ -120,6 +120,8 @@ pub struct Lab {
     extra: String,
     zk_children: [Option<Child>; 3],
     brokers: BTreeMap<i32, LabBroker>,
+    /// Brokers that exited without being told to: each is a finding.
+    pub exits: Vec<String>,
     /// The test's session, from the client host; `None` only while the ensemble starts.
     zk: Option<Arc<ZkClient>>,
     /// Taken first on drop: `scripts/hosts.sh down` kills what runs in the namespaces.
@@ -153,6 +155,7 @@ impl Lab {
             extra: extra.to_owned(),
             zk_children: [None, None, None],
             brokers: BTreeMap::new(),
+            exits: Vec::new(),
             zk: None,
             in_client: Some(in_client),
         };
@@ -319,13 +322,32 @@ impl Lab {
         }
     }
 
-    /// Running, and not exited by itself (an exit is reaped and reported here).
+    /// SIGTERM (controlled shutdown), waiting for the exit (kill -9 after a minute).
+    pub fn terminate(&mut self, id: i32) {
+        self.signal(id, libc::SIGTERM);
+        let Some(mut c) = self.brokers.get_mut(&id).unwrap().child.take() else {
+            return;
+        };
+        let exited = poll_until(Duration::from_secs(60), Duration::from_millis(20), || {
+            c.try_wait().ok().flatten().is_some()
+        });
+        if !exited {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Running, and not exited by itself (an exit is noted in `exits`, and forgotten so a
+    /// restart starts it again).
     pub fn is_running(&mut self, id: i32) -> bool {
         let b = self.brokers.get_mut(&id).unwrap();
         match b.child.as_mut().map(|c| c.try_wait()) {
             Some(Ok(None)) => true,
-            Some(_) => {
+            Some(status) => {
                 b.child = None;
+                let what = format!("broker {id} exited by itself ({status:?}); see its broker.log");
+                eprintln!("[lab] {what}");
+                self.exits.push(what);
                 false
             }
             None => false,
