@@ -621,8 +621,9 @@ fn hosts_and_their_processes_are_removed_after_a_failure() {
 }
 
 /// `scripts/cluster.sh --hosts`: the same topology by hand. It starts the ensemble and five
-/// brokers on their own addresses, `status` (run on the client host) sees them, an isolated
-/// broker drops out and comes back on `heal`, and `stop` leaves no host behind.
+/// brokers on their own addresses, `status` (run on the client host) sees them, every broker
+/// serves its metrics on its own address, an isolated broker drops out and comes back on
+/// `heal`, and `stop` leaves no host behind.
 #[test]
 fn cluster_sh_hosts_starts_isolates_heals_and_stops() {
     let _one = ONE_LAB.lock();
@@ -659,6 +660,19 @@ fn cluster_sh_hosts_starts_isolates_heals_and_stops() {
         "one ensemble leader: {out}"
     );
     assert!(status_says("Brokers (5)"), "status: {}", run(&["status"]).1);
+    // The metrics, scraped from the client host as Prometheus would.
+    {
+        let _in_client = lab::InNamespace::enter(&format!("{tag}-client"));
+        for id in 1..=5 {
+            let addr = format!("{}:9404", lab::host_addr(&format!("b{id}")));
+            let scrape = common::prometheus::scrape(addr.parse().unwrap());
+            assert_eq!(
+                scrape.get("kafka_server_replicamanager_underreplicatedpartitions", &[]),
+                Some(0.0),
+                "broker {id}'s metrics"
+            );
+        }
+    }
     assert!(run(&["isolate", "b5"]).0);
     assert!(
         status_says("Brokers (4)"),

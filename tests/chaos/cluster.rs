@@ -9,7 +9,7 @@ use gregor::protocol::ErrorCode;
 use gregor::zk::paths::{self, CONTROLLER, COORDINATOR, ElectedBroker};
 use gregor::zk::{ZkClient, groups};
 
-use crate::common::{Client, poll_until};
+use crate::common::{Client, wait_ok};
 use crate::env::Env;
 use crate::lab::Lab;
 
@@ -122,13 +122,5 @@ fn elected(zk: &ZkClient, path: &str) -> Option<i32> {
 
 /// Waits until the cluster is healthy; when `limit` passes first, what was still wrong.
 pub fn wait_healthy(env: &mut dyn Cluster, limit: Duration) -> Result<(), String> {
-    let mut last = Ok(());
-    if poll_until(limit, Duration::from_millis(200), || {
-        last = env.health();
-        last.is_ok()
-    }) {
-        Ok(())
-    } else {
-        last
-    }
+    wait_ok(limit, || env.health())
 }

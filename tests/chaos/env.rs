@@ -12,7 +12,9 @@ use gregor::zk::ZkClient;
 use gregor::zk::paths;
 
 use crate::cluster::Cluster;
-use crate::common::{Proxy, free_port, poll_until, serving, spawn_broker_process, start_zookeeper};
+use crate::common::{
+    Proxy, exit_or_kill, free_port, poll_until, serving, spawn_broker_process, start_zookeeper,
+};
 
 pub const SESSION_TIMEOUT_MS: u64 = 3000;
 
@@ -185,15 +187,8 @@ impl Cluster for Env {
     fn terminate(&mut self, id: i32) {
         self.signal(id, libc::SIGTERM);
         let b = self.brokers.get_mut(&id).unwrap();
-        let Some(mut c) = b.child.take() else {
-            return;
-        };
-        let exited = poll_until(Duration::from_secs(60), Duration::from_millis(20), || {
-            c.try_wait().ok().flatten().is_some()
-        });
-        if !exited {
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(mut c) = b.child.take() {
+            exit_or_kill(&mut c, Duration::from_secs(60));
         }
     }
 

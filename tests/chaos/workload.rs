@@ -6,7 +6,7 @@
 //! the spec's protocol). The `--hosts` run adds a group in Kafka's protocol: two librdkafka
 //! members (`tests/clients/group_member.py`) committing as they go.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,6 +19,7 @@ use gregor::protocol::coordinator::Subscription;
 use parking_lot::Mutex;
 
 use crate::cluster::{GROUP, KAFKA_GROUP, TOPIC};
+use crate::common::tell_and_wait;
 
 /// Messages per producer window (sent together, then awaited).
 const WINDOW: u64 = 20;
@@ -120,15 +121,7 @@ impl Workload {
         if let Some((mut child, reader)) = self.idempotent.take() {
             // `stop` ends its sending; it then waits for every message in flight (150 s at
             // most) and reports how many it sent.
-            if let Some(mut stdin) = child.stdin.take() {
-                let _ = stdin.write_all(b"stop\n");
-            }
-            let deadline = Instant::now() + Duration::from_secs(180);
-            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+            tell_and_wait(&mut child, b"stop\n", Duration::from_secs(180));
             let _ = reader.join();
         }
     }
@@ -140,15 +133,7 @@ impl Workload {
         }
         for (mut child, reader) in self.kafka_members.drain(..) {
             // `leave` closes the consumer (committing and leaving the group) and exits.
-            if let Some(mut stdin) = child.stdin.take() {
-                let _ = stdin.write_all(b"leave\n");
-            }
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+            tell_and_wait(&mut child, b"leave\n", Duration::from_secs(30));
             let _ = reader.join();
         }
     }

@@ -27,7 +27,7 @@ use gregor::zk::paths::{self, CONTROLLER, ElectedBroker};
 
 use parking_lot::Mutex;
 
-use crate::common::{Client, die_with_parent, poll_until};
+use crate::common::{Client, die_with_parent, exit_or_kill, poll_until, wait_ok};
 
 const HOSTS_SH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/hosts.sh");
 pub const ZK_HOSTS: [&str; 3] = ["zk1", "zk2", "zk3"];
@@ -325,15 +325,8 @@ impl Lab {
     /// SIGTERM (controlled shutdown), waiting for the exit (kill -9 after a minute).
     pub fn terminate(&mut self, id: i32) {
         self.signal(id, libc::SIGTERM);
-        let Some(mut c) = self.brokers.get_mut(&id).unwrap().child.take() else {
-            return;
-        };
-        let exited = poll_until(Duration::from_secs(60), Duration::from_millis(20), || {
-            c.try_wait().ok().flatten().is_some()
-        });
-        if !exited {
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(mut c) = self.brokers.get_mut(&id).unwrap().child.take() {
+            exit_or_kill(&mut c, Duration::from_secs(60));
         }
     }
 
@@ -419,15 +412,7 @@ impl Lab {
     }
 
     pub fn wait_healthy(&mut self, topics: &[(&str, i32)], limit: Duration) -> Result<(), String> {
-        let mut last = Ok(());
-        if poll_until(limit, Duration::from_millis(200), || {
-            last = self.health(topics);
-            last.is_ok()
-        }) {
-            Ok(())
-        } else {
-            last
-        }
+        wait_ok(limit, || self.health(topics))
     }
 
     /// `scripts/hosts.sh isolate`: the host's link down.

@@ -133,6 +133,36 @@ pub fn poll_until(limit: Duration, every: Duration, mut f: impl FnMut() -> bool)
     true
 }
 
+/// Polls `f` every 200 ms until it is `Ok` or `limit` passes; then, the last error.
+pub fn wait_ok(limit: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<(), String> {
+    let mut last = Ok(());
+    if poll_until(limit, Duration::from_millis(200), || {
+        last = f();
+        last.is_ok()
+    }) {
+        Ok(())
+    } else {
+        last
+    }
+}
+
+/// Waits up to `limit` for `child` to exit, then kills it; reaps it either way.
+pub fn exit_or_kill(child: &mut Child, limit: Duration) {
+    poll_until(limit, Duration::from_millis(20), || {
+        child.try_wait().ok().flatten().is_some()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Writes `line` to the child's stdin (its cue to finish), then `exit_or_kill`.
+pub fn tell_and_wait(child: &mut Child, line: &[u8], limit: Duration) {
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(line);
+    }
+    exit_or_kill(child, limit);
+}
+
 /// The address of this binary's ZooKeeper, starting it on first use.
 pub fn zk_address() -> &'static str {
     static ADDR: OnceLock<String> = OnceLock::new();
