@@ -965,3 +965,26 @@ fn a_fetch_answer_is_bounded_by_fetch_max_bytes_however_often_it_names_a_partiti
     let err = bad.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(err.contains("fetch.max.bytes"), "{err}");
 }
+
+/// A broker that has registered but not yet heard from the controller (just restarted) has an
+/// empty metadata cache: it answers a topic it does not know LEADER_NOT_AVAILABLE, which clients
+/// retry, not UNKNOWN_TOPIC_OR_PARTITION, which made librdkafka drop a live topic and fail every
+/// produce to it ("Unknown topic", the --hosts chaos run). Once informed, unknown means unknown.
+#[test]
+fn a_broker_not_yet_informed_by_the_controller_does_not_call_a_topic_unknown() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("uninformed"));
+    let controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[("auto.create.topics.enable", "false")]);
+    gregor::client::admin::create_topic(&controller.zk, "exists", 1, 1, None).unwrap();
+    let mut c = b.client();
+    let m = c.metadata(&["exists"]);
+    assert_eq!(m.topics[0].error_code, ErrorCode::LeaderNotAvailable.code());
+    lead(&b, &mut c, 1, "exists", 1);
+    let m = c.metadata(&["exists", "absent"]);
+    assert_eq!(m.topics[0].error_code, E_OK);
+    assert_eq!(
+        m.topics[1].error_code,
+        ErrorCode::UnknownTopicOrPartition.code()
+    );
+}

@@ -704,3 +704,179 @@ fn scopeguard(f: impl FnOnce()) -> impl Drop {
     }
     Guard(Some(f))
 }
+
+#[test]
+fn committed_offsets_are_read_from_the_groups_table() {
+    let table = "GROUP g: consumer range Stable, 2 member(s)\n\
+                 TOPIC PARTITION COMMITTED LOG-END LAG  OWNER\n\
+                 t 0 17 20 3  rdkafka-1\n\
+                 t 1 - 5 5  none\n\
+                 other 0 4 4 0  rdkafka-1\n";
+    assert_eq!(common::parse_committed_offsets(table, "t"), vec![(0, 17)]);
+}
+
+/// A broker's host isolated (its link down) while it leads: the others elect a leader and
+/// take writes, and after healing it follows with the same log.
+#[test]
+fn an_isolated_leader_is_replaced_and_rejoins_with_the_same_log() {
+    let _one = ONE_LAB.lock();
+    let Some((_tmp, mut lab)) = lab_with_topic("isolated_leader", 3, "1:2:3") else {
+        return;
+    };
+    let mut acked = Acked::default();
+    acked.produce(&lab, "before", 20);
+    lab.isolate("b1");
+    wait_until(
+        Duration::from_secs(30),
+        "a new leader",
+        || matches!(lab.leader_and_isr(TOPIC, 0), Some((l, _, isr)) if l != 1 && !isr.contains(&1)),
+    );
+    acked.produce(&lab, "isolated", 20);
+    lab.heal();
+    lab.wait_healthy(&[(TOPIC, 1)], Duration::from_secs(60))
+        .unwrap();
+    acked.produce(&lab, "after", 5);
+    assert_replicas_identical_and_nothing_lost(&lab, &acked);
+}
+
+/// The coordinator cut from its members (the client host) while both kinds of group consume:
+/// gregor's consumer in the spec's protocol and librdkafka in Kafka's. Both keep or regain
+/// their partitions, consume every acknowledged write at least once, and their committed
+/// offsets never go back and reach the log's end after healing.
+#[test]
+fn groups_cut_from_their_coordinator_consume_everything_and_commit_forward() {
+    use gregor::client::consumer::{ConsumerConfig, GroupConsumer};
+    use gregor::protocol::coordinator::Subscription;
+    use std::io::{BufRead, BufReader};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let _one = ONE_LAB.lock();
+    let Some((_tmp, mut lab)) = start_lab("coordinator_cut", 3) else {
+        return;
+    };
+    let coordinator = lab.coordinator().expect("a coordinator");
+    let leader = coordinator % 3 + 1;
+    let replicas: Vec<String> = (0..3)
+        .map(|i| ((leader - 1 + i) % 3 + 1).to_string())
+        .collect();
+    create_topic(&mut lab, &replicas.join(":"));
+    let boot = lab.bootstrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let spec_seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let spec = {
+        let (boot, stop, seen) = (boot.clone(), stop.clone(), spec_seen.clone());
+        std::thread::spawn(move || {
+            let mut cfg = ConsumerConfig::new(
+                &boot,
+                "spec",
+                Subscription::Static([(TOPIC.into(), 1)].into()),
+            );
+            cfg.auto_offset_reset = "smallest".into();
+            cfg.ping_interval = Duration::from_millis(500);
+            cfg.startup_timeout = Duration::from_secs(60);
+            let mut c = GroupConsumer::start(cfg).expect("the spec-protocol consumer starts");
+            while !stop.load(Ordering::Acquire) {
+                if let Some(r) = c.poll(Duration::from_millis(100)) {
+                    let v = String::from_utf8_lossy(r.value.as_deref().unwrap_or(b""));
+                    seen.lock().push(v.into_owned());
+                }
+            }
+            c.close();
+        })
+    };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/group_member.py");
+    let mut member = common::python();
+    member
+        .args([
+            script,
+            "confluent",
+            &boot,
+            "kafka",
+            TOPIC,
+            "session_ms=6000",
+            "autocommit_ms=500",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    common::die_with_parent(&mut member);
+    let mut member = member
+        .spawn()
+        .expect("confluent-kafka (scripts/test.sh installs it)");
+    let kafka_seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let reader = {
+        let (out, seen) = (member.stdout.take().unwrap(), kafka_seen.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(v) = line
+                    .strip_prefix("msg ")
+                    .and_then(|r| r.splitn(3, ' ').nth(2))
+                {
+                    seen.lock().push(v.to_owned());
+                }
+            }
+        })
+    };
+    let mut highest: BTreeMap<&str, i64> = BTreeMap::new();
+    let sample = |lab: &Lab, highest: &mut BTreeMap<&str, i64>| {
+        let spec = gregor::zk::paths::committed_offset(lab.zk(), "spec", TOPIC, 0)
+            .ok()
+            .flatten();
+        let kafka = common::committed_offsets(&boot, "kafka", TOPIC)
+            .into_iter()
+            .find(|(p, _)| *p == 0)
+            .map(|(_, o)| o);
+        for (group, offset) in [("spec", spec), ("kafka", kafka)] {
+            if let Some(o) = offset {
+                let h = highest.entry(group).or_insert(o);
+                assert!(
+                    o >= *h,
+                    "{group}'s committed offset went back from {h} to {o}"
+                );
+                *h = o;
+            }
+        }
+    };
+    let consumed_all = |acked: &Acked| {
+        [&spec_seen, &kafka_seen].iter().all(|seen| {
+            let seen = seen.lock();
+            acked.0.iter().all(|(_, v)| seen.contains(v))
+        })
+    };
+    let mut acked = Acked::default();
+    acked.produce(&lab, "before", 50);
+    wait_until(Duration::from_secs(60), "both groups to consume", || {
+        consumed_all(&acked)
+    });
+    sample(&lab, &mut highest);
+    lab.cut(&[&Lab::broker_host(coordinator)], &["client"]);
+    acked.produce(&lab, "cut", 50);
+    let end = Instant::now() + Duration::from_millis(SESSION_MS * 3);
+    while Instant::now() < end {
+        sample(&lab, &mut highest);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    lab.heal();
+    acked.produce(&lab, "healed", 50);
+    wait_until(
+        Duration::from_secs(90),
+        "both groups to consume everything",
+        || consumed_all(&acked),
+    );
+    let leader = lab.leader_and_isr(TOPIC, 0).unwrap().0;
+    let log_end = Client::connect(lab.addr(leader))
+        .list_offsets(TOPIC, 0, -1)
+        .1[0];
+    wait_until(
+        Duration::from_secs(60),
+        "both groups to commit the log's end",
+        || {
+            sample(&lab, &mut highest);
+            highest.get("spec") == Some(&log_end) && highest.get("kafka") == Some(&log_end)
+        },
+    );
+    stop.store(true, Ordering::Release);
+    spec.join().unwrap();
+    common::tell_and_wait(&mut member, b"leave\n", Duration::from_secs(30));
+    let _ = reader.join();
+}

@@ -278,6 +278,7 @@ impl KafkaApis {
         let mut resp = self
             .metadata_cache
             .metadata(req.topics.as_deref(), version, listener);
+        let informed = self.metadata_cache.informed();
         for t in resp
             .topics
             .iter_mut()
@@ -287,6 +288,12 @@ impl KafkaApis {
                 t.error_code = ErrorCode::InvalidTopic.code();
             } else if self.config.auto_create_topics_enable && req.allow_auto_topic_creation {
                 t.error_code = self.auto_create(&t.topic).code();
+            } else if !informed {
+                // Just started: the controller's UpdateMetadata has not come yet, so the topic
+                // may well exist. "Unknown" would make librdkafka drop a topic it produces to
+                // (the --hosts chaos run: "partition count changed from 6 to 0", then every
+                // produce failed with "Unknown topic"); this is retriable.
+                t.error_code = ErrorCode::LeaderNotAvailable.code();
             }
         }
         resp.encode_v(out, version);

@@ -22,6 +22,9 @@ struct Cache {
     topic_ids: BTreeMap<String, [u8; 16]>,
     cluster_id: Option<String>,
     controller_id: i32,
+    /// A controller has sent UpdateMetadata since this broker started: until then an empty
+    /// cache says nothing about which topics exist.
+    informed: bool,
 }
 
 impl Default for Cache {
@@ -32,6 +35,7 @@ impl Default for Cache {
             topic_ids: BTreeMap::new(),
             cluster_id: None,
             controller_id: -1,
+            informed: false,
         }
     }
 }
@@ -44,6 +48,7 @@ pub struct MetadataCache {
 impl MetadataCache {
     pub fn update(&self, req: &UpdateMetadataRequest) {
         let mut c = self.inner.write();
+        c.informed = true;
         c.brokers = req.live_brokers.clone();
         c.controller_id = req.controller_id;
         for s in &req.partition_states {
@@ -96,6 +101,11 @@ impl MetadataCache {
 
     pub fn live_broker_count(&self) -> usize {
         self.inner.read().brokers.len()
+    }
+
+    /// Whether a controller has sent this broker the cluster's metadata yet.
+    pub fn informed(&self) -> bool {
+        self.inner.read().informed
     }
 
     /// The answer to Metadata at `version` for `topics` (`None`: all). Unknown topics get

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use gregor::zk::paths;
 
 use crate::cluster::{Cluster, GROUP, KAFKA_GROUP, PARTITIONS, TOPIC};
+use crate::common::committed_offsets;
 
 #[derive(Debug, Default)]
 pub struct GroupOffsets {
@@ -28,7 +29,7 @@ impl GroupOffsets {
             }
         }
         if kafka_group {
-            for (p, offset) in described_offsets(&env.bootstrap()) {
+            for (p, offset) in committed_offsets(&env.bootstrap(), KAFKA_GROUP, TOPIC) {
                 self.record(KAFKA_GROUP, p, offset);
             }
         }
@@ -48,43 +49,6 @@ impl GroupOffsets {
             *highest = offset;
         }
     }
-}
-
-/// (partition, committed offset) of the Kafka-protocol group, from the rows of `gregor groups
-/// --describe` (TOPIC PARTITION COMMITTED LOG-END LAG OWNER); nothing when it cannot answer.
-fn described_offsets(bootstrap: &str) -> Vec<(i32, i64)> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gregor"))
-        .args([
-            "groups",
-            "--bootstrap",
-            bootstrap,
-            "--describe",
-            KAFKA_GROUP,
-        ])
-        .output();
-    let Ok(out) = out else { return Vec::new() };
-    parse_described(&String::from_utf8_lossy(&out.stdout))
-}
-
-fn parse_described(text: &str) -> Vec<(i32, i64)> {
-    text.lines()
-        .filter_map(|l| {
-            let mut cols = l.split_whitespace();
-            (cols.next() == Some(TOPIC)).then_some(())?;
-            let p = cols.next()?.parse().ok()?;
-            let committed = cols.next()?.parse().ok()?;
-            Some((p, committed))
-        })
-        .collect()
-}
-
-#[test]
-fn the_described_offsets_are_read_from_the_cli_table() {
-    let table = "GROUP chaos-kafka-group: consumer range Stable, 2 member(s)\n\
-                 TOPIC PARTITION COMMITTED LOG-END LAG  OWNER\n\
-                 chaos 0 17 20 3  rdkafka-1\n\
-                 chaos 1 - 5 5  none\n";
-    assert_eq!(parse_described(table), vec![(0, 17)]);
 }
 
 #[test]

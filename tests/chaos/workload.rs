@@ -119,6 +119,11 @@ impl Workload {
             let _ = h.join();
         }
         if let Some((mut child, reader)) = self.idempotent.take() {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.producer_errors.lock().push(format!(
+                    "fatal: the idempotent producer exited before the end of the run ({status})"
+                ));
+            }
             // `stop` ends its sending; it then waits for every message in flight (150 s at
             // most) and reports how many it sent.
             tell_and_wait(&mut child, b"stop\n", Duration::from_secs(180));

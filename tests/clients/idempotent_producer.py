@@ -9,12 +9,13 @@ topic's partitions when PARTITIONS is `any`), about one every millisecond (every
 when given), until a line `stop` (or EOF) arrives on stdin; then waits for every
 outstanding message. Prints, flushed, `ack I OFFSET PARTITION` for each message the broker
 acknowledged, `fail I ERROR` for each that failed, `fatal ERROR` if the producer hit a fatal
-idempotence error, and `done SENT` at the end."""
+idempotence error or librdkafka refused a message outright (then it stops sending), and
+`done SENT` at the end."""
 import sys
 import threading
 import time
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 bootstrap, topic = sys.argv[1:3]
 prefix = sys.argv[3] if len(sys.argv) > 3 else "m"
@@ -78,6 +79,11 @@ while not stop.is_set():
         sent += 1
     except BufferError:
         pass
+    except KafkaException as e:
+        # librdkafka refuses at once a message for a topic the cluster told it does not exist
+        # (a broker answering "unknown topic" for a live one): a finding, not a retry.
+        say("fatal", "produce_refused:" + e.args[0].str().replace(" ", "_"))
+        break
     p.poll(pause)
 left = p.flush(150)
 say("done", sent, left)

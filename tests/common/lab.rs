@@ -23,7 +23,7 @@ use std::time::Duration;
 use gregor::protocol::ErrorCode;
 use gregor::protocol::produce::{ProduceResponse, encode_request};
 use gregor::zk::ZkClient;
-use gregor::zk::paths::{self, CONTROLLER, ElectedBroker};
+use gregor::zk::paths::{self, CONTROLLER, COORDINATOR, ElectedBroker};
 
 use parking_lot::Mutex;
 
@@ -365,6 +365,13 @@ impl Lab {
 
     pub fn controller(&self) -> Option<i32> {
         paths::read_json::<ElectedBroker>(self.zk(), CONTROLLER)
+            .ok()
+            .flatten()
+            .map(|e| e.brokerid)
+    }
+
+    pub fn coordinator(&self) -> Option<i32> {
+        paths::read_json::<ElectedBroker>(self.zk(), COORDINATOR)
             .ok()
             .flatten()
             .map(|e| e.brokerid)

@@ -163,6 +163,29 @@ pub fn tell_and_wait(child: &mut Child, line: &[u8], limit: Duration) {
     exit_or_kill(child, limit);
 }
 
+/// (partition, committed offset) of a group's partitions of `topic`, from the rows of `gregor
+/// groups --describe` (TOPIC PARTITION COMMITTED LOG-END LAG OWNER), as an operator reads
+/// them; nothing where it cannot answer. Either kind of group.
+pub fn committed_offsets(bootstrap: &str, group: &str, topic: &str) -> Vec<(i32, i64)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_gregor"))
+        .args(["groups", "--bootstrap", bootstrap, "--describe", group])
+        .output();
+    let Ok(out) = out else { return Vec::new() };
+    parse_committed_offsets(&String::from_utf8_lossy(&out.stdout), topic)
+}
+
+pub fn parse_committed_offsets(text: &str, topic: &str) -> Vec<(i32, i64)> {
+    text.lines()
+        .filter_map(|l| {
+            let mut cols = l.split_whitespace();
+            (cols.next() == Some(topic)).then_some(())?;
+            let p = cols.next()?.parse().ok()?;
+            let committed = cols.next()?.parse().ok()?;
+            Some((p, committed))
+        })
+        .collect()
+}
+
 /// The address of this binary's ZooKeeper, starting it on first use.
 pub fn zk_address() -> &'static str {
     static ADDR: OnceLock<String> = OnceLock::new();
