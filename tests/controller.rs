@@ -176,6 +176,36 @@ fn controller_failover_raises_the_epoch_and_brokers_reject_the_old_one() {
     assert!(c.log_of(new).contains("became controller"));
 }
 
+/// A controller deposed in the middle of an event (its ZooKeeper session lost, the client
+/// already in a new one) writes no leaderAndISR node: the write belongs to the session that
+/// won the election. In the --hosts chaos run a controller resumed from a pause wrote an ISR in
+/// its new session before it heard of its resignation; no broker was told of it, and the
+/// partition showed under-replicated for good.
+#[test]
+fn a_leader_and_isr_write_outside_the_electing_session_is_refused() {
+    init_logging();
+    let zk_connect = format!("{}{}", zk_address(), chroot("deposed"));
+    let zk = gregor::zk::ZkClient::connect(&zk_connect, Duration::from_secs(10)).unwrap();
+    let state = LeaderAndIsr {
+        leader: 1,
+        leader_epoch: 3,
+        isr: vec![1, 2, 3],
+        controller_epoch: 1,
+    };
+    zk.ensure_path(&paths::topic_path("t")).unwrap();
+    paths::write_leader_and_isr(&zk, "t", 0, &state, None).unwrap();
+    let tp = ("t".to_owned(), 0);
+    let shrink = |cur: &LeaderAndIsr| Some((cur.leader, vec![1, 3]));
+    let earlier_session = zk.session_id() ^ 1;
+    let r = update_leader_and_isr(&zk, (2, earlier_session), &tp, None, shrink);
+    assert_eq!(r, Err(gregor::zk::ZkError::SessionExpired));
+    let (now, _) = paths::leader_and_isr(&zk, "t", 0).unwrap().unwrap();
+    assert_eq!(now, state, "a deposed controller's write reached ZooKeeper");
+    // In its own session the same write goes through.
+    let r = update_leader_and_isr(&zk, (2, zk.session_id()), &tp, None, shrink).unwrap();
+    assert!(matches!(r, Update::Written(l, _) if l.isr == vec![1, 3]));
+}
+
 #[test]
 fn a_conditional_leader_and_isr_write_that_loses_a_race_is_retried() {
     init_logging();
@@ -192,7 +222,7 @@ fn a_conditional_leader_and_isr_write_that_loses_a_race_is_retried() {
     paths::write_leader_and_isr(&zk, "t", 0, &first, None).unwrap();
     let mut seen = Vec::new();
     let tp = ("t".to_owned(), 0);
-    let r = update_leader_and_isr(&zk, 2, &tp, None, |cur| {
+    let r = update_leader_and_isr(&zk, (2, zk.session_id()), &tp, None, |cur| {
         seen.push(cur.clone());
         if seen.len() == 1 {
             // Someone else (the old leader shrinking its ISR) writes between our read and write.
@@ -254,14 +284,21 @@ fn a_stale_cached_leader_and_isr_costs_a_reread_never_a_wrong_write() {
         let isr: Vec<i32> = cur.isr.iter().copied().filter(|r| *r != 1).collect();
         Some((isr[0], isr))
     };
-    let r = update_leader_and_isr(&zk, 2, &tp, Some((old.clone(), v0)), elect).unwrap();
+    let r = update_leader_and_isr(
+        &zk,
+        (2, zk.session_id()),
+        &tp,
+        Some((old.clone(), v0)),
+        elect,
+    )
+    .unwrap();
     match r {
         Update::Written(l, _) => assert_eq!((l.leader, l.isr), (3, vec![3])),
         other => panic!("not written: {other:?}"),
     }
     // "Nothing to change" is never taken from a cached copy: the fresh state decides.
     let mut seen = Vec::new();
-    let r = update_leader_and_isr(&zk, 2, &tp, Some((old, v0)), |cur| {
+    let r = update_leader_and_isr(&zk, (2, zk.session_id()), &tp, Some((old, v0)), |cur| {
         seen.push(cur.isr.clone());
         None
     })

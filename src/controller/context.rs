@@ -32,6 +32,9 @@ pub fn broker_changes(
 pub struct ControllerContext {
     /// This controller's epoch, carried by every command it sends.
     pub epoch: i32,
+    /// The ZooKeeper session that won the election: leaderAndISR nodes are written only while
+    /// it is still the client's session (`leader_and_isr::in_session`).
+    pub session: i64,
     /// Each live broker as reached on the inter-broker listener (for the controller's own
     /// connections and LeaderAndIsr's leaders).
     pub live_brokers: BTreeMap<i32, BrokerInfo>,

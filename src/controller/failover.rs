@@ -11,12 +11,14 @@ use crate::zk::paths;
 impl ControllerState {
     /// Steps 1 and 2 (create `/controller`, return if that fails) are the election's; this is
     /// what follows a win.
-    pub fn on_controller_failover(&mut self) -> ZkResult<()> {
+    /// `session`: the ZooKeeper session that won the election; the term writes only in it.
+    pub fn on_controller_failover(&mut self, session: i64) -> ZkResult<()> {
         let started = std::time::Instant::now();
         self.ctx = ControllerContext {
-            epoch: self.increment_controller_epoch()?,
+            session,
             ..Default::default()
         };
+        self.ctx.epoch = self.increment_controller_epoch()?;
         log::info!(
             "[Controller {} epoch {}] became controller",
             self.broker_id,

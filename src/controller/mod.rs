@@ -6,7 +6,9 @@
 //! the only code that touches the `ControllerContext`. Commands to brokers leave through one
 //! sender thread per broker (`channel_manager`). Losing the ZooKeeper session resigns at once:
 //! the election's `on_resigned` arrives as an event, the context is dropped and the senders
-//! stop, so a deposed controller sends nothing more.
+//! stop, so a deposed controller sends nothing more. An event it was in the middle of when the
+//! session was lost writes nothing: leaderAndISR nodes are written only in the session that won
+//! the election (`leader_and_isr::in_session`).
 
 pub mod broker_change;
 pub mod channel_manager;
@@ -36,7 +38,9 @@ use context::{ControllerContext, TopicPartition};
 const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub enum Event {
-    Elected,
+    /// Won the election in this ZooKeeper session, the one that holds `/controller` and the
+    /// only one the term writes in.
+    Elected(i64),
     Resigned,
     BrokerChange,
     TopicChange,
@@ -78,9 +82,9 @@ pub struct ControllerStats {
 impl ControllerState {
     fn handle(&mut self, ev: Event) -> crate::zk::ZkResult<()> {
         match ev {
-            Event::Elected => {
+            Event::Elected(session) => {
                 self.active = true;
-                self.on_controller_failover()?;
+                self.on_controller_failover(session)?;
             }
             Event::Resigned => self.resign(),
             Event::ControlledShutdown(id, reply) => {
@@ -147,14 +151,17 @@ impl ControllerState {
 }
 
 /// Bridges the election's callbacks onto the event queue.
-struct ElectionBridge(Sender<Event>);
+struct ElectionBridge {
+    events: Sender<Event>,
+    zk: Arc<ZkClient>,
+}
 
 impl ElectionListener for ElectionBridge {
     fn on_elected(&self) {
-        let _ = self.0.send(Event::Elected);
+        let _ = self.events.send(Event::Elected(self.zk.session_id()));
     }
     fn on_resigned(&self) {
-        let _ = self.0.send(Event::Resigned);
+        let _ = self.events.send(Event::Resigned);
     }
 }
 
@@ -196,11 +203,15 @@ impl KafkaController {
             .name(format!("controller-event-{broker_id}"))
             .spawn(move || event_loop(&mut state, rx))
             .expect("spawn controller event thread");
+        let bridge = Arc::new(ElectionBridge {
+            events: tx.clone(),
+            zk: zk.clone(),
+        });
         Arc::new(KafkaController {
             broker_id,
             zk,
-            events: tx.clone(),
-            bridge: Arc::new(ElectionBridge(tx)),
+            events: tx,
+            bridge,
             election: Mutex::new(None),
             thread: Mutex::new(Some(thread)),
             stats,

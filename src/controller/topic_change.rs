@@ -162,7 +162,8 @@ pub fn init_leaders(
         .collect();
     // step 1.2: write the leader and ISR to the leaderAndISR path.
     let zk = &c.zk;
-    let outcomes = pipeline::map(&plans, |(tp, _, l)| first_write(zk, tp, l));
+    let session = c.ctx.session;
+    let outcomes = pipeline::map(&plans, |(tp, _, l)| first_write(zk, session, tp, l));
     for ((tp, ar, l), outcome) in plans.into_iter().zip(outcomes) {
         match outcome? {
             FirstWrite::Written(v) => {
@@ -212,7 +213,12 @@ enum FirstWrite {
 
 /// Step 1.2 for one partition: write `l` unless the node already names a leader or an ISR
 /// (an empty node — no live replica when the topic was made — is overwritten).
-fn first_write(zk: &ZkClient, tp: &TopicPartition, l: &LeaderAndIsr) -> ZkResult<FirstWrite> {
+fn first_write(
+    zk: &ZkClient,
+    session: i64,
+    tp: &TopicPartition,
+    l: &LeaderAndIsr,
+) -> ZkResult<FirstWrite> {
     let version = match paths::leader_and_isr(zk, &tp.0, tp.1)? {
         Some((cur, v)) if !(cur.leader == -1 && cur.isr.is_empty()) => {
             return Ok(FirstWrite::Existing(cur, v));
@@ -220,6 +226,7 @@ fn first_write(zk: &ZkClient, tp: &TopicPartition, l: &LeaderAndIsr) -> ZkResult
         Some((_, v)) => Some(v),
         None => None,
     };
+    super::leader_and_isr::in_session(zk, session)?;
     match paths::write_leader_and_isr(zk, &tp.0, tp.1, l, version) {
         Ok(v) => Ok(FirstWrite::Written(v)),
         Err(ZkError::NodeExists) | Err(ZkError::BadVersion) => Ok(FirstWrite::Raced),
