@@ -74,6 +74,16 @@ fn lab_with_topic(test: &str, brokers: i32, replicas: &str) -> Option<(tempfile:
     Some((tmp, lab))
 }
 
+/// The broker `who` names once one is elected (the elections run after the brokers register).
+fn elected(what: &str, who: impl Fn() -> Option<i32>) -> i32 {
+    let mut id = None;
+    wait_until(Duration::from_secs(30), what, || {
+        id = who();
+        id.is_some()
+    });
+    id.unwrap()
+}
+
 /// Writes acknowledged with acks=all: (offset, value).
 #[derive(Default)]
 struct Acked(Vec<(i64, String)>);
@@ -344,7 +354,7 @@ fn a_controller_cut_from_zookeeper_is_replaced_and_the_new_one_moves_leaders() {
     common::init_logging();
     let tmp = tempfile::tempdir().unwrap();
     let mut lab = Lab::start(tmp.path(), 4, SESSION_MS, 500, PROPS);
-    let old = lab.controller().expect("a controller");
+    let old = elected("a controller", || lab.controller());
     let others: Vec<i32> = (1..=4).filter(|id| *id != old).collect();
     let assignment = others
         .iter()
@@ -478,7 +488,7 @@ fn a_leader_back_in_the_same_session_after_counting_it_lost_leads_again() {
     for round in 0..4 {
         // A leader that is not the controller, whose own re-election would send it a fresh
         // LeaderAndIsr and hide the case.
-        let controller = lab.controller().expect("a controller");
+        let controller = elected("a controller", || lab.controller());
         let (p, leader) = (0..3)
             .map(|p| (p, lab.leader_and_isr(TOPIC, p).unwrap().0))
             .find(|(_, l)| *l != controller)
@@ -755,7 +765,7 @@ fn groups_cut_from_their_coordinator_consume_everything_and_commit_forward() {
     let Some((_tmp, mut lab)) = start_lab("coordinator_cut", 3) else {
         return;
     };
-    let coordinator = lab.coordinator().expect("a coordinator");
+    let coordinator = elected("a coordinator", || lab.coordinator());
     let leader = coordinator % 3 + 1;
     let replicas: Vec<String> = (0..3)
         .map(|i| ((leader - 1 + i) % 3 + 1).to_string())
