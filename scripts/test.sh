@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 
 ensure_packages zookeeper kcat default-jdk-headless unzip iproute2
 
-# Hosts of their own (network namespaces, scripts/hosts.sh) for tests/net_partitions.rs and the
-# chaos run's --hosts variant. Where one can be made here, those tests must run: a failure to
-# make one later fails them instead of skipping.
+# Hosts of their own (network namespaces, scripts/hosts.sh) for tests/net_partitions.rs,
+# tests/net_harness.rs and the chaos run's --hosts variant. Where one can be made here, those
+# tests must run: a failure to make one later fails them instead of skipping.
 probe="gregor-probe-$$"
 if [ "$(id -u)" -eq 0 ] && ip netns add "$probe" 2>/dev/null; then
   ip netns del "$probe"
