@@ -22,8 +22,7 @@ use lab_checks::{ONE_LAB, PROPS, SESSION_MS};
 #[test]
 fn hosts_and_their_processes_are_removed_after_a_failure() {
     let _one = ONE_LAB.lock();
-    if let Some(why) = lab::unavailable() {
-        eprintln!("SKIPPED net_harness::cleanup: {why}");
+    if lab::skipped("net_harness::cleanup") {
         return;
     }
     let namespaces = |prefix: &str| -> Vec<String> {
@@ -126,8 +125,7 @@ fn hosts_and_their_processes_are_removed_after_a_failure() {
 #[test]
 fn cluster_sh_hosts_starts_isolates_heals_and_stops() {
     let _one = ONE_LAB.lock();
-    if let Some(why) = lab::unavailable() {
-        eprintln!("SKIPPED net_harness::cluster_sh_hosts: {why}");
+    if lab::skipped("net_harness::cluster_sh_hosts") {
         return;
     }
     let home = tempfile::tempdir().unwrap();

@@ -152,8 +152,7 @@ fn a_leader_cut_from_zookeeper_stops_acknowledging_once_another_leads() {
 #[test]
 fn a_controller_cut_from_zookeeper_is_replaced_and_the_new_one_moves_leaders() {
     let _one = ONE_LAB.lock();
-    if let Some(why) = lab::unavailable() {
-        eprintln!("SKIPPED net_partitions::controller_cut_from_zookeeper: {why}");
+    if lab::skipped("net_partitions::controller_cut_from_zookeeper") {
         return;
     }
     common::init_logging();

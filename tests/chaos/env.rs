@@ -13,7 +13,8 @@ use gregor::zk::paths;
 
 use crate::cluster::Cluster;
 use crate::common::{
-    Proxy, exit_or_kill, free_port, poll_until, serving, spawn_broker_process, start_zookeeper,
+    Proxy, exit_or_kill, free_port, now_ms, poll_until, serving, spawn_broker_process,
+    start_zookeeper,
 };
 
 pub const SESSION_TIMEOUT_MS: u64 = 3000;
@@ -257,11 +258,4 @@ fn launch_zookeeper(dir: &Path, port: u16) -> Child {
         "ZooKeeper did not start"
     );
     child
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }

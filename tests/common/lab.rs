@@ -27,7 +27,7 @@ use gregor::zk::paths::{self, CONTROLLER, COORDINATOR, ElectedBroker};
 
 use parking_lot::Mutex;
 
-use crate::common::{Client, die_with_parent, exit_or_kill, poll_until, wait_ok};
+use crate::common::{Client, die_with_parent, exit_or_kill, now_ms, poll_until, wait_ok};
 
 const HOSTS_SH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/hosts.sh");
 pub const ZK_HOSTS: [&str; 3] = ["zk1", "zk2", "zk3"];
@@ -60,6 +60,15 @@ pub fn unavailable() -> Option<String> {
         panic!("GREGOR_REQUIRE_HOSTS=1 but {why}");
     }
     why
+}
+
+/// True (after printing why) when hosts cannot be made here: the caller skips its test.
+pub fn skipped(test: &str) -> bool {
+    let why = unavailable();
+    if let Some(why) = &why {
+        eprintln!("SKIPPED {test}: {why}");
+    }
+    why.is_some()
 }
 
 /// The address of a host of `scripts/hosts.sh` (zk1..zk3, b1..b5, client), asked of the
@@ -528,11 +537,4 @@ fn srvr(addr: &str) -> String {
         let _ = s.read_to_string(&mut out);
     }
     out
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }

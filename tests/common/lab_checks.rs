@@ -39,8 +39,7 @@ pub fn start_lab_ticked(
     tick_ms: u64,
 ) -> Option<(tempfile::TempDir, Lab)> {
     common::init_logging();
-    if let Some(why) = lab::unavailable() {
-        eprintln!("SKIPPED {test}: {why}");
+    if lab::skipped(test) {
         return None;
     }
     let tmp = tempfile::Builder::new()

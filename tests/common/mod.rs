@@ -133,6 +133,14 @@ pub fn poll_until(limit: Duration, every: Duration, mut f: impl FnMut() -> bool)
     true
 }
 
+/// Wall-clock milliseconds, as ZooKeeper's `ctime` counts them.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 /// Polls `f` every 200 ms until it is `Ok` or `limit` passes; then, the last error.
 pub fn wait_ok(limit: Duration, mut f: impl FnMut() -> Result<(), String>) -> Result<(), String> {
     let mut last = Ok(());
