@@ -60,7 +60,9 @@ fn main() -> ExitCode {
         Command::Broker(_) => "info,zookeeper=off",
         _ => "warn,zookeeper=off",
     };
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default)).init();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default))
+        .format_timestamp_millis()
+        .init();
     if !matches!(cli.command, Command::Broker(_)) {
         // A tool whose output is piped into `head` or `grep -q` ends quietly, as Unix tools do.
         // SAFETY: restoring the default disposition of SIGPIPE before any thread is started.

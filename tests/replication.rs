@@ -102,9 +102,16 @@ fn isr_follows_follower_deaths_and_acks_all_respects_min_insync_replicas() {
     wait_until(LONG, "the ISR to shrink to the leader", || {
         c.state("t", 0).unwrap().isr == vec![leader]
     });
+    // Learnt from the controller's LeaderAndIsr, which goes to the leader before the
+    // UpdateMetadata of the same change. A produce is no probe for it: one sent while the
+    // leader still counted the dead follower would be appended (and wait for it).
     wait_until(LONG, "the leader to learn its ISR", || {
-        try_produce(&c, leader, "t", 0, b"c").unwrap().0 == ErrorCode::NotEnoughReplicas.code()
+        c.client(leader).metadata(&["t"]).topics[0].partitions[0].isr == vec![leader]
     });
+    assert_eq!(
+        try_produce(&c, leader, "t", 0, b"c").unwrap().0,
+        ErrorCode::NotEnoughReplicas.code()
+    );
     // Refused before appending: the log still ends after "b".
     assert_eq!(c.client(leader).list_offsets("t", 0, -1).1, vec![2]);
     // A restarted follower catches up and rejoins; acks=all works again.

@@ -47,17 +47,14 @@ impl KafkaApis {
             return Action::Respond;
         }
         if req.replica_id >= 0 {
-            for (t, parts) in &req.topics {
-                for p in parts {
-                    if let Some(part) = self.replica_manager.get_partition(t, p.partition) {
-                        self.replica_manager.record_follower_position(
-                            &part,
-                            req.replica_id,
-                            p.fetch_offset,
-                        );
-                    }
-                }
-            }
+            let rm = &self.replica_manager;
+            let positions = req.topics.iter().flat_map(|(t, parts)| {
+                parts.iter().filter_map(move |p| {
+                    rm.get_partition(t, p.partition)
+                        .map(|part| (part, p.fetch_offset))
+                })
+            });
+            rm.record_follower_positions(req.replica_id, positions);
         }
         let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
         let start = out.len();

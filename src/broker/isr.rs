@@ -1,7 +1,8 @@
 //! The leader's ISR maintenance: a follower that has reached the high watermark rejoins; one
 //! that has not caught up for `replica.lag.time.max.ms` leaves. Every change is written to the
 //! leaderAndISR path conditionally on the zk version the controller gave us, and announced to
-//! the controller (ISR-change notification) so every broker's metadata follows.
+//! the controller (ISR-change notification) so every broker's metadata follows; the changes
+//! one fetch or one expiry check makes are written and announced together.
 //!
 //! A change is decided under the partition's lock and written with it released: produce,
 //! fetch and the controller's commands for the partition never wait on ZooKeeper. Until the
@@ -12,42 +13,52 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::zk::ZkError;
+use crate::zk::{ZkError, ZkResult, pipeline};
 
 use super::partition::{Partition, PartitionState, Role};
 use super::replica_manager::ReplicaManager;
 use crate::zk::paths::{self, LeaderAndIsr};
 
+/// Conditional ISR writes per ZooKeeper transaction, and partitions per ISR-change
+/// notification: a follower back from a restart rejoins thousands of ISRs in one fetch, and
+/// writing them one request at a time held that fetch's answer for tens of seconds.
+const WRITE_BATCH: usize = 200;
+const NOTIFY_BATCH: usize = 1000;
+
 impl ReplicaManager {
-    /// A follower fetched from `offset`: that is its log end offset (leader only). A follower
-    /// outside the ISR that has reached the high watermark is added back.
-    pub fn record_follower_position(&self, partition: &Partition, replica_id: i32, offset: i64) {
-        let mut st = partition.lock();
-        if st.role != Role::Leader || !st.replicas.contains(&replica_id) {
-            return;
+    /// A follower fetched each partition from the given offset: that is its log end offset
+    /// (leader only). A follower outside the ISR that has reached the high watermark is added
+    /// back; the ISR writes of the whole fetch go to ZooKeeper together.
+    pub fn record_follower_positions(
+        &self,
+        replica_id: i32,
+        positions: impl Iterator<Item = (Arc<Partition>, i64)>,
+    ) {
+        let mut changes = Vec::new();
+        let mut changed = false;
+        for (partition, offset) in positions {
+            let mut st = partition.lock();
+            if st.role != Role::Leader || !st.replicas.contains(&replica_id) {
+                continue;
+            }
+            st.follower_leos.insert(replica_id, offset);
+            let leo = partition.log.log_end_offset();
+            if !st.isr.contains(&replica_id) && offset >= partition.high_watermark() {
+                let mut isr = st.isr.clone();
+                isr.push(replica_id);
+                let why = format!("replica {replica_id} caught up to {offset}");
+                if let Some(c) = IsrChange::begin(&mut st, isr, why) {
+                    changes.push((partition.clone(), c));
+                }
+            }
+            if offset >= leo
+                || !st.caught_up_at.contains_key(&replica_id) && st.isr.contains(&replica_id)
+            {
+                st.caught_up_at.insert(replica_id, Instant::now());
+            }
+            changed |= partition.maybe_increment_high_watermark(&st);
         }
-        st.follower_leos.insert(replica_id, offset);
-        let leo = partition.log.log_end_offset();
-        let mut change = None;
-        if !st.isr.contains(&replica_id) && offset >= partition.high_watermark() {
-            let mut isr = st.isr.clone();
-            isr.push(replica_id);
-            change = IsrChange::begin(
-                &mut st,
-                isr,
-                format!("replica {replica_id} caught up to {offset}"),
-            );
-        }
-        if offset >= leo
-            || !st.caught_up_at.contains_key(&replica_id) && st.isr.contains(&replica_id)
-        {
-            st.caught_up_at.insert(replica_id, Instant::now());
-        }
-        let mut changed = partition.maybe_increment_high_watermark(&st);
-        drop(st);
-        if let Some(c) = change {
-            changed |= self.write_isr(partition, c);
-        }
+        changed |= self.write_isrs(changes);
         if changed {
             self.notifier.notify();
         }
@@ -57,7 +68,7 @@ impl ReplicaManager {
     /// for `replica.lag.time.max.ms`.
     pub fn maybe_shrink_isr(&self) {
         let parts: Vec<Arc<Partition>> = self.partitions.read().values().cloned().collect();
-        let mut changed = false;
+        let mut changes = Vec::new();
         for p in parts {
             let mut st = p.lock();
             if st.role != Role::Leader || st.isr_write_pending {
@@ -87,32 +98,96 @@ impl ReplicaManager {
                 "replicas {lagging:?} lag more than {:?}",
                 self.replica_lag_time_max
             );
-            let change = IsrChange::begin(&mut st, isr, why);
-            drop(st);
-            if let Some(c) = change {
-                changed |= self.write_isr(&p, c);
+            if let Some(c) = IsrChange::begin(&mut st, isr, why) {
+                drop(st);
+                changes.push((p, c));
             }
         }
-        if changed {
+        if self.write_isrs(changes) {
             self.notifier.notify();
         }
     }
 
-    /// Writes a new ISR to the leaderAndISR path, conditionally on the zk version the
-    /// controller gave us, with no lock held; then applies it, unless the controller's
-    /// command changed the partition meanwhile (its state wins). Losing the conditional write
-    /// means the controller has moved on (spec question 6: it fences the old leader), so we
-    /// stop acting as leader until it tells us our role. Returns true when our state changed.
-    fn write_isr(&self, p: &Partition, c: IsrChange) -> bool {
+    /// Writes new ISRs to their leaderAndISR paths, each conditionally on the zk version the
+    /// controller gave us, with no lock held: `WRITE_BATCH` per transaction, and a
+    /// transaction refused because one partition's version moved is redone partition by
+    /// partition. Then one ISR-change notification names every partition changed. Returns
+    /// true when any partition's state changed.
+    fn write_isrs(&self, changes: Vec<(Arc<Partition>, IsrChange)>) -> bool {
+        let groups: Vec<&[(Arc<Partition>, IsrChange)]> = changes.chunks(WRITE_BATCH).collect();
+        let results = pipeline::map(&groups, |group| self.write_isr_group(group));
+        let mut changed = false;
+        let mut announced = Vec::new();
+        for (group, written) in groups.iter().zip(results) {
+            for ((p, c), w) in group.iter().zip(written) {
+                let (state_changed, announce) = self.apply_isr_write(p, c, w);
+                changed |= state_changed;
+                if announce {
+                    announced.push(paths::PartitionRef {
+                        topic: p.topic.clone(),
+                        partition: p.partition,
+                    });
+                }
+            }
+        }
+        for some in announced.chunks(NOTIFY_BATCH) {
+            if let Err(e) = paths::notify_isr_change(&self.zk, some.to_vec()) {
+                log::warn!(
+                    "[Broker {}] cannot announce the ISR change of {} partition(s) (metadata will lag): {e:?}",
+                    self.broker_id,
+                    some.len()
+                );
+            }
+        }
+        changed
+    }
+
+    /// One transaction of ISR writes: each partition's new zk version, or its own error.
+    fn write_isr_group(&self, group: &[(Arc<Partition>, IsrChange)]) -> Vec<ZkResult<i32>> {
+        let states: Vec<LeaderAndIsr> =
+            group.iter().map(|(_, c)| c.state(self.broker_id)).collect();
+        let writes: Vec<(String, Vec<u8>, i32)> = group
+            .iter()
+            .zip(&states)
+            .map(|((p, c), l)| {
+                (
+                    paths::leader_and_isr_path(&p.topic, p.partition),
+                    paths::leader_and_isr_json(l),
+                    c.zk_version,
+                )
+            })
+            .collect();
+        match self.zk.set_data_all(&writes) {
+            Ok(Ok(stats)) => stats.into_iter().map(|s| Ok(s.version)).collect(),
+            Ok(Err(_)) if group.len() > 1 => group
+                .iter()
+                .zip(&states)
+                .map(|((p, c), l)| {
+                    paths::write_leader_and_isr(
+                        &self.zk,
+                        &p.topic,
+                        p.partition,
+                        l,
+                        Some(c.zk_version),
+                    )
+                })
+                .collect(),
+            Ok(Err((_, e))) | Err(e) => group.iter().map(|_| Err(e)).collect(),
+        }
+    }
+
+    /// Applies the outcome of one partition's ISR write, unless the controller's command
+    /// changed the partition meanwhile (its state wins). Losing the conditional write means
+    /// the controller has moved on (spec question 6: it fences the old leader), so we stop
+    /// acting as leader until it tells us our role. Returns (our state changed, the change is
+    /// to be announced).
+    fn apply_isr_write(
+        &self,
+        p: &Partition,
+        c: &IsrChange,
+        written: ZkResult<i32>,
+    ) -> (bool, bool) {
         let tag = format!("[Broker {} {}-{}]", self.broker_id, p.topic, p.partition);
-        let l = LeaderAndIsr {
-            leader: self.broker_id,
-            leader_epoch: c.leader_epoch,
-            isr: c.isr.clone(),
-            controller_epoch: c.controller_epoch,
-        };
-        let written =
-            paths::write_leader_and_isr(&self.zk, &p.topic, p.partition, &l, Some(c.zk_version));
         let mut st = p.lock();
         st.isr_write_pending = false;
         if st.role != Role::Leader
@@ -123,7 +198,7 @@ impl ReplicaManager {
                 "{tag} the controller changed the partition while its ISR was written ({}); its state stands",
                 c.why
             );
-            return false;
+            return (false, false);
         }
         match written {
             Ok(v) => {
@@ -139,18 +214,10 @@ impl ReplicaManager {
                     c.isr,
                     c.why
                 );
-                st.isr = c.isr;
+                st.isr = c.isr.clone();
                 st.zk_version = v;
                 p.maybe_increment_high_watermark(&st);
-                drop(st);
-                let changed = vec![paths::PartitionRef {
-                    topic: p.topic.clone(),
-                    partition: p.partition,
-                }];
-                if let Err(e) = paths::notify_isr_change(&self.zk, changed) {
-                    log::warn!("{tag} cannot announce the ISR change (metadata will lag): {e:?}");
-                }
-                true
+                (true, true)
             }
             Err(ZkError::BadVersion) | Err(ZkError::NoNode) => {
                 log::warn!(
@@ -158,11 +225,11 @@ impl ReplicaManager {
                     c.zk_version
                 );
                 st.role = Role::Follower(-1);
-                true
+                (true, false)
             }
             Err(e) => {
                 log::error!("{tag} cannot write the ISR ({}): {e:?}", c.why);
-                false
+                (false, false)
             }
         }
     }
@@ -178,6 +245,16 @@ struct IsrChange {
 }
 
 impl IsrChange {
+    /// The leaderAndISR node's new content: this leader, the new ISR, the epochs decided on.
+    fn state(&self, leader: i32) -> LeaderAndIsr {
+        LeaderAndIsr {
+            leader,
+            leader_epoch: self.leader_epoch,
+            isr: self.isr.clone(),
+            controller_epoch: self.controller_epoch,
+        }
+    }
+
     /// Starts a change, unless one is being written already (the next fetch or expiry check
     /// decides again on what it left).
     fn begin(st: &mut PartitionState, isr: Vec<i32>, why: String) -> Option<IsrChange> {

@@ -321,6 +321,9 @@ impl Broker {
         if registered && self.config.controlled_shutdown_enable {
             self.controlled_shutdown();
         }
+        // Leading nothing now, it stops copying first: a fetch that reached a leader after the
+        // controller took this broker out of the ISR would take it back in.
+        self.replica_manager.fetchers.shutdown();
         self.controller.shutdown();
         self.coordinator.shutdown();
         if registered {
@@ -333,7 +336,6 @@ impl Broker {
         for s in &self.servers {
             s.shutdown();
         }
-        self.replica_manager.fetchers.shutdown();
         for (stop, h) in self.periodic.lock().drain(..) {
             drop(stop);
             let _ = h.join();

@@ -236,9 +236,7 @@ impl ReplicaManager {
                 );
             }
             // Our epoch begins at our log end (KIP-101), before anything is appended in it.
-            if let Err(e) = partition.log.begin_leader_epoch(st.leader_epoch) {
-                log::error!("{tag} cannot record leader epoch {}: {e}", st.leader_epoch);
-            }
+            partition.log.begin_leader_epoch(st.leader_epoch);
             partition.maybe_increment_high_watermark(&st);
         } else {
             // step 2.2: asked to follow L and not following L yet.

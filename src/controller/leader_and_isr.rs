@@ -50,12 +50,7 @@ pub fn update_leader_and_isr(
             }
             return Ok(Update::Unchanged(current, version));
         };
-        let new = LeaderAndIsr {
-            leader,
-            leader_epoch: current.leader_epoch + 1,
-            isr,
-            controller_epoch,
-        };
+        let new = successor(&current, leader, isr, controller_epoch);
         // step 3.3
         in_session(zk, session)?;
         match paths::write_leader_and_isr(zk, &tp.0, tp.1, &new, Some(version)) {
@@ -71,6 +66,21 @@ pub fn update_leader_and_isr(
             Err(ZkError::NoNode) => return Ok(Update::Missing),
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// The state a decision writes: the new leader and ISR, in the next leader epoch.
+fn successor(
+    current: &LeaderAndIsr,
+    leader: i32,
+    isr: Vec<i32>,
+    controller_epoch: i32,
+) -> LeaderAndIsr {
+    LeaderAndIsr {
+        leader,
+        leader_epoch: current.leader_epoch + 1,
+        isr,
+        controller_epoch,
     }
 }
 
@@ -101,25 +111,19 @@ pub fn update_in_context(
     Ok(record(ctx, tp, u))
 }
 
-/// `update_leader_and_isr` for many partitions, their ZooKeeper requests pipelined
-/// (`zk::pipeline`), each result recorded in the context in the partitions' order. `decide`
-/// sees each partition with its current state. Returns, per partition, the state it has now
-/// and whether it was written (`None`: no leaderAndISR node).
+/// `update_leader_and_isr` for many partitions, each result recorded in the context in the
+/// partitions' order. `decide` sees each partition with its current state. Returns, per
+/// partition, the state it has now and whether it was written (`None`: no leaderAndISR node).
 pub fn update_many_in_context(
     zk: &ZkClient,
     ctx: &mut ControllerContext,
     tps: &[TopicPartition],
     decide: impl Fn(&TopicPartition, &LeaderAndIsr) -> Option<(i32, Vec<i32>)> + Sync,
 ) -> ZkResult<Vec<Option<(LeaderAndIsr, bool)>>> {
-    let term = (ctx.epoch, ctx.session);
     let known: Vec<_> = tps.iter().map(|tp| ctx.leaders.get(tp).cloned()).collect();
-    let work: Vec<_> = tps.iter().zip(known).collect();
-    let results = pipeline::map(&work, |(tp, known)| {
-        update_leader_and_isr(zk, term, tp, known.clone(), |cur| decide(tp, cur))
-    });
+    let updates = update_many(zk, (ctx.epoch, ctx.session), tps, known, decide)?;
     let mut out = Vec::with_capacity(tps.len());
-    for (tp, r) in tps.iter().zip(results) {
-        let u = r?;
+    for (tp, u) in tps.iter().zip(updates) {
         let state = match &u {
             Update::Written(l, _) | Update::Unchanged(l, _) => Some(l.clone()),
             Update::Missing => None,
@@ -128,6 +132,130 @@ pub fn update_many_in_context(
         out.push(state.map(|l| (l, written)));
     }
     Ok(out)
+}
+
+/// Nodes per multiRead, and conditional writes per multi transaction (`zk::multi`). A
+/// leaderAndISR node with its path is about 150 bytes, so either request stays far below
+/// ZooKeeper's 1 MB `jute.maxbuffer`; a transaction that loses a race is redone one write at
+/// a time, so writes go in smaller groups than reads.
+const READ_BATCH: usize = 500;
+const WRITE_BATCH: usize = 200;
+
+/// A decided write: the partition's position, the state it replaces (with its version) and
+/// the new one.
+struct Decided {
+    at: usize,
+    current: (LeaderAndIsr, i32),
+    new: LeaderAndIsr,
+}
+
+/// Spec A steps 3.1–3.3 for many partitions at once, with the ZooKeeper work batched: the
+/// states the controller does not hold are read a few hundred per request, and the writes
+/// made a few hundred per transaction, several requests in flight (`zk::pipeline`). What one
+/// partition sees is what `update_leader_and_isr` would: a held copy is decided on without a
+/// read, a "change nothing" from one is checked against a fresh read, and a transaction
+/// refused because one of its writes lost a race is redone partition by partition, which reads
+/// again where a version moved.
+pub fn update_many(
+    zk: &ZkClient,
+    term: (i32, i64),
+    tps: &[TopicPartition],
+    known: Vec<Option<(LeaderAndIsr, i32)>>,
+    decide: impl Fn(&TopicPartition, &LeaderAndIsr) -> Option<(i32, Vec<i32>)> + Sync,
+) -> ZkResult<Vec<Update>> {
+    let mut out: Vec<Option<Update>> = tps.iter().map(|_| None).collect();
+    let mut decided = Vec::new();
+    let mut to_read = Vec::new();
+    // step 3.2 on the held copies.
+    for (at, held) in known.into_iter().enumerate() {
+        let Some((cur, version)) = held else {
+            to_read.push(at);
+            continue;
+        };
+        match decide(&tps[at], &cur) {
+            Some((leader, isr)) => decided.push(Decided {
+                at,
+                new: successor(&cur, leader, isr, term.0),
+                current: (cur, version),
+            }),
+            None => to_read.push(at),
+        }
+    }
+    // step 3.1 for the others, then 3.2.
+    let reading: Vec<TopicPartition> = to_read.iter().map(|&at| tps[at].clone()).collect();
+    for (at, state) in to_read.into_iter().zip(read_many(zk, &reading)?) {
+        let Some((cur, version)) = state else {
+            out[at] = Some(Update::Missing);
+            continue;
+        };
+        match decide(&tps[at], &cur) {
+            Some((leader, isr)) => decided.push(Decided {
+                at,
+                new: successor(&cur, leader, isr, term.0),
+                current: (cur, version),
+            }),
+            None => out[at] = Some(Update::Unchanged(cur, version)),
+        }
+    }
+    // step 3.3, conditionally on the versions decided on.
+    if !decided.is_empty() {
+        in_session(zk, term.1)?;
+    }
+    let groups: Vec<&[Decided]> = decided.chunks(WRITE_BATCH).collect();
+    let results = pipeline::map(&groups, |group| write_group(zk, term, tps, group, &decide));
+    for (group, written) in groups.iter().zip(results) {
+        for (d, u) in group.iter().zip(written?) {
+            out[d.at] = Some(u);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|u| u.expect("every partition decided"))
+        .collect())
+}
+
+/// One transaction of decided writes; when it is refused, each partition of it goes through
+/// `update_leader_and_isr` on its own.
+fn write_group(
+    zk: &ZkClient,
+    term: (i32, i64),
+    tps: &[TopicPartition],
+    group: &[Decided],
+    decide: &(impl Fn(&TopicPartition, &LeaderAndIsr) -> Option<(i32, Vec<i32>)> + Sync),
+) -> ZkResult<Vec<Update>> {
+    let writes: Vec<(String, Vec<u8>, i32)> = group
+        .iter()
+        .map(|d| {
+            let (t, p) = &tps[d.at];
+            (
+                paths::leader_and_isr_path(t, *p),
+                paths::leader_and_isr_json(&d.new),
+                d.current.1,
+            )
+        })
+        .collect();
+    match zk.set_data_all(&writes)? {
+        Ok(stats) => Ok(group
+            .iter()
+            .zip(stats)
+            .map(|(d, stat)| Update::Written(d.new.clone(), stat.version))
+            .collect()),
+        Err((failed, e)) => {
+            let (t, p) = &tps[group[failed].at];
+            log::info!(
+                "leaderAndISR transaction of {} writes refused at {t}-{p} ({e:?}); writing them one by one",
+                group.len()
+            );
+            group
+                .iter()
+                .map(|d| {
+                    let tp = &tps[d.at];
+                    let known = Some(d.current.clone());
+                    update_leader_and_isr(zk, term, tp, known, |cur| decide(tp, cur))
+                })
+                .collect()
+        }
+    }
 }
 
 /// Keeps an update's outcome in the context; true when it was a write.
@@ -154,13 +282,33 @@ fn record(ctx: &mut ControllerContext, tp: &TopicPartition, u: Update) -> bool {
     }
 }
 
-/// The leaderAndISR nodes of many partitions, read pipelined, in their order.
+/// The leaderAndISR nodes of many partitions, in their order: `READ_BATCH` per multiRead,
+/// the requests pipelined.
 pub fn read_many(
     zk: &ZkClient,
     tps: &[TopicPartition],
 ) -> ZkResult<Vec<Option<(LeaderAndIsr, i32)>>> {
-    pipeline::map(tps, |tp| paths::leader_and_isr(zk, &tp.0, tp.1))
+    let groups: Vec<&[TopicPartition]> = tps.chunks(READ_BATCH).collect();
+    let mut out = Vec::with_capacity(tps.len());
+    for answers in pipeline::map(&groups, |group| read_group(zk, group)) {
+        out.extend(answers?);
+    }
+    Ok(out)
+}
+
+fn read_group(zk: &ZkClient, tps: &[TopicPartition]) -> ZkResult<Vec<Option<(LeaderAndIsr, i32)>>> {
+    let nodes: Vec<String> = tps
+        .iter()
+        .map(|(t, p)| paths::leader_and_isr_path(t, *p))
+        .collect();
+    zk.get_data_each(&nodes)?
         .into_iter()
+        .zip(&nodes)
+        .map(|(answer, path)| match answer {
+            Ok((data, stat)) => Ok(Some((paths::from_json(path, &data)?, stat.version))),
+            Err(ZkError::NoNode) => Ok(None),
+            Err(e) => Err(e),
+        })
         .collect()
 }
 

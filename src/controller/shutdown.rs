@@ -2,6 +2,8 @@
 //! leadership of its partitions to other ISR members and to take it out of their ISRs, so
 //! clients see no offline window.
 
+use std::collections::HashSet;
+
 use crate::zk::ZkResult;
 
 use super::ControllerState;
@@ -51,24 +53,42 @@ impl ControllerState {
                     .get(tp)
                     .is_some_and(|(l, _)| l.leader == leaving)
             });
+        // What it only follows stops before it leaves those ISRs (sent with the first round):
+        // a fetch arriving after the removal would take it back in — thousands of ISR writes,
+        // and acks=all waiting on a broker about to go. Only where the controller's copy names
+        // another leader: a partition it may still lead keeps being served until moved.
+        let stopped_early: HashSet<TopicPartition> = followed
+            .iter()
+            .filter(|tp| self.ctx.leaders.contains_key(*tp))
+            .cloned()
+            .collect();
         let mut remaining = Vec::new();
         for (round, tps) in [led, followed].into_iter().enumerate() {
-            // Every partition's leaderAndISR of the round updated at once (pipelined).
+            // Every partition's leaderAndISR of the round updated at once (batched).
             let results = update_many_in_context(&self.zk, &mut self.ctx, &tps, decide)?;
             for (tp, r) in tps.iter().zip(results) {
                 let leads = r.as_ref().is_some_and(|(l, _)| l.leader == leaving);
                 if leads {
                     remaining.push(tp.clone());
+                    continue;
                 }
+                // The leaving broker is told to stop, not to follow the new state.
                 if r.is_some_and(|(_, written)| written) {
-                    batch.leader_and_isr(&self.ctx, &assignments[tp], tp);
+                    let others: Vec<i32> = assignments[tp]
+                        .iter()
+                        .copied()
+                        .filter(|b| *b != leaving)
+                        .collect();
+                    batch.leader_and_isr(&self.ctx, &others, tp);
                 }
-                // A follower that keeps fetching would be taken back into the ISR by its leader.
-                if !leads {
+                if !stopped_early.contains(tp) {
                     batch.stop_replica(leaving, false, tp);
                 }
             }
             if round == 0 {
+                for tp in &stopped_early {
+                    batch.stop_replica(leaving, false, tp);
+                }
                 std::mem::take(batch).send(&self.ctx, &self.channels, self.broker_id);
             }
         }

@@ -331,6 +331,8 @@ impl Log {
         if set.is_empty() {
             return Ok(());
         }
+        // A leader's new epoch is on disk before any message of it (`begin_leader_epoch`).
+        flush.epochs.save_if_unsaved(&self.dir)?;
         let active = self.maybe_roll(set.len() as u64, first, &flush.producers)?;
         active.append(set, first, last)?;
         self.log_end_offset.store(last + 1, Ordering::Release);

@@ -264,6 +264,10 @@ impl ProducerStates {
     }
 }
 
+pub fn snapshot_exists(dir: &Path, offset: i64) -> bool {
+    snapshot_path(dir, offset).exists()
+}
+
 fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
     dir.join(format!("{offset:020}.snapshot"))
 }

@@ -244,6 +244,20 @@ impl ZkClient {
         self.session.set_data(path, &data, version)
     }
 
+    /// Many nodes read in one request (`zk::multi`); each answer is its node's or its error.
+    pub fn get_data_each(&self, paths: &[String]) -> ZkResult<Vec<super::multi::ReadAnswer>> {
+        self.session.get_data_each(paths)
+    }
+
+    /// Conditional writes made together or not at all (`zk::multi`): every node's new
+    /// metadata, or the position and error of the first write that failed.
+    pub fn set_data_all(
+        &self,
+        writes: &[(String, Vec<u8>, i32)],
+    ) -> ZkResult<Result<Vec<Stat>, (usize, ZkError)>> {
+        self.session.set_data_all(writes)
+    }
+
     pub fn get_children(&self, path: &str) -> ZkResult<Vec<String>> {
         self.session.get_children(path, None)
     }

@@ -16,6 +16,10 @@ pub(super) mod op {
     pub const SET_DATA: i32 = 5;
     pub const GET_CHILDREN: i32 = 8;
     pub const PING: i32 = 11;
+    pub const MULTI: i32 = 14;
+    pub const MULTI_READ: i32 = 22;
+    /// A multi's result for an operation that failed, or was undone with the one that did.
+    pub const ERROR: i32 = -1;
     pub const CLOSE_SESSION: i32 = -11;
 }
 
@@ -235,6 +239,10 @@ impl<'a> Reader<'a> {
 
     pub(super) fn i64(&mut self) -> ZkResult<i64> {
         self.take(8).map(BigEndian::read_i64)
+    }
+
+    pub(super) fn bool(&mut self) -> ZkResult<bool> {
+        self.take(1).map(|b| b[0] != 0)
     }
 
     /// A buffer; `None` for the absent one (length -1).

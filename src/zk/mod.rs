@@ -1,5 +1,5 @@
 //! ZooKeeper: the layout as typed functions (`paths`), a session that survives expiry
-//! (`client`) over gregor's own synchronous client (`session`, `jute`, `ops`), the consumer groups' nodes (`groups`), and `ZkElection` for the controller and the coordinator.
+//! (`client`) over gregor's own synchronous client (`session`, `jute`, `ops`, `multi`), the consumer groups' nodes (`groups`), and `ZkElection` for the controller and the coordinator.
 
 pub mod client;
 pub mod election;
@@ -7,6 +7,7 @@ pub mod groups;
 pub mod ids;
 mod jute;
 pub mod kafka_groups;
+mod multi;
 mod ops;
 pub mod paths;
 pub mod pipeline;
