@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks a 3-broker cluster it starts itself (in a temporary GREGOR_HOME, on BENCH_ZK_PORT
 # and BENCH_BASE_PORT..+2) and prints one table: 100-byte messages produced with
-# (replication 1, acks 1), (3, 1) and (3, all); consumer throughput; the RF 1 produce case driven
-# by kcat; and the machine's own ceiling measured in the same run (raw loopback TCP, sequential
-# disk write + fsync of the same bytes), every figure also as a share of that ceiling; then
+# (replication 1, acks 1), (3, 1) and (3, all); consumer throughput; the RF 1 produce and
+# consume cases driven by kcat (consuming into a file); and the machine's own ceiling measured
+# in the same run (raw loopback TCP, sequential disk write + fsync of the same bytes), every figure also as a share of that ceiling; then
 # end-to-end latency (gregor perf e2e) through one partition with replication 3 and acks=all at
 # 10 K and 50 K messages a second.
 #   BENCH_MESSAGES (default 2000000) messages per case; BENCH_E2E_SECONDS (default 10) per rate.
@@ -47,6 +47,14 @@ t0=$(date +%s.%N)
 kcat -P -b "$b" -t kc -X acks=1 -l "$lines" 2>/dev/null
 t1=$(date +%s.%N)
 kcat_rates=$(awk -v n="$messages" -v s="$size" -v t="$(echo "$t1 - $t0" | bc)" 'BEGIN{printf "%d %.1f", n/t, n*s/t/1048576}')
+# The same messages read back by kcat (librdkafka, format v2 fetches) into a file, to the end
+# of the partition (-e): a real client's consume rate.
+t0=$(date +%s.%N)
+kcat -C -b "$b" -t kc -p 0 -o beginning -e -q -f '%s\n' >"$lines.out" 2>/dev/null
+t1=$(date +%s.%N)
+got=$(wc -l <"$lines.out")
+[ "$got" -eq "$messages" ] || { echo "kcat read $got of $messages messages" >&2; exit 1; }
+kcat_consume=$(awk -v n="$messages" -v s="$size" -v t="$(echo "$t1 - $t0" | bc)" 'BEGIN{printf "%d %.1f", n/t, n*s/t/1048576}')
 
 # "... latency ms p50 A p99 B p99.9 C max D" -> "A B C D"
 e2e() {
@@ -74,6 +82,7 @@ row "produce RF 3, acks 1 (gregor perf)" "$rf3_acks1"
 row "produce RF 3, acks all (gregor perf)" "$rf3_all"
 row "consume RF 1 (gregor perf)" "$consume"
 row "produce RF 1, acks 1 (kcat)" "$kcat_rates"
+row "consume RF 1 (kcat, into a file)" "$kcat_consume"
 echo "ceiling: loopback TCP $tcp MB/s, disk write + fsync $disk MB/s (same bytes, same run)"
 echo "MB/s counts message values only (100 bytes each)."
 echo
