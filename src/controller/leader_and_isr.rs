@@ -149,6 +149,27 @@ struct Decided {
     new: LeaderAndIsr,
 }
 
+impl Decided {
+    /// Step 3.2 for the partition at `at`: the write to make, or the state given back when
+    /// `decide` keeps it.
+    fn step_3_2(
+        at: usize,
+        tp: &TopicPartition,
+        (cur, version): (LeaderAndIsr, i32),
+        controller_epoch: i32,
+        decide: &impl Fn(&TopicPartition, &LeaderAndIsr) -> Option<(i32, Vec<i32>)>,
+    ) -> Result<Decided, (LeaderAndIsr, i32)> {
+        match decide(tp, &cur) {
+            Some((leader, isr)) => Ok(Decided {
+                at,
+                new: successor(&cur, leader, isr, controller_epoch),
+                current: (cur, version),
+            }),
+            None => Err((cur, version)),
+        }
+    }
+}
+
 /// Spec A steps 3.1–3.3 for many partitions at once, with the ZooKeeper work batched: the
 /// states the controller does not hold are read a few hundred per request, and the writes
 /// made a few hundred per transaction, several requests in flight (`zk::pipeline`). What one
@@ -172,13 +193,9 @@ pub fn update_many(
             to_read.push(at);
             continue;
         };
-        match decide(&tps[at], &cur) {
-            Some((leader, isr)) => decided.push(Decided {
-                at,
-                new: successor(&cur, leader, isr, term.0),
-                current: (cur, version),
-            }),
-            None => to_read.push(at),
+        match Decided::step_3_2(at, &tps[at], (cur, version), term.0, &decide) {
+            Ok(d) => decided.push(d),
+            Err(_) => to_read.push(at),
         }
     }
     // step 3.1 for the others, then 3.2.
@@ -188,13 +205,9 @@ pub fn update_many(
             out[at] = Some(Update::Missing);
             continue;
         };
-        match decide(&tps[at], &cur) {
-            Some((leader, isr)) => decided.push(Decided {
-                at,
-                new: successor(&cur, leader, isr, term.0),
-                current: (cur, version),
-            }),
-            None => out[at] = Some(Update::Unchanged(cur, version)),
+        match Decided::step_3_2(at, &tps[at], (cur, version), term.0, &decide) {
+            Ok(d) => decided.push(d),
+            Err((cur, version)) => out[at] = Some(Update::Unchanged(cur, version)),
         }
     }
     // step 3.3, conditionally on the versions decided on.
