@@ -146,19 +146,13 @@ impl ReplicaManager {
     fn write_isr_group(&self, group: &[(Arc<Partition>, IsrChange)]) -> Vec<ZkResult<i32>> {
         let states: Vec<LeaderAndIsr> =
             group.iter().map(|(_, c)| c.state(self.broker_id)).collect();
-        let writes: Vec<(String, Vec<u8>, i32)> = group
+        let writes: Vec<_> = group
             .iter()
             .zip(&states)
-            .map(|((p, c), l)| {
-                (
-                    paths::leader_and_isr_path(&p.topic, p.partition),
-                    paths::leader_and_isr_json(l),
-                    c.zk_version,
-                )
-            })
+            .map(|((p, c), l)| (p.topic.as_str(), p.partition, l, c.zk_version))
             .collect();
-        match self.zk.set_data_all(&writes) {
-            Ok(Ok(stats)) => stats.into_iter().map(|s| Ok(s.version)).collect(),
+        match paths::write_leader_and_isr_all(&self.zk, &writes) {
+            Ok(Ok(versions)) => versions.into_iter().map(Ok).collect(),
             Ok(Err(_)) if group.len() > 1 => group
                 .iter()
                 .zip(&states)

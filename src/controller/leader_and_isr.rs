@@ -236,22 +236,18 @@ fn write_group(
     group: &[Decided],
     decide: &(impl Fn(&TopicPartition, &LeaderAndIsr) -> Option<(i32, Vec<i32>)> + Sync),
 ) -> ZkResult<Vec<Update>> {
-    let writes: Vec<(String, Vec<u8>, i32)> = group
+    let writes: Vec<_> = group
         .iter()
         .map(|d| {
             let (t, p) = &tps[d.at];
-            (
-                paths::leader_and_isr_path(t, *p),
-                paths::leader_and_isr_json(&d.new),
-                d.current.1,
-            )
+            (t.as_str(), *p, &d.new, d.current.1)
         })
         .collect();
-    match zk.set_data_all(&writes)? {
-        Ok(stats) => Ok(group
+    match paths::write_leader_and_isr_all(zk, &writes)? {
+        Ok(versions) => Ok(group
             .iter()
-            .zip(stats)
-            .map(|(d, stat)| Update::Written(d.new.clone(), stat.version))
+            .zip(versions)
+            .map(|(d, v)| Update::Written(d.new.clone(), v))
             .collect()),
         Err((failed, e)) => {
             let (t, p) = &tps[group[failed].at];

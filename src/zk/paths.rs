@@ -278,6 +278,22 @@ pub fn write_leader_and_isr(
     }
 }
 
+/// Writes many partitions' leader and ISR, each conditionally on its version, in one
+/// transaction (`zk::multi`): every node's new version, or the position and error of the first
+/// write that failed, when none was made.
+pub fn write_leader_and_isr_all(
+    zk: &ZkClient,
+    writes: &[(&str, i32, &LeaderAndIsr, i32)],
+) -> ZkResult<Result<Vec<i32>, (usize, ZkError)>> {
+    let ops: Vec<(String, Vec<u8>, i32)> = writes
+        .iter()
+        .map(|(t, p, v, version)| (leader_and_isr_path(t, *p), leader_and_isr_json(v), *version))
+        .collect();
+    Ok(zk
+        .set_data_all(&ops)?
+        .map(|stats| stats.into_iter().map(|s| s.version).collect()))
+}
+
 /// The leaderAndISR node's body in Kafka's layout, which carries `"version":1` besides the
 /// fields (readers ignore it).
 pub fn leader_and_isr_json(v: &LeaderAndIsr) -> Vec<u8> {
