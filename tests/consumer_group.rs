@@ -539,6 +539,50 @@ fn malformed_coordinator_requests_get_an_error_and_others_keep_being_served() {
     assert_eq!((r.error_code, r.coordinator_id, r.brokers.len()), (0, 1, 1));
 }
 
+/// A consumer's first frame from the coordinator is its RegisterResponse, even while joins
+/// rebalance the group. CI once saw a StopRequest arrive first (in the malformed-request test
+/// above): the rebalance that the new node triggers had overtaken the answer. That needs the
+/// registering thread held up for several ZooKeeper round trips, so no test provokes it at
+/// will; the connection lock now makes the order structural, and this test keeps concurrent
+/// joins under watch.
+#[test]
+fn the_register_response_comes_before_any_rebalance_request() {
+    let (_b, zk, addr) = single_broker("register-first");
+    create(&zk, &addr, "t", 4);
+    let good = Running::start(config(&addr, "g", topic_sub("t")));
+    wait_until(
+        Duration::from_secs(30),
+        "the good consumer to own all partitions",
+        || balanced(&zk, "g", &[&good], &all_partitions("t", 4)),
+    );
+    for round in 0..5 {
+        let joins: Vec<_> = (0..8)
+            .map(|i| {
+                let (addr, id) = (addr.clone(), format!("raw-{round}-{i}"));
+                std::thread::spawn(move || {
+                    let mut s = TcpStream::connect(&addr).unwrap();
+                    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    s.write_all(&register_frame(|r| r.consumer_id = id))
+                        .unwrap();
+                    let mut first = [0u8; 10];
+                    s.read_exact(&mut first).map(|_| first)
+                })
+            })
+            .collect();
+        for j in joins {
+            let first = j.join().unwrap().expect("a RegisterResponse");
+            assert_eq!(first, [0, 0, 0, 6, 0, 0, 0, 0, 0x0b, 0xb8], "round {round}");
+        }
+    }
+    let msgs: BTreeSet<String> = (0..20).map(|i| format!("after-{i}")).collect();
+    produce(&addr, "t", msgs.iter().cloned());
+    wait_until(
+        Duration::from_secs(60),
+        "the good consumer to consume after the raw members left",
+        || consumed_all(&[&good], &msgs),
+    );
+}
+
 // --- child-process brokers and consumers ---
 
 fn coordinator_of(c: &Cluster) -> Option<i32> {

@@ -149,6 +149,9 @@ impl Term {
             );
             old.close();
         }
+        // The connection stays locked until the RegisterResponse is out: the rebalance that
+        // the new node triggers must not send its StopRequest ahead of it.
+        let mut conn = s.lock();
         let reg = ConsumerRegistration::new(&s.subscription);
         if let Err(e) = groups::register_member(&self.zk, &g, &c, &reg) {
             log::error!(
@@ -156,12 +159,12 @@ impl Term {
                 self.broker_id
             );
             self.remove_session(&s);
-            let _ = s.answer_register(ErrorCode::UnknownServerError.code(), Duration::ZERO);
+            let _ = conn.answer_register(ErrorCode::UnknownServerError.code(), Duration::ZERO);
             return;
         }
-        if s.answer_register(ErrorCode::None.code(), self.config.rebalance_timeout)
-            .is_err()
-        {
+        let answered = conn.answer_register(ErrorCode::None.code(), self.config.rebalance_timeout);
+        drop(conn);
+        if answered.is_err() {
             self.end_session(&s, "gone before its RegisterResponse");
             return;
         }

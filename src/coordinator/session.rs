@@ -207,11 +207,6 @@ impl ConsumerSession {
         self.conn.lock()
     }
 
-    /// Writes the RegisterResponse (before the ping loop starts).
-    pub fn answer_register(&self, error_code: i16, rebalance_timeout: Duration) -> io::Result<()> {
-        write_register_response(&mut self.conn.lock().stream, error_code, rebalance_timeout)
-    }
-
     /// The ping loop, on the connection's thread. Returns when the consumer is dead: its
     /// socket failed, or it missed more than `max_ping_retries` pings in a row. `on_offsets`
     /// receives the offsets each PingResponse carries.
@@ -276,6 +271,15 @@ pub fn write_register_response(
 }
 
 impl Conn {
+    /// Writes the RegisterResponse (before the ping loop starts).
+    pub fn answer_register(
+        &mut self,
+        error_code: i16,
+        rebalance_timeout: Duration,
+    ) -> io::Result<()> {
+        write_register_response(&mut self.stream, error_code, rebalance_timeout)
+    }
+
     /// Sends a request, then waits until `deadline` for the answer to it; answers to other
     /// request types are skipped. Returns the answer's body after its type id.
     pub fn exchange(
