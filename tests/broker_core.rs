@@ -337,6 +337,57 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
     }
 }
 
+/// A follower's parked fetch is answered by the append it waits for, and a consumer's parked
+/// fetch by the high-watermark move that follows, not by their 25 s timers: each wait has a
+/// wake-up of its own kind (`ReplicaManager::appended` and `notifier`). From the second
+/// message on, the follower's fetch is parked before the produce (it is the fetch that moved
+/// the high watermark over the message before), and the consumer's, arriving before the
+/// follower has the new message, parks too.
+#[test]
+fn parked_fetches_are_answered_by_the_append_or_high_watermark_they_wait_for() {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot("wakeups"));
+    let _controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, "wake", 1);
+    let states = vec![tps("wake", 0, partition_state(1, 1, &[1, 2], &[1, 2], 1))];
+    c.leader_and_isr(1, states, vec![b.info()], false);
+    const N: i64 = 10;
+    // Replica 2 and a consumer each fetch on, from where they are, waiting up to 25 s.
+    let (tx, consumed) = crossbeam_channel::unbounded();
+    let fetch_on = |replica: i32, tx: Option<crossbeam_channel::Sender<Vec<u8>>>| {
+        let mut f = b.client();
+        std::thread::spawn(move || {
+            let mut next = 0;
+            while next < N {
+                for (offset, v) in values(&f.fetch_as(replica, "wake", 0, next, 25_000).message_set)
+                {
+                    next = offset + 1;
+                    if let Some(tx) = &tx {
+                        let _ = tx.send(v);
+                    }
+                }
+            }
+            if tx.is_none() {
+                f.fetch_as(replica, "wake", 0, next, 0); // tells the leader it has them all
+            }
+        })
+    };
+    let follower = fetch_on(2, None);
+    let consumer = fetch_on(-1, Some(tx));
+    for i in 0..N {
+        let v = format!("m{i}");
+        assert_eq!(c.produce(1, "wake", 0, &[v.as_bytes()]), (E_OK, i));
+        let got = consumed
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("message {i} replicated and consumed through wake-ups"));
+        assert_eq!(got, v.as_bytes());
+    }
+    follower.join().unwrap();
+    consumer.join().unwrap();
+}
+
 #[test]
 fn stop_replica_with_delete_removes_the_data() {
     init_logging();

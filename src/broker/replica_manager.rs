@@ -67,8 +67,11 @@ pub struct ReplicaManager {
     /// Newest controller epoch seen; commands from an older one are rejected.
     pub controller_epoch: ControllerEpoch,
     pub(super) state_change_lock: Mutex<()>,
-    /// Wakes parked fetches and acks=all produces.
+    /// Wakes what waits on a high watermark or a role: consumers' parked fetches, acks=all
+    /// produces, admin requests waiting on metadata.
     pub notifier: Notifier,
+    /// Wakes followers' parked fetches: records appended to a log led here.
+    pub appended: Notifier,
     /// The partitions a lost ZooKeeper session fenced, until it is back (`session_fence`).
     pub(super) fenced: Mutex<Vec<Arc<Partition>>>,
     pub metrics: Arc<BrokerMetrics>,
@@ -92,9 +95,17 @@ impl ReplicaManager {
             controller_epoch: ControllerEpoch::new(cfg.broker_id, zk.clone()),
             state_change_lock: Mutex::new(()),
             notifier: Notifier::default(),
+            appended: Notifier::default(),
             fenced: Mutex::new(Vec::new()),
             metrics,
         }
+    }
+
+    /// Roles changed: every parked request looks again, followers' fetches too (a partition
+    /// no longer led here answers them with an error).
+    pub fn wake_all(&self) {
+        self.notifier.notify();
+        self.appended.notify();
     }
 
     pub fn get_partition(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
@@ -163,7 +174,7 @@ impl ReplicaManager {
         if cmd.init {
             self.delete_partitions_not_in(&set_p);
         }
-        self.notifier.notify();
+        self.wake_all();
         PartitionErrorsResponse {
             error_code: 0,
             partitions: errors,
@@ -377,7 +388,7 @@ impl ReplicaManager {
             );
             errors.push((topic.clone(), *partition, 0));
         }
-        self.notifier.notify();
+        self.wake_all();
         PartitionErrorsResponse {
             error_code: 0,
             partitions: errors,
@@ -452,9 +463,14 @@ impl ReplicaManager {
             );
             ErrorCode::UnknownServerError
         })?;
-        partition.maybe_increment_high_watermark(&st);
+        let hw_moved = partition.maybe_increment_high_watermark(&st);
         drop(st);
-        self.notifier.notify();
+        // Followers' fetches want the new records; consumers and acks=all produces only a
+        // high watermark that moved (an ISR of one), so they sleep on through the others.
+        self.appended.notify();
+        if hw_moved {
+            self.notifier.notify();
+        }
         Ok((first, first + i64::from(count) - 1))
     }
 

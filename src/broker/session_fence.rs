@@ -50,7 +50,7 @@ impl SessionListener for ReplicaManager {
                 self.broker_id,
                 fenced.len()
             );
-            self.notifier.notify();
+            self.wake_all();
         }
         // A second loss before the session came back adds to the first one's partitions.
         self.fenced.lock().extend(fenced);
