@@ -69,6 +69,8 @@ impl SessionListener for ReplicaManager {
             }
         }
         if resumed > 0 {
+            // Leading again may move high watermarks, and parked requests should see the role.
+            self.wake_all();
             log::info!(
                 "[Broker {}] ZooKeeper session back: leading {resumed} of {} fenced partitions again (their leaderAndISR nodes unchanged)",
                 self.broker_id,
