@@ -338,8 +338,7 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
 }
 
 /// A follower's parked fetch is answered by the append it waits for, and a consumer's parked
-/// fetch by the high-watermark move that follows, not by their 25 s timers: each wait has a
-/// wake-up of its own kind (`ReplicaManager::appended` and `notifier`). From the second
+/// fetch by the high-watermark move that follows, not by their 25 s timers. From the second
 /// message on, the follower's fetch is parked before the produce (it is the fetch that moved
 /// the high watermark over the message before), and the consumer's, arriving before the
 /// follower has the new message, parks too.

@@ -57,17 +57,10 @@ impl KafkaApis {
             rm.record_follower_positions(req.replica_id, positions);
         }
         let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
-        // A follower waits for appends; a consumer reads up to the high watermark only.
-        let rm = &self.replica_manager;
-        let wakes = if req.replica_id >= 0 {
-            &rm.appended
-        } else {
-            &rm.notifier
-        };
         let start = out.len();
         let mut sent = Vec::new();
         loop {
-            let seen = wakes.seq();
+            let seen = self.replica_manager.notifier.seq();
             out.truncate(start);
             sent.clear();
             let (bytes, errors) = self.write_fetch_response(req, version, out, &mut sent);
@@ -83,7 +76,7 @@ impl KafkaApis {
                 }
                 return Action::Respond;
             }
-            wakes.wait_after(seen, deadline);
+            self.replica_manager.notifier.wait_after(seen, deadline);
         }
     }
 

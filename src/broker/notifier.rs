@@ -1,13 +1,9 @@
 //! Where parked requests wait: a long-poll Fetch waiting for `min_bytes`, a Produce with
-//! acks=all waiting for the high watermark. Anything that could satisfy them calls `notify`;
-//! waiters re-check their own condition.
+//! acks=all waiting for the high watermark. Anything that could satisfy them (an append, a
+//! high-watermark move, a role change) calls `notify`; waiters re-check their own condition.
 //!
-//! A broker has two (`ReplicaManager::notifier` and `appended`): followers' fetches wait for
-//! appends, everything else for high-watermark moves and role changes. With one, every append
-//! woke the consumers' fetches and parked produces to find nothing new, and every
-//! high-watermark move woke the followers' fetches the same way: about a third of an acks=all
-//! leader's wake-ups. Within each, one condition variable: waiters are few (one per parked
-//! request) and a wake-up is a cheap re-check, so per-partition wait lists would buy little.
+//! One condition variable for the broker: waiters are few (one per parked request) and every
+//! wake-up is a cheap re-check, so per-partition wait lists would buy little and cost a map.
 
 use std::time::Instant;
 

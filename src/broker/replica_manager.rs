@@ -67,11 +67,8 @@ pub struct ReplicaManager {
     /// Newest controller epoch seen; commands from an older one are rejected.
     pub controller_epoch: ControllerEpoch,
     pub(super) state_change_lock: Mutex<()>,
-    /// Wakes what waits on a high watermark or a role: consumers' parked fetches, acks=all
-    /// produces, admin requests waiting on metadata.
+    /// Wakes parked fetches and acks=all produces.
     pub notifier: Notifier,
-    /// Wakes followers' parked fetches: records appended to a log led here.
-    pub appended: Notifier,
     /// The partitions a lost ZooKeeper session fenced, until it is back (`session_fence`).
     pub(super) fenced: Mutex<Vec<Arc<Partition>>>,
     pub metrics: Arc<BrokerMetrics>,
@@ -95,17 +92,9 @@ impl ReplicaManager {
             controller_epoch: ControllerEpoch::new(cfg.broker_id, zk.clone()),
             state_change_lock: Mutex::new(()),
             notifier: Notifier::default(),
-            appended: Notifier::default(),
             fenced: Mutex::new(Vec::new()),
             metrics,
         }
-    }
-
-    /// Roles changed: every parked request looks again, followers' fetches too (a partition
-    /// no longer led here answers them with an error).
-    pub fn wake_all(&self) {
-        self.notifier.notify();
-        self.appended.notify();
     }
 
     pub fn get_partition(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
@@ -174,7 +163,7 @@ impl ReplicaManager {
         if cmd.init {
             self.delete_partitions_not_in(&set_p);
         }
-        self.wake_all();
+        self.notifier.notify();
         PartitionErrorsResponse {
             error_code: 0,
             partitions: errors,
@@ -388,7 +377,7 @@ impl ReplicaManager {
             );
             errors.push((topic.clone(), *partition, 0));
         }
-        self.wake_all();
+        self.notifier.notify();
         PartitionErrorsResponse {
             error_code: 0,
             partitions: errors,
@@ -463,14 +452,9 @@ impl ReplicaManager {
             );
             ErrorCode::UnknownServerError
         })?;
-        let hw_moved = partition.maybe_increment_high_watermark(&st);
+        partition.maybe_increment_high_watermark(&st);
         drop(st);
-        // Followers' fetches want the new records; consumers and acks=all produces only a
-        // high watermark that moved (an ISR of one), so they sleep on through the others.
-        self.appended.notify();
-        if hw_moved {
-            self.notifier.notify();
-        }
+        self.notifier.notify();
         Ok((first, first + i64::from(count) - 1))
     }
 

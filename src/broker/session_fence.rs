@@ -50,7 +50,7 @@ impl SessionListener for ReplicaManager {
                 self.broker_id,
                 fenced.len()
             );
-            self.wake_all();
+            self.notifier.notify();
         }
         // A second loss before the session came back adds to the first one's partitions.
         self.fenced.lock().extend(fenced);
@@ -70,7 +70,7 @@ impl SessionListener for ReplicaManager {
         }
         if resumed > 0 {
             // Leading again may move high watermarks, and parked requests should see the role.
-            self.wake_all();
+            self.notifier.notify();
             log::info!(
                 "[Broker {}] ZooKeeper session back: leading {resumed} of {} fenced partitions again (their leaderAndISR nodes unchanged)",
                 self.broker_id,
