@@ -360,10 +360,12 @@ fn survives_the_coordinator_dying(client: &str) {
             "partition {p}: committed {before}, now {now}"
         );
     }
-    assert!(
-        covers(&[&a, &b], &all),
-        "the group still covers every partition"
-    );
+    // The members may be rejoining at the new coordinator right now (a member shows no
+    // partitions between revoke and assign): what holds is that the group covers every
+    // partition again, not at this instant.
+    wait_until(LIMIT, "the group to cover every partition again", || {
+        covers(&[&a, &b], &all)
+    });
 }
 
 #[test]
