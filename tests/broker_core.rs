@@ -280,14 +280,7 @@ fn acks_all_waits_for_the_isr_and_respects_min_insync_replicas() {
 /// linger.ms=0 they queued for hundreds of milliseconds (issue: acks=all latency).
 #[test]
 fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
-    init_logging();
-    let zk = format!("{}{}", zk_address(), chroot("pipeline"));
-    let _controller = FakeController::claim(&zk);
-    let b = TestBroker::start(1, &zk, &[]);
-    let mut c = b.client();
-    lead(&b, &mut c, 1, "pipe", 1);
-    let states = vec![tps("pipe", 0, partition_state(1, 1, &[1, 2], &[1, 2], 1))];
-    c.leader_and_isr(1, states, vec![b.info()], false);
+    let (_controller, b, _) = leading_with_follower_2("pipeline", "pipe");
     const N: usize = 20;
     // All N requests in one write, so they are queued at the broker together, as a pipelining
     // client's requests are when the first of them starts to wait.
@@ -337,6 +330,20 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
     }
 }
 
+/// Broker 1 leading `topic`-0 with replica 2 in its ISR (no broker 2 runs: the tests fetch as
+/// replica 2 themselves); the fake controller lives as long as the returned handle.
+fn leading_with_follower_2(name: &str, topic: &str) -> (FakeController, TestBroker, Client) {
+    init_logging();
+    let zk = format!("{}{}", zk_address(), chroot(name));
+    let controller = FakeController::claim(&zk);
+    let b = TestBroker::start(1, &zk, &[]);
+    let mut c = b.client();
+    lead(&b, &mut c, 1, topic, 1);
+    let states = vec![tps(topic, 0, partition_state(1, 1, &[1, 2], &[1, 2], 1))];
+    c.leader_and_isr(1, states, vec![b.info()], false);
+    (controller, b, c)
+}
+
 /// A follower's parked fetch is answered by the append it waits for, and a consumer's parked
 /// fetch by the high-watermark move that follows, not by their 25 s timers. From the second
 /// message on, the follower's fetch is parked before the produce (it is the fetch that moved
@@ -344,14 +351,7 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
 /// follower has the new message, parks too.
 #[test]
 fn parked_fetches_are_answered_by_the_append_or_high_watermark_they_wait_for() {
-    init_logging();
-    let zk = format!("{}{}", zk_address(), chroot("wakeups"));
-    let _controller = FakeController::claim(&zk);
-    let b = TestBroker::start(1, &zk, &[]);
-    let mut c = b.client();
-    lead(&b, &mut c, 1, "wake", 1);
-    let states = vec![tps("wake", 0, partition_state(1, 1, &[1, 2], &[1, 2], 1))];
-    c.leader_and_isr(1, states, vec![b.info()], false);
+    let (_controller, b, mut c) = leading_with_follower_2("wakeups", "wake");
     const N: i64 = 10;
     // Replica 2 and a consumer each fetch on, from where they are, waiting up to 25 s.
     let (tx, consumed) = crossbeam_channel::unbounded();

@@ -408,16 +408,22 @@ fn with_type(type_id: i16, body: &[u8]) -> Vec<u8> {
     out
 }
 
-#[test]
-fn malformed_coordinator_requests_get_an_error_and_others_keep_being_served() {
-    let (_b, zk, addr) = single_broker("malformed");
-    create(&zk, &addr, "t", 2);
+/// One broker, topic `t` with `partitions`, and a consumer of group `g` that owns them all.
+fn one_member_owning(name: &str, partitions: i32) -> (TestBroker, Arc<ZkClient>, String, Running) {
+    let (b, zk, addr) = single_broker(name);
+    create(&zk, &addr, "t", partitions);
     let good = Running::start(config(&addr, "g", topic_sub("t")));
     wait_until(
         Duration::from_secs(30),
-        "the good consumer to own both partitions",
-        || balanced(&zk, "g", &[&good], &all_partitions("t", 2)),
+        "the good consumer to own every partition",
+        || balanced(&zk, "g", &[&good], &all_partitions("t", partitions)),
     );
+    (b, zk, addr, good)
+}
+
+#[test]
+fn malformed_coordinator_requests_get_an_error_and_others_keep_being_served() {
+    let (_b, zk, addr, good) = one_member_owning("malformed", 2);
     let invalid = Some(ErrorCode::InvalidRequest.code());
     let cases: Vec<(&str, Vec<u8>, Option<i16>)> = vec![
         (
@@ -547,14 +553,7 @@ fn malformed_coordinator_requests_get_an_error_and_others_keep_being_served() {
 /// joins under watch.
 #[test]
 fn the_register_response_comes_before_any_rebalance_request() {
-    let (_b, zk, addr) = single_broker("register-first");
-    create(&zk, &addr, "t", 4);
-    let good = Running::start(config(&addr, "g", topic_sub("t")));
-    wait_until(
-        Duration::from_secs(30),
-        "the good consumer to own all partitions",
-        || balanced(&zk, "g", &[&good], &all_partitions("t", 4)),
-    );
+    let (_b, _zk, addr, good) = one_member_owning("register-first", 4);
     for round in 0..5 {
         let joins: Vec<_> = (0..8)
             .map(|i| {

@@ -78,9 +78,10 @@ impl Log {
 
     /// Snapshots the producers' state at the log end offset (at shutdown), so that the next
     /// start reads no batch header. Written when no producer is known too: it records that
-    /// nothing before the log end needs reading. Not written for an empty log, nor when the snapshot at the
-    /// log end is there already (nothing appended since the last start): a broker with 10,000
-    /// mostly idle partitions spent 5 s of its shutdown creating files that said nothing new.
+    /// nothing before the log end needs reading. Not written for an empty log, nor when the
+    /// snapshot at the log end is there already (nothing appended since the last start): a
+    /// broker with 10,000 mostly idle partitions spent 5 s of its shutdown creating files that
+    /// said nothing new.
     pub fn snapshot_producers(&self) -> io::Result<()> {
         let state = self.append_lock.lock();
         let end = self.log_end_offset();
