@@ -284,6 +284,44 @@ fn status_shows_the_replicas_of_a_dead_broker() {
 }
 
 #[test]
+fn perf_e2e_sends_a_backlog_after_a_stall_in_requests_the_broker_accepts() {
+    let c = Cluster::start("perf-e2e-stall", 1, &[]);
+    c.create_topic("lat", 1, 1);
+    let b = c.bootstrap();
+    let leader = c.leader("lat", 0);
+    let (ok, out, err) = std::thread::scope(|s| {
+        let run = s.spawn(|| {
+            gregor_cli(
+                &[
+                    "perf",
+                    "e2e",
+                    "--bootstrap",
+                    &b,
+                    "--topic",
+                    "lat",
+                    "--rate",
+                    "20000",
+                    "--seconds",
+                    "3",
+                ],
+                "",
+            )
+        });
+        wait_until(Duration::from_secs(30), "perf e2e to produce", || {
+            c.client(leader).list_offsets("lat", 0, -1).1[0] > 0
+        });
+        // The stall is the scenario, so its length is fixed: 1.5 s at 20,000 msg/s is 3 MB
+        // of messages falling due, three times the broker's message.max.bytes.
+        c.pause(leader);
+        std::thread::sleep(Duration::from_millis(1500));
+        c.resume(leader);
+        run.join().expect("the perf e2e thread")
+    });
+    assert!(ok, "{err}");
+    assert!(out.contains("60000 received"), "{out}");
+}
+
+#[test]
 fn perf_e2e_receives_every_message_it_sends_and_names_bad_flags() {
     let c = Cluster::start("perf-e2e", 2, &[("auto.create.topics.enable", "false")]);
     c.create_topic("lat", 1, 2);

@@ -189,6 +189,29 @@ fn killing_the_leader_during_acks_all_produce_loses_no_acknowledged_message() {
 }
 
 #[test]
+fn a_stopped_and_continued_broker_keeps_its_clients_connections() {
+    let c = Cluster::start("stop-cont", 1, &[]);
+    c.create_topic("t", 1, 1);
+    let mut client = c.client(1);
+    assert_eq!(client.produce(1, "t", 0, &[b"before"]), (0, 0));
+    // The connection's thread now waits in a read with a timeout. Stopped and continued, the
+    // broker sees that read fail with EINTR, and it used to close the connection on it.
+    c.pause(1);
+    let stat = format!("/proc/{}/stat", c.pid(1));
+    wait_until(LONG, "the broker to be stopped", || {
+        std::fs::read_to_string(&stat).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('T')
+        })
+    });
+    c.resume(1);
+    assert_eq!(client.produce(1, "t", 0, &[b"after"]), (0, 1));
+}
+
+#[test]
 fn a_paused_leader_is_replaced_and_fenced_when_it_resumes() {
     let c = Cluster::start("pause", 3, &[]);
     c.create_topic("t", 1, 3);

@@ -264,7 +264,7 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
             last = (Instant::now(), n);
         }
     }
-    let mut hist = Histogram::<u64>::new(3).expect("valid histogram precision");
+    let mut hist = latency_histogram();
     let mut end = start;
     for h in handles {
         let (part, done) = h.join().map_err(|_| "a producer thread panicked")??;
@@ -299,7 +299,7 @@ fn produce_thread(
     sent: &AtomicU64,
     failed: &AtomicBool,
 ) -> Result<(Histogram<u64>, Instant), String> {
-    let mut hist = Histogram::<u64>::new(3).expect("valid histogram precision");
+    let mut hist = latency_histogram();
     let mut chans: BTreeMap<String, BlockingChannel> = BTreeMap::new();
     let parts: Vec<(&i32, &String)> = leaders.iter().collect();
     loop {
@@ -344,6 +344,13 @@ fn produce_thread(
         hist.saturating_record(t0.elapsed().as_micros() as u64);
         sent.fetch_add(batch as u64, Ordering::Relaxed);
     }
+}
+
+/// A histogram of latencies in microseconds, with 3 significant digits, up to an hour. The
+/// bounds are set because `saturating_record` on an auto-resizing histogram does not resize:
+/// it clamps at the histogram's first range, about 2 ms, which hid every slower latency.
+pub(super) fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
 /// The error of a one-partition Produce answer, named for the user.
@@ -439,4 +446,30 @@ fn consume(a: ConsumeArgs) -> Result<(), String> {
         mb(bytes) / secs
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::latency_histogram;
+
+    #[test]
+    fn latency_histogram_keeps_latencies_of_seconds() {
+        let mut h = latency_histogram();
+        for us in [300, 2_500, 40_000, 5_000_000] {
+            h.saturating_record(us);
+        }
+        // Three significant digits: each value comes back within 0.1 %.
+        let near = |got: u64, want: u64| got.abs_diff(want) * 1000 <= want;
+        assert!(near(h.max(), 5_000_000), "max {}", h.max());
+        assert!(
+            near(h.value_at_quantile(0.75), 40_000),
+            "p75 {}",
+            h.value_at_quantile(0.75)
+        );
+        assert!(
+            near(h.value_at_quantile(0.5), 2_500),
+            "p50 {}",
+            h.value_at_quantile(0.5)
+        );
+    }
 }

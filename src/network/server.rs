@@ -255,6 +255,9 @@ fn serve_connection(
         let first = match stream.read(&mut size) {
             Ok(0) => return Ok(()),
             Ok(n) => n,
+            // A broker stopped and continued (SIGSTOP, SIGCONT) has its blocked reads with a
+            // timeout fail with EINTR (signal(7)): the connection is fine, read again.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         ticket.set_busy();
