@@ -5,7 +5,8 @@
 # consume cases driven by kcat (consuming into a file); and the machine's own ceiling measured
 # in the same run (raw loopback TCP, sequential disk write + fsync of the same bytes), every figure also as a share of that ceiling; then
 # end-to-end latency (gregor perf e2e) through one partition with replication 3 and acks=all at
-# 10 K and 50 K messages a second.
+# 10 K and 50 K messages a second, and how late a sleeping thread wakes on this machine (the
+# floor under those latencies).
 #   BENCH_MESSAGES (default 2000000) messages per case; BENCH_E2E_SECONDS (default 10) per rate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,7 +66,7 @@ e2e() {
 e2e_10k=$(e2e 10000)
 e2e_50k=$(e2e 50000)
 
-ceiling=$("$bin" perf ceiling --bytes $((messages * size)) --dir "$GREGOR_HOME")
+ceiling=$("$bin" perf ceiling --bytes $((messages * size)) --dir "$GREGOR_HOME" --stall-seconds 10)
 tcp=$(echo "$ceiling" | sed -n 's/^loopback tcp: \([0-9.]*\) MB\/s/\1/p')
 disk=$(echo "$ceiling" | sed -n 's/^disk write + fsync: \([0-9.]*\) MB\/s/\1/p')
 
@@ -92,3 +93,5 @@ for r in "10000 $e2e_10k" "50000 $e2e_50k"; do
   read -r rate p50 p99 p999 max <<<"$r"
   printf "| %-52s | %6s | %6s | %8s | %6s |\n" "$rate msg/s" "$p50" "$p99" "$p999" "$max"
 done
+# The floor under those latencies: how late a sleeping thread woke on this machine, same run.
+echo "$ceiling" | grep '^scheduling:'

@@ -284,6 +284,29 @@ fn status_shows_the_replicas_of_a_dead_broker() {
 }
 
 #[test]
+fn perf_ceiling_measures_loopback_disk_and_late_wake_ups() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let args = ["perf", "ceiling", "--bytes", "4000000", "--dir", d];
+    let (ok, out, err) = gregor_cli(&[&args[..], &["--stall-seconds", "1"]].concat(), "");
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("loopback tcp: "), "{out}");
+    assert!(lines[1].starts_with("disk write + fsync: "), "{out}");
+    assert!(
+        lines[2].starts_with(
+            "scheduling: a thread sleeping 500 µs at a time woke more than 2 ms late "
+        ) && lines[2].contains(" times in 1 s ("),
+        "{out}"
+    );
+    // Its test file is gone, and without --stall-seconds there is no third line.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    let (ok, out, err) = gregor_cli(&args, "");
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+}
+
+#[test]
 fn perf_e2e_sends_a_backlog_after_a_stall_in_requests_the_broker_accepts() {
     let c = Cluster::start("perf-e2e-stall", 1, &[]);
     c.create_topic("lat", 1, 1);

@@ -5,6 +5,7 @@ pub mod console;
 pub mod consume;
 pub mod groups;
 pub mod perf;
+pub mod perf_ceiling;
 pub mod perf_e2e;
 pub mod topics;
 mod topics_wire;

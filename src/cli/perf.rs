@@ -29,20 +29,11 @@ pub enum PerfCommand {
     Produce(ProduceArgs),
     /// Read N messages from the start of every partition.
     Consume(ConsumeArgs),
-    /// The machine's own ceiling for the same bytes: raw loopback TCP and sequential disk write.
-    Ceiling(CeilingArgs),
+    /// The machine's own ceiling for the same bytes: raw loopback TCP and sequential disk write;
+    /// with --stall-seconds, how late a sleeping thread wakes (the floor under latency).
+    Ceiling(super::perf_ceiling::CeilingArgs),
     /// End-to-end latency (send to receive) at a fixed rate, through one partition.
     E2e(super::perf_e2e::E2eArgs),
-}
-
-#[derive(Args)]
-pub struct CeilingArgs {
-    /// Bytes to move (bench.sh passes what the produce runs write).
-    #[arg(long, default_value_t = 500_000_000)]
-    bytes: u64,
-    /// Directory for the disk test (the brokers' data disk).
-    #[arg(long, default_value = ".")]
-    dir: std::path::PathBuf,
 }
 
 /// Where and how much: the flags both perf commands take.
@@ -151,67 +142,12 @@ pub fn run(cmd: PerfCommand) -> Result<(), String> {
     match cmd {
         PerfCommand::Produce(a) => produce(a),
         PerfCommand::Consume(a) => consume(a),
-        PerfCommand::Ceiling(a) => ceiling(a),
+        PerfCommand::Ceiling(a) => super::perf_ceiling::ceiling(a),
         PerfCommand::E2e(a) => super::perf_e2e::e2e(a),
     }
 }
 
-/// Chunk size for the ceiling tests: a typical produce request.
-const CEILING_CHUNK: usize = 64 * 1024;
-
-fn ceiling(a: CeilingArgs) -> Result<(), String> {
-    use std::io::{Read, Write};
-    let chunk = vec![0x5au8; CEILING_CHUNK];
-    let chunks = a.bytes.div_ceil(CEILING_CHUNK as u64);
-    // Loopback TCP: one thread writes, this one reads.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let data = chunk.clone();
-    let writer = std::thread::spawn(move || -> std::io::Result<()> {
-        let mut s = std::net::TcpStream::connect(addr)?;
-        for _ in 0..chunks {
-            s.write_all(&data)?;
-        }
-        Ok(())
-    });
-    let (mut conn, _) = listener.accept().map_err(|e| e.to_string())?;
-    let start = Instant::now();
-    let mut buf = vec![0u8; CEILING_CHUNK];
-    let mut got = 0u64;
-    while got < chunks * CEILING_CHUNK as u64 {
-        let n = conn.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            break;
-        }
-        got += n as u64;
-    }
-    let tcp_secs = start.elapsed().as_secs_f64();
-    writer
-        .join()
-        .map_err(|_| "writer thread panicked")?
-        .map_err(|e| e.to_string())?;
-    // Sequential write of the same bytes, then fsync, into a file removed afterwards.
-    let path = a.dir.join(".gregor-ceiling-test");
-    let start = Instant::now();
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&path)?;
-        for _ in 0..chunks {
-            f.write_all(&chunk)?;
-        }
-        f.sync_all()
-    })();
-    let disk_secs = start.elapsed().as_secs_f64();
-    let _ = std::fs::remove_file(&path);
-    result.map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("loopback tcp: {:.1} MB/s", mb(got) / tcp_secs);
-    println!(
-        "disk write + fsync: {:.1} MB/s",
-        mb(chunks * CEILING_CHUNK as u64) / disk_secs
-    );
-    Ok(())
-}
-
-fn mb(bytes: u64) -> f64 {
+pub(super) fn mb(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
