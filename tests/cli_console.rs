@@ -306,6 +306,15 @@ fn perf_ceiling_measures_loopback_disk_and_late_wake_ups() {
     assert_eq!(out.lines().count(), 2, "{out}");
 }
 
+/// `gregor perf e2e` on topic `lat` at `rate` msg/s for `seconds`.
+fn perf_e2e(bootstrap: &str, rate: &str, seconds: &str) -> (bool, String, String) {
+    let args = ["perf", "e2e", "--bootstrap", bootstrap, "--topic", "lat"];
+    gregor_cli(
+        &[&args[..], &["--rate", rate, "--seconds", seconds]].concat(),
+        "",
+    )
+}
+
 #[test]
 fn perf_e2e_sends_a_backlog_after_a_stall_in_requests_the_broker_accepts() {
     let c = Cluster::start("perf-e2e-stall", 1, &[]);
@@ -313,23 +322,7 @@ fn perf_e2e_sends_a_backlog_after_a_stall_in_requests_the_broker_accepts() {
     let b = c.bootstrap();
     let leader = c.leader("lat", 0);
     let (ok, out, err) = std::thread::scope(|s| {
-        let run = s.spawn(|| {
-            gregor_cli(
-                &[
-                    "perf",
-                    "e2e",
-                    "--bootstrap",
-                    &b,
-                    "--topic",
-                    "lat",
-                    "--rate",
-                    "20000",
-                    "--seconds",
-                    "3",
-                ],
-                "",
-            )
-        });
+        let run = s.spawn(|| perf_e2e(&b, "20000", "3"));
         wait_until(Duration::from_secs(30), "perf e2e to produce", || {
             c.client(leader).list_offsets("lat", 0, -1).1[0] > 0
         });
@@ -349,21 +342,7 @@ fn perf_e2e_receives_every_message_it_sends_and_names_bad_flags() {
     let c = Cluster::start("perf-e2e", 2, &[("auto.create.topics.enable", "false")]);
     c.create_topic("lat", 1, 2);
     let b = c.bootstrap();
-    let (ok, out, err) = gregor_cli(
-        &[
-            "perf",
-            "e2e",
-            "--bootstrap",
-            &b,
-            "--topic",
-            "lat",
-            "--rate",
-            "2000",
-            "--seconds",
-            "1",
-        ],
-        "",
-    );
+    let (ok, out, err) = perf_e2e(&b, "2000", "1");
     assert!(ok, "{err}");
     assert!(
         out.contains("2000 messages of 100 B at 2000 msg/s (acks -1)"),
