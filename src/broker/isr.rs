@@ -71,7 +71,7 @@ impl ReplicaManager {
         let mut changes = Vec::new();
         for p in parts {
             let mut st = p.lock();
-            if st.role != Role::Leader || st.isr_write_pending {
+            if st.role != Role::Leader || st.pending_isr.is_some() {
                 continue;
             }
             let lagging: Vec<i32> = st
@@ -183,7 +183,7 @@ impl ReplicaManager {
     ) -> (bool, bool) {
         let tag = format!("[Broker {} {}-{}]", self.broker_id, p.topic, p.partition);
         let mut st = p.lock();
-        st.isr_write_pending = false;
+        st.pending_isr = None;
         if st.role != Role::Leader
             || st.leader_epoch != c.leader_epoch
             || st.zk_version != c.zk_version
@@ -252,10 +252,10 @@ impl IsrChange {
     /// Starts a change, unless one is being written already (the next fetch or expiry check
     /// decides again on what it left).
     fn begin(st: &mut PartitionState, isr: Vec<i32>, why: String) -> Option<IsrChange> {
-        if st.isr_write_pending {
+        if st.pending_isr.is_some() {
             return None;
         }
-        st.isr_write_pending = true;
+        st.pending_isr = Some(isr.clone());
         Some(IsrChange {
             isr,
             leader_epoch: st.leader_epoch,
@@ -263,5 +263,56 @@ impl IsrChange {
             zk_version: st.zk_version,
             why,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn leading(isr: &[i32], follower_leos: &[(i32, i64)]) -> PartitionState {
+        PartitionState {
+            role: Role::Leader,
+            leader_epoch: 1,
+            zk_version: 1,
+            controller_epoch: 1,
+            isr: isr.to_vec(),
+            replicas: vec![1, 2, 3],
+            follower_leos: follower_leos.iter().copied().collect(),
+            caught_up_at: HashMap::new(),
+            pending_isr: None,
+        }
+    }
+
+    /// The idempotent producer's pause test, as it went: follower 2, back from a restart,
+    /// reached the high watermark (3611) and its joining the ISR was being written when
+    /// follower 3 fetched up to the leader's end (3616). The high watermark must wait for 2:
+    /// had it moved to 3616, 3611..3616 would be acknowledged while 2, about to be in the
+    /// ISR and then elected, lacked them.
+    #[test]
+    fn a_follower_whose_joining_is_being_written_holds_the_high_watermark_back() {
+        let mut st = leading(&[1, 3], &[(3, 3611), (2, 3611)]);
+        assert_eq!(st.high_watermark_for(1, 3616), 3611);
+        let change = IsrChange::begin(&mut st, vec![1, 3, 2], "replica 2 caught up".into());
+        assert!(change.is_some());
+        st.follower_leos.insert(3, 3616);
+        assert_eq!(st.high_watermark_for(1, 3616), 3611, "moved on without 2");
+        st.follower_leos.insert(2, 3616);
+        assert_eq!(st.high_watermark_for(1, 3616), 3616);
+        // No second change while one is written.
+        assert!(IsrChange::begin(&mut st, vec![1, 2], "shrink".into()).is_none());
+    }
+
+    /// A follower that a write removes still counts until the write is done.
+    #[test]
+    fn a_follower_being_removed_counts_until_the_write_is_done() {
+        let mut st = leading(&[1, 2, 3], &[(2, 100), (3, 50)]);
+        IsrChange::begin(&mut st, vec![1, 2], "replica 3 lags".into()).unwrap();
+        assert_eq!(st.high_watermark_for(1, 100), 50);
+        st.pending_isr = None;
+        st.isr = vec![1, 2];
+        assert_eq!(st.high_watermark_for(1, 100), 100);
     }
 }

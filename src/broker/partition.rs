@@ -37,9 +37,44 @@ pub struct PartitionState {
     /// When each follower last fetched from our log end offset (leader only): a follower not
     /// caught up for `replica.lag.time.max.ms` leaves the ISR.
     pub caught_up_at: HashMap<i32, Instant>,
-    /// An ISR change is being written to ZooKeeper (without this lock held): no second one
-    /// starts meanwhile.
-    pub isr_write_pending: bool,
+    /// The ISR being written to ZooKeeper (without this lock held), if any: no second
+    /// change starts meanwhile, and a follower it adds already holds the high watermark
+    /// back (see `maximal_isr`).
+    pub pending_isr: Option<Vec<i32>>,
+}
+
+impl PartitionState {
+    /// The replicas the high watermark waits for: the ISR in force, and any follower that an
+    /// ISR write under way adds (KIP-497's "maximal ISR"). The joining follower had reached
+    /// the high watermark when the write began; were the high watermark to move on without
+    /// it while the write is under way, the follower would enter the ISR without messages
+    /// acknowledged meanwhile, and its election would lose them (found by the idempotent
+    /// producer's pause test: acknowledged offsets 3611-3614 absent from the next leader).
+    /// A follower that a write removes counts until the write is done: the old ISR stays in
+    /// force.
+    pub fn maximal_isr(&self) -> impl Iterator<Item = i32> + '_ {
+        let joining = self
+            .pending_isr
+            .iter()
+            .flatten()
+            .filter(|r| !self.isr.contains(r));
+        self.isr.iter().chain(joining).copied()
+    }
+
+    /// The high watermark the followers' positions allow, `leader` (this broker) having
+    /// `leo`: the least log end offset over the maximal ISR.
+    pub fn high_watermark_for(&self, leader: i32, leo: i64) -> i64 {
+        self.maximal_isr()
+            .map(|r| {
+                if r == leader {
+                    leo
+                } else {
+                    self.follower_leos.get(&r).copied().unwrap_or(0)
+                }
+            })
+            .min()
+            .unwrap_or(leo)
+    }
 }
 
 pub struct Partition {
@@ -158,19 +193,7 @@ impl Partition {
         if st.role != Role::Leader {
             return false;
         }
-        let leo = self.log.log_end_offset();
-        let new_hw = st
-            .isr
-            .iter()
-            .map(|r| {
-                if *r == self.broker_id {
-                    leo
-                } else {
-                    st.follower_leos.get(r).copied().unwrap_or(0)
-                }
-            })
-            .min()
-            .unwrap_or(leo);
+        let new_hw = st.high_watermark_for(self.broker_id, self.log.log_end_offset());
         if new_hw > self.high_watermark() {
             self.set_high_watermark(new_hw);
             true

@@ -309,7 +309,7 @@ impl ReplicaManager {
                 replicas: Vec::new(),
                 follower_leos: HashMap::new(),
                 caught_up_at: HashMap::new(),
-                isr_write_pending: false,
+                pending_isr: None,
             },
             self.metrics.topic(&s.topic),
         ));

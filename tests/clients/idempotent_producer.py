@@ -11,6 +11,7 @@ outstanding message. Prints, flushed, `ack I OFFSET PARTITION` for each message 
 acknowledged, `fail I ERROR` for each that failed, `fatal ERROR` if the producer hit a fatal
 idempotence error or librdkafka refused a message outright (then it stops sending), and
 `done SENT` at the end."""
+import os
 import sys
 import threading
 import time
@@ -59,6 +60,8 @@ p = Producer({
     # 5 s instead of the 60 s default, as a user facing such a broker would.
     "socket.timeout.ms": 5000,
     "error_cb": on_error,
+    # GREGOR_RDKAFKA_DEBUG=eos,msg,protocol (say) puts librdkafka's own account on stderr.
+    **({"debug": os.environ["GREGOR_RDKAFKA_DEBUG"]} if os.environ.get("GREGOR_RDKAFKA_DEBUG") else {}),
 })
 
 

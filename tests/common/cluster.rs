@@ -29,6 +29,8 @@ pub struct Cluster {
     pub zk: Arc<ZkClient>,
     pub brokers: BTreeMap<i32, BrokerProcess>,
     extra: Vec<(String, String)>,
+    /// The test's name, for the folder a failing test's brokers are kept in.
+    name: String,
     _tmp: tempfile::TempDir,
 }
 
@@ -46,6 +48,7 @@ impl Cluster {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            name: name.to_owned(),
             _tmp: tempfile::tempdir().unwrap(),
         };
         for id in 1..=n {
@@ -288,5 +291,28 @@ impl Drop for Cluster {
             }
         }
         self.zk.close();
+        if std::thread::panicking() {
+            self.keep_for_the_failure();
+        }
+    }
+}
+
+impl Cluster {
+    /// A failing test's brokers (logs, data, configs) are kept under
+    /// `target/tmp/failed-clusters/<name>-<pid>/`, and the failure names the folder, so a
+    /// failure seen once can be read afterwards.
+    fn keep_for_the_failure(&mut self) {
+        let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("failed-clusters")
+            .join(format!("{}-{}", self.name, std::process::id()));
+        let tmp = std::mem::replace(&mut self._tmp, tempfile::tempdir().unwrap());
+        let _ = std::fs::create_dir_all(kept.parent().unwrap());
+        match std::fs::rename(tmp.keep(), &kept) {
+            Ok(()) => eprintln!("the brokers' logs and data are kept in {}", kept.display()),
+            Err(e) => eprintln!(
+                "could not keep the brokers' logs in {}: {e}",
+                kept.display()
+            ),
+        }
     }
 }
