@@ -33,3 +33,22 @@ wait_for() {
   done
   return 1
 }
+
+# Apache Kafka 4.4's own tools and client (kafka-tools and what it needs) from Maven Central,
+# into target/kafka-tools, for the tests that run Kafka's VerifiableProducer and friends
+# against gregor. Says what it does, and stops the script with what to do when it fails.
+ensure_kafka_tools() {
+  local dir=target/kafka-tools
+  [ -f "$dir/kafka-tools-4.4.0.jar" ] && return 0
+  command -v javac >/dev/null || ensure_packages default-jdk-headless
+  command -v mvn >/dev/null || ensure_packages maven
+  echo "installing Apache Kafka's tools (kafka-tools 4.4.0 and its jars, from Maven Central) into $dir ..." >&2
+  if ! mvn -q -B -f tests/clients/kafka-tools/pom.xml dependency:copy-dependencies \
+    -DoutputDirectory="$PWD/$dir.part" >&2; then
+    echo "could not fetch kafka-tools 4.4.0 with Maven: Maven Central must be reachable (see the output above)" >&2
+    rm -rf "$dir.part"
+    exit 1
+  fi
+  rm -rf "$dir"
+  mv "$dir.part" "$dir"
+}

@@ -46,6 +46,9 @@ if [ ! -f "$java/kafka-clients-4.3.0.jar" ]; then
   done
   rm -rf "$tmp"
 fi
+# Apache Kafka's own tools (VerifiableProducer and the Java client 4.4 they bring), from Maven
+# Central with the pom in tests/clients/kafka-tools.
+ensure_kafka_tools
 command -v cargo >/dev/null || { echo "cargo is needed (https://rustup.rs)" >&2; exit 1; }
 
 # The code standards are part of the suite: formatted, and no clippy warning.
@@ -53,4 +56,18 @@ cargo fmt --all -- --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo build --all-targets --quiet
 # Integration tests mostly wait on sockets and ZooKeeper, so a few run at once even on 2 cores.
-cargo test --all-targets -- --test-threads="${GREGOR_TEST_THREADS:-4}"
+# Every test binary runs even after one fails (--no-fail-fast), and the end names each failing
+# test and its binary, so one failure hides nothing behind it.
+log=target/test-output.log
+set +e
+cargo test --all-targets --no-fail-fast -- --test-threads="${GREGOR_TEST_THREADS:-4}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+  echo "== the suite failed; failing tests:" >&2
+  grep -E '^test .* \.\.\. FAILED$' "$log" | sed -e 's/^test /  /' -e 's/ \.\.\. FAILED$//' | sort -u >&2
+  echo "== in the test binaries (rerun one with cargo test --test NAME):" >&2
+  grep -oE 'to rerun pass `[^`]*`' "$log" | sed -e 's/^to rerun pass /  /' | sort -u >&2
+  echo "(the whole output is in $log; a failing cluster test keeps its brokers' logs in target/tmp/failed-clusters/)" >&2
+  exit "$status"
+fi

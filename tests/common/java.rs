@@ -67,3 +67,19 @@ impl JavaProgram {
         cmd
     }
 }
+
+/// The command that runs `class` of Apache Kafka 4.4's own tools (`org.apache.kafka.tools.…`)
+/// with the jars scripts/test.sh installs under `target/kafka-tools` (tests/clients/kafka-tools).
+pub fn kafka_tool(class: &str) -> Command {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kafka-tools");
+    assert!(
+        dir.join("kafka-tools-4.4.0.jar").exists(),
+        "Apache Kafka's tools are missing from {}: scripts/test.sh installs them",
+        dir.display()
+    );
+    let mut cmd = Command::new("java");
+    cmd.arg("-cp")
+        .arg(format!("{}/*", dir.display()))
+        .arg(class);
+    cmd
+}
