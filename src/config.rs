@@ -65,7 +65,12 @@ pub struct BrokerConfig {
     /// counts per broker and per address, the creation rate, idle time.
     pub connection_limits: ConnectionLimits,
     pub replica_lag_time_max: Duration,
+    /// `replica.fetch.max.bytes`: the bytes a follower asks of each partition per fetch (a
+    /// larger first batch still comes whole, KIP-74).
     pub replica_fetch_max_bytes: i32,
+    /// `replica.fetch.response.max.bytes`: the record bytes a follower asks of one whole
+    /// answer (Kafka's default, 10 MiB).
+    pub replica_fetch_response_max_bytes: i32,
     /// `fetch.max.bytes`: the most record bytes one Fetch answer carries, whatever its
     /// partitions ask (Kafka's default, 55 MiB).
     pub fetch_max_bytes: i32,
@@ -258,6 +263,8 @@ impl BrokerConfig {
             },
             replica_lag_time_max: p.millis("replica.lag.time.max.ms", 10_000)?,
             replica_fetch_max_bytes: p.positive("replica.fetch.max.bytes", 1 << 20)?,
+            replica_fetch_response_max_bytes: p
+                .positive("replica.fetch.response.max.bytes", 10 << 20)?,
             fetch_max_bytes: p.positive("fetch.max.bytes", 57_671_680)?,
             replica_fetch_wait_max: p.millis("replica.fetch.wait.max.ms", 500)?,
             replica_fetch_min_bytes: p.positive("replica.fetch.min.bytes", 1)?,

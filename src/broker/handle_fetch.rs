@@ -6,7 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::Ordering;
+
 use super::apis::KafkaApis;
+use super::fetch_budget::FetchBudget;
 use super::partition::Partition;
 use crate::log::LogError;
 use crate::network::{Action, ConnectionContext, Response};
@@ -59,11 +62,13 @@ impl KafkaApis {
         let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
         let start = out.len();
         let mut sent = Vec::new();
+        let first = conn.fetch_start.load(Ordering::Relaxed);
         loop {
             let seen = self.replica_manager.notifier.seq();
             out.truncate(start);
             sent.clear();
-            let (bytes, errors) = self.write_fetch_response(req, version, out, &mut sent);
+            let (bytes, errors, next) =
+                self.write_fetch_response(req, version, out, first, &mut sent);
             let enough = bytes >= req.min_bytes.max(0) as usize;
             if req.max_wait_ms <= 0
                 || errors
@@ -71,6 +76,7 @@ impl KafkaApis {
                 || req.topics.is_empty()
                 || Instant::now() >= deadline
             {
+                conn.fetch_start.store(next, Ordering::Relaxed);
                 for (part, n) in &sent {
                     part.metrics.fetched(*n as u64, req.replica_id >= 0);
                 }
@@ -80,30 +86,42 @@ impl KafkaApis {
         }
     }
 
-    /// Writes the whole fetch response; returns the record bytes included and whether any
-    /// partition had an error. The request's `max_bytes` (v3+) and the broker's
-    /// `fetch.max.bytes` (every version; Kafka's rule) bound the record bytes of the whole
-    /// answer, so a request naming one partition many times gets no more than that either.
-    /// `sent` gets each partition read with its record bytes, for the metrics.
+    /// Writes the whole fetch response, serving partitions from request position `first`
+    /// (see `fetch_budget`); returns the record bytes included, whether any partition had
+    /// an error, and where the connection's next answer starts. The request's `max_bytes`
+    /// (v3+) and the broker's `fetch.max.bytes` (every version; Kafka's rule) bound the
+    /// record bytes of the whole answer, so a request naming one partition many times gets
+    /// no more than that either. `sent` gets each partition read with its record bytes, for
+    /// the metrics.
     fn write_fetch_response(
         &self,
         req: &FetchRequest,
         version: i16,
         out: &mut Response,
+        first: usize,
         sent: &mut Vec<(Arc<Partition>, usize)>,
-    ) -> (usize, bool) {
+    ) -> (usize, bool, usize) {
         let cap = self.config.fetch_max_bytes.max(0) as usize;
         let request_max = (req.max_bytes.max(0) as usize).min(cap);
+        let partitions = req.topics.iter().map(|(_, ps)| ps.len()).sum();
+        let mut budget = FetchBudget::new(version, request_max, partitions, first);
         let mut total = 0;
         let mut errors = false;
-        write_partitions(req, version, out, |topic, p, out| {
-            let budget = if total == 0 {
-                request_max
-            } else {
-                request_max.saturating_sub(total)
-            };
-            match self.read_partition(topic, p, req.replica_id, version, budget, out) {
-                Ok((part, n)) => {
+        write_partitions(
+            req,
+            version,
+            budget.start(),
+            out,
+            |index, topic, p, out| match self.read_partition(
+                topic,
+                p,
+                req.replica_id,
+                version,
+                &budget,
+                out,
+            ) {
+                Ok((part, n, had_data)) => {
+                    budget.took(index, n, had_data);
                     total += n;
                     if n > 0 {
                         sent.push((part, n));
@@ -113,9 +131,9 @@ impl KafkaApis {
                     errors = true;
                     fetch::write_error_partition(out, version, p.partition, e.code());
                 }
-            }
-        });
-        (total, errors)
+            },
+        );
+        (total, errors, budget.next_start())
     }
 
     /// Answers every partition of `req` with `code` (Kafka's answer to a follower fetch
@@ -127,22 +145,23 @@ impl KafkaApis {
         code: ErrorCode,
         out: &mut Response,
     ) {
-        write_partitions(req, version, out, |_, p, out| {
+        write_partitions(req, version, 0, out, |_, _, p, out| {
             fetch::write_error_partition(out, version, p.partition, code.code());
         });
     }
 
-    /// Writes one partition's answer (head + records) into `o` and returns the partition and
-    /// its records' size; on error writes nothing.
+    /// Writes one partition's answer (head + records) into `o` within what `budget` allows;
+    /// returns the partition, its records' size and whether it had records to read. On
+    /// error writes nothing.
     fn read_partition(
         &self,
         topic: &str,
         p: &fetch::FetchPartition,
         replica_id: i32,
         version: i16,
-        budget: usize,
+        budget: &FetchBudget,
         o: &mut Response,
-    ) -> Result<(Arc<Partition>, usize), ErrorCode> {
+    ) -> Result<(Arc<Partition>, usize, bool), ErrorCode> {
         let part = self.partition(topic, p.partition)?;
         part.check_leader(
             p.current_leader_epoch,
@@ -154,7 +173,8 @@ impl KafkaApis {
         if p.max_bytes < 0 {
             return Err(ErrorCode::InvalidFetchSize);
         }
-        let max_bytes = (p.max_bytes as usize).min(budget);
+        let (max_bytes, first_entry) = budget.limit(p.max_bytes as usize);
+        let had_data = p.fetch_offset < max_offset.unwrap_or_else(|| part.log.log_end_offset());
         let head = PartitionHead {
             partition: p.partition,
             error_code: 0,
@@ -169,7 +189,7 @@ impl KafkaApis {
                 .inspect(|_| fetch::finish_partition(o, version, at))
         } else {
             part.log
-                .read_slice(p.fetch_offset, max_bytes, max_offset)
+                .read_slice(p.fetch_offset, max_bytes, max_offset, first_entry)
                 .map(|slice| {
                     let len = slice.as_ref().map_or(0, |s| s.len);
                     fetch::put_records_len(o, version, at, len);
@@ -181,7 +201,7 @@ impl KafkaApis {
                 })
         };
         match read {
-            Ok(n) => Ok((part, n)),
+            Ok(n) => Ok((part, n, had_data)),
             Err(e) => {
                 o.truncate(head_at);
                 match e {
@@ -193,7 +213,7 @@ impl KafkaApis {
                         {
                             let at = fetch::write_partition_head(o, version, &head);
                             fetch::finish_partition(o, version, at);
-                            return Ok((part, 0));
+                            return Ok((part, 0, false));
                         }
                         log::debug!(
                             "[Broker {} {topic}-{}] fetch {e}",
@@ -254,24 +274,61 @@ impl KafkaApis {
     }
 }
 
-/// Writes a fetch response's head and topics, with `partition` writing each partition's
-/// answer in request order.
+/// Writes a fetch response's head and topics, with `partition(index, topic, p, out)` writing
+/// each partition's answer, from request position `start` round to the one before it (the
+/// topic `start` falls inside is written in two parts, its later partitions first).
 fn write_partitions(
     req: &FetchRequest,
     version: i16,
+    start: usize,
     out: &mut Response,
-    mut partition: impl FnMut(&str, &fetch::FetchPartition, &mut Response),
+    mut partition: impl FnMut(usize, &str, &fetch::FetchPartition, &mut Response),
 ) {
     let flex = version >= 12;
     fetch::write_response_head(out, version, 0);
-    out.put_len(flex, Some(req.topics.len()));
-    for (topic, parts) in &req.topics {
+    // Request positions where each topic's partitions begin.
+    let mut begin = 0;
+    let mut split = None;
+    for (t, (_, parts)) in req.topics.iter().enumerate() {
+        if start > begin && start < begin + parts.len() {
+            split = Some((t, start - begin));
+        }
+        begin += parts.len();
+    }
+    let runs = req.topics.len() + usize::from(split.is_some());
+    out.put_len(flex, Some(runs));
+    let mut write_run = |topic: &str, parts: &[fetch::FetchPartition], first_index: usize| {
         out.put_str(flex, topic);
         out.put_len(flex, Some(parts.len()));
-        for p in parts {
-            partition(topic, p, out);
+        for (k, p) in parts.iter().enumerate() {
+            partition(first_index + k, topic, p, out);
         }
         out.put_tags(flex);
+    };
+    // (topic, its first request position), from the one holding `start` round.
+    let mut positions = Vec::with_capacity(req.topics.len());
+    let mut at = 0;
+    for (topic, parts) in &req.topics {
+        positions.push((topic.as_str(), parts.as_slice(), at));
+        at += parts.len();
+    }
+    let first_topic = positions
+        .iter()
+        .position(|(_, parts, at)| start < at + parts.len())
+        .unwrap_or(0);
+    let n = positions.len();
+    for k in 0..n {
+        let (topic, parts, at) = positions[(first_topic + k) % n];
+        match split {
+            Some((t, cut)) if t == (first_topic + k) % n => {
+                write_run(topic, &parts[cut..], at + cut)
+            }
+            _ => write_run(topic, parts, at),
+        }
+    }
+    if let Some((t, cut)) = split {
+        let (topic, parts, at) = positions[t];
+        write_run(topic, &parts[..cut], at);
     }
     out.put_tags(flex);
 }

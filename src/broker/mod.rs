@@ -11,6 +11,7 @@ mod config_apis;
 mod controlled_shutdown;
 mod controller_epoch;
 mod coordinator_apis;
+mod fetch_budget;
 mod group_apis;
 mod group_lag;
 pub mod group_offsets;

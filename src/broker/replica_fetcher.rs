@@ -41,7 +41,10 @@ const EPOCH_TRIES: u32 = 3;
 #[derive(Clone)]
 struct FetchSettings {
     broker_id: i32,
+    /// Per partition (`replica.fetch.max.bytes`).
     max_bytes: i32,
+    /// Per answer (`replica.fetch.response.max.bytes`).
+    response_max_bytes: i32,
     max_wait: Duration,
     min_bytes: i32,
 }
@@ -75,6 +78,7 @@ impl ReplicaFetcherManager {
             settings: FetchSettings {
                 broker_id: cfg.broker_id,
                 max_bytes: cfg.replica_fetch_max_bytes,
+                response_max_bytes: cfg.replica_fetch_response_max_bytes,
                 max_wait: cfg.replica_fetch_wait_max,
                 min_bytes: cfg.replica_fetch_min_bytes,
             },
@@ -238,12 +242,15 @@ impl Fetcher {
                 .or_default()
                 .push(FetchPartition::new(*p, f.fetch_offset, s.max_bytes));
         }
-        FetchRequest::new(
-            s.broker_id,
-            s.max_wait.as_millis() as i32,
-            s.min_bytes,
-            by_topic.into_iter().collect(),
-        )
+        FetchRequest {
+            max_bytes: s.response_max_bytes,
+            ..FetchRequest::new(
+                s.broker_id,
+                s.max_wait.as_millis() as i32,
+                s.min_bytes,
+                by_topic.into_iter().collect(),
+            )
+        }
     }
 
     /// Applies a fetch response under the partition map's lock; false when every partition

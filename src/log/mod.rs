@@ -12,8 +12,10 @@ pub mod overrides;
 pub mod partition_log;
 pub mod producer_state;
 mod read;
+pub mod read_limits;
 pub mod segment;
 pub mod time_index;
 
 pub use manager::LogManager;
 pub use partition_log::{Log, LogConfig, LogError};
+pub use read_limits::FirstEntry;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::partition_log::{Log, LogError};
+use super::read_limits::FirstEntry;
 use super::segment::Segment;
 use crate::network::FileSlice;
 
@@ -28,17 +29,19 @@ impl Log {
         }
     }
 
-    /// What `read` would copy, as a slice of the segment file (`None`: nothing to read).
+    /// What `read` would copy, as a slice of the segment file (`None`: nothing to read),
+    /// except that `first` says what becomes of a first entry longer than `max_bytes`.
     pub fn read_slice(
         &self,
         offset: i64,
         max_bytes: usize,
         max_offset: Option<i64>,
+        first: FirstEntry,
     ) -> Result<Option<FileSlice>, LogError> {
         let Some((seg, max_offset)) = self.locate(offset, max_offset)? else {
             return Ok(None);
         };
-        let Some((pos, len)) = seg.range(offset, max_offset, max_bytes)? else {
+        let Some((pos, len)) = seg.range(offset, max_offset, max_bytes, first)? else {
             return Ok(None);
         };
         Ok(Some(FileSlice {

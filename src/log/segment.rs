@@ -17,6 +17,7 @@ use byteorder::{BigEndian, ByteOrder};
 use parking_lot::{Mutex, RwLock};
 
 use super::index::OffsetIndex;
+use super::read_limits::{FirstEntry, slice_len};
 use super::time_index::{self, TimeIndex};
 use crate::protocol::message::LOG_OVERHEAD;
 use crate::protocol::records::{self, HEADER_PEEK};
@@ -344,16 +345,23 @@ impl Segment {
 
     /// Byte position of the first entry with offset >= `offset`, or `size` if none.
     pub fn position_of(&self, offset: i64) -> io::Result<u64> {
+        Ok(self.entry_at(offset)?.0)
+    }
+
+    /// The first entry with offset >= `offset`: its byte position and its whole length
+    /// (`(size, 0)` if none).
+    fn entry_at(&self, offset: i64) -> io::Result<(u64, usize)> {
         let end = self.size();
         if offset >= self.next_offset() {
-            return Ok(end);
+            return Ok((end, 0));
         }
         let rel = (offset - self.base_offset).max(0) as u32;
         let (_, start) = self.index.read().lookup(rel);
-        let mut found = end;
+        let mut found = (end, 0);
         self.scan_headers(u64::from(start), end, |h, p| {
             if records::last_offset_from_header(h).is_none_or(|o| o >= offset) {
-                found = p;
+                let size = BigEndian::read_i32(&h[8..]).max(0) as usize;
+                found = (p, LOG_OVERHEAD + size);
                 false
             } else {
                 true
@@ -381,7 +389,7 @@ impl Segment {
         max_bytes: usize,
         out: &mut Vec<u8>,
     ) -> io::Result<usize> {
-        let Some((start, len)) = self.range(offset, max_offset, max_bytes)? else {
+        let Some((start, len)) = self.range(offset, max_offset, max_bytes, FirstEntry::Cut)? else {
             return Ok(0);
         };
         let at = out.len();
@@ -394,19 +402,22 @@ impl Segment {
         (&self.index_path, &self.time_index_path)
     }
 
-    /// Where `read_into` would read: (file position, length), `None` when empty.
+    /// Where `read_into` would read: (file position, length), `None` when empty. The length
+    /// is `max_bytes` or less, except where `first` asks for a whole first entry (KIP-74).
     pub fn range(
         &self,
         offset: i64,
         max_offset: Option<i64>,
         max_bytes: usize,
+        first: FirstEntry,
     ) -> io::Result<Option<(u64, usize)>> {
-        let start = self.position_of(offset)?;
+        let (start, first_len) = self.entry_at(offset)?;
         let end = match max_offset {
             Some(m) => self.position_of(m)?,
             None => self.size(),
         };
-        let len = (end.saturating_sub(start) as usize).min(max_bytes);
+        let available = end.saturating_sub(start) as usize;
+        let len = slice_len(available, first_len, max_bytes, first);
         Ok((len > 0).then_some((start, len)))
     }
 

@@ -30,7 +30,7 @@ use crate::metrics::RequestMetrics;
 use crate::protocol::header::{FETCH, peek_key_version};
 
 /// Who sent a request: the peer, and the listener it arrived on.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ConnectionContext {
     pub peer: SocketAddr,
     /// The listener's name (`listeners`), e.g. PLAINTEXT.
@@ -38,6 +38,9 @@ pub struct ConnectionContext {
     /// Whether the listener is the inter-broker one, where requests only brokers send are
     /// accepted.
     pub inter_broker: bool,
+    /// Where this connection's next Fetch answer starts serving partitions (a request
+    /// position; see `broker::fetch_budget`): the fairness Kafka gets from fetch sessions.
+    pub fetch_start: AtomicUsize,
 }
 
 /// One listener to serve.
@@ -214,6 +217,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stopping: Arc<AtomicB
                     peer,
                     listener: sh.name.clone(),
                     inter_broker: sh.spec.inter_broker,
+                    fetch_start: AtomicUsize::new(0),
                 };
                 let _open = Counted::new(&sh.open);
                 if let Err(e) = serve_connection(stream, &conn, &sh, &ticket) {
