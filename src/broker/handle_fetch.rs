@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use super::apis::KafkaApis;
 use super::fetch_budget::FetchBudget;
 use super::partition::Partition;
-use crate::log::LogError;
+use crate::log::{FirstEntry, LogError};
 use crate::network::{Action, ConnectionContext, Response};
 use crate::protocol::fetch::{self, FetchRequest, PartitionHead};
 use crate::protocol::{ErrorCode, Writer, records};
@@ -184,7 +184,21 @@ impl KafkaApis {
         let head_at = o.len();
         let at = fetch::write_partition_head(o, version, &head);
         let magic = fetch::readable_magic(version);
-        let read = if replica_id < 0 && magic < 2 {
+        // Once the answer's budget is spent, later partitions get no records: no read at all
+        // (a 1,000-partition fetch with a small budget looked into every segment), unless
+        // the offset is out of range, which the read reports.
+        let spent = max_bytes == 0
+            && first_entry != FirstEntry::Whole
+            && (part.log.log_start_offset()..=part.log.log_end_offset()).contains(&p.fetch_offset);
+        let read = if spent {
+            if replica_id < 0 && magic < 2 {
+                fetch::finish_partition(o, version, at);
+            } else {
+                fetch::put_records_len(o, version, at, 0);
+                fetch::finish_records(o, version);
+            }
+            Ok(0)
+        } else if replica_id < 0 && magic < 2 {
             self.read_down_converted(&part, p.fetch_offset, max_bytes, max_offset, magic, o)
                 .inspect(|_| fetch::finish_partition(o, version, at))
         } else {
