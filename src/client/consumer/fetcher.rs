@@ -285,10 +285,24 @@ fn fetch_once(
             }
         }
     }
-    for i in moved.into_iter().rev() {
-        let _ = back.send(parts.remove(i));
+    for p in take_positions(parts, moved) {
+        let _ = back.send(p);
     }
     Ok(())
+}
+
+/// Takes out of `parts` the elements at `positions`, given in any order. A broker may answer
+/// partitions in any order (gregor's and Kafka's rotate them), so the positions are sorted and
+/// taken from the highest down: taken in answer order, an earlier removal shifted a later
+/// position past the end (a panic the chaos run found once answers rotated).
+fn take_positions<T>(parts: &mut Vec<T>, mut positions: Vec<usize>) -> Vec<T> {
+    positions.sort_unstable();
+    positions.dedup();
+    positions
+        .into_iter()
+        .rev()
+        .map(|i| parts.remove(i))
+        .collect()
 }
 
 /// Queues a batch, waiting while the queue is full; false when told to stop meanwhile.
@@ -307,5 +321,22 @@ fn deliver(shared: &Shared, mut batch: Batch, stop: &AtomicBool) -> bool {
             }
             Err(SendTimeoutError::Disconnected(_)) => return false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take_positions;
+
+    #[test]
+    fn partitions_moved_away_are_taken_out_whatever_the_answer_order() {
+        let mut parts = vec!["a", "b", "c", "d"];
+        let mut taken = take_positions(&mut parts, vec![1, 3, 3]);
+        taken.sort_unstable();
+        assert_eq!(taken, ["b", "d"]);
+        assert_eq!(parts, ["a", "c"]);
+        let mut parts = vec!["a", "b"];
+        assert_eq!(take_positions(&mut parts, vec![0, 1]), ["b", "a"]);
+        assert!(parts.is_empty());
     }
 }
