@@ -40,6 +40,10 @@ fn expected(p: &str, client: &str) -> Vec<String> {
         "config broker-1 num.partitions 1".into(),
         format!("config {p}-nope {unknown_configs}"),
         "cluster 3 1".into(),
+        // Metadata for all topics (librdkafka 2.16's request has 3 bytes after its last
+        // field), and ListGroups answered by every broker.
+        format!("listed {p}-a1"),
+        format!("groups 0 {p}-g"),
     ]
     .into()
 }
@@ -123,6 +127,7 @@ fn java_admin_creates_alters_and_deletes_topics() {
         "config j-a message.timestamp.type LogAppendTime DYNAMIC_TOPIC_CONFIG",
         "config j-nope UnknownTopicOrPartitionException",
         "cluster 3 true true",
+        "groups j-g",
     ];
     assert_eq!(out.lines().collect::<Vec<_>>(), want, "{err}");
     let config = topic_config::read(&c.zk, "j-a").unwrap();

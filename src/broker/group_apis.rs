@@ -43,18 +43,17 @@ impl KafkaApis {
         out: &mut Vec<u8>,
     ) -> DecodeResult<Action> {
         let v = cx.version;
+        // Bytes after the last field are ignored, as Kafka does (see `apis::decode_v`).
         let mut r = Reader::new(body);
         r.set_flexible(cx.flexible);
         match key {
             header::FIND_COORDINATOR => {
                 let req = FindCoordinatorRequest::decode(&mut r, v)?;
-                r.finish()?;
                 self.find_coordinator(&req, &cx.conn.listener)
                     .encode(out, v);
             }
             header::JOIN_GROUP => {
                 let req = JoinGroupRequest::decode(&mut r, v)?;
-                r.finish()?;
                 let host = format!("/{}", cx.conn.peer.ip());
                 let join = Join {
                     req: &req,
@@ -66,17 +65,14 @@ impl KafkaApis {
             }
             header::SYNC_GROUP => {
                 let req = SyncGroupRequest::decode(&mut r, v)?;
-                r.finish()?;
                 self.coordinator.sync_group(&req).encode(out, v);
             }
             header::HEARTBEAT => {
                 let req = GenerationMember::decode_heartbeat(&mut r, v)?;
-                r.finish()?;
                 encode_heartbeat_response(out, self.coordinator.heartbeat(&req).code(), v);
             }
             header::LEAVE_GROUP => {
                 let req = LeaveGroupRequest::decode(&mut r, v)?;
-                r.finish()?;
                 let (code, members) = self.coordinator.leave_group(&req);
                 LeaveGroupResponse {
                     error_code: code.code(),
@@ -86,12 +82,10 @@ impl KafkaApis {
             }
             header::DESCRIBE_GROUPS => {
                 let req = DescribeGroupsRequest::decode(&mut r, v)?;
-                r.finish()?;
                 encode_describe_groups(out, &self.coordinator.describe_groups(&req.groups), v);
             }
             header::LIST_GROUPS => {
                 let states = decode_list_groups_request(&mut r, v)?;
-                r.finish()?;
                 let (code, mut groups) = match self.coordinator.list_groups() {
                     Ok(g) => (ErrorCode::None, g),
                     Err(e) => (e, Vec::new()),
@@ -104,7 +98,6 @@ impl KafkaApis {
             }
             header::DELETE_GROUPS => {
                 let names = decode_delete_groups_request(&mut r)?;
-                r.finish()?;
                 encode_delete_groups(out, &self.coordinator.delete_groups(&names), v);
             }
             _ => unreachable!("the dispatcher sends only group api keys here"),

@@ -29,8 +29,8 @@ impl KafkaApis {
             let mut r = Reader::new(frame);
             let h = RequestHeader::decode(&mut r)?;
             debug_assert_eq!(r.position(), body_at);
+            // Bytes after the last field are ignored, as Kafka does (see `apis::decode_v`).
             let req = ProduceRequest::decode(&mut r, h.api_version)?;
-            r.finish()?;
             (req, h.api_version)
         };
         let mut results: Vec<Appended> = Vec::new();

@@ -32,10 +32,15 @@ impl Coordinator {
             .collect()
     }
 
-    /// `(group, protocol type)` for every group this coordinator knows of.
     /// Every group: (name, protocol type, Kafka's state name). A spec-protocol group with
     /// sessions is Stable between rebalances as far as a Kafka client can tell; without, Empty.
     pub fn list_groups(&self) -> Result<Vec<(String, String, String)>, ErrorCode> {
+        // Every broker answers ListGroups with the groups it coordinates, as Kafka's do: the
+        // admin clients ask every broker and fail on any error, so a broker that is not the
+        // coordinator answers none, with no error.
+        if self.current_term().is_none() {
+            return Ok(Vec::new());
+        }
         let term = self.serving_term()?;
         let mut out: BTreeMap<String, (String, String)> = BTreeMap::new();
         for g in groups::all_groups(&self.zk).map_err(|_| ErrorCode::CoordinatorNotAvailable)? {

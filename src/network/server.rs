@@ -41,6 +41,20 @@ pub struct ConnectionContext {
     /// Where this connection's next Fetch answer starts serving partitions (a request
     /// position; see `broker::fetch_budget`): the fairness Kafka gets from fetch sessions.
     pub fetch_start: AtomicUsize,
+    /// The client's software name and version from its ApiVersions v3+ request
+    /// (`librdkafka 2.16.0`), for the log lines about this connection.
+    pub client_software: std::sync::OnceLock<String>,
+}
+
+impl ConnectionContext {
+    /// Who is at the other end, for a log line: the address, and the client software when it
+    /// said (ApiVersions v3+).
+    pub fn who(&self) -> String {
+        match self.client_software.get() {
+            Some(s) => format!("{} ({s})", self.peer),
+            None => self.peer.to_string(),
+        }
+    }
 }
 
 /// One listener to serve.
@@ -218,6 +232,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stopping: Arc<AtomicB
                     listener: sh.name.clone(),
                     inter_broker: sh.spec.inter_broker,
                     fetch_start: AtomicUsize::new(0),
+                    client_software: std::sync::OnceLock::new(),
                 };
                 let _open = Counted::new(&sh.open);
                 if let Err(e) = serve_connection(stream, &conn, &sh, &ticket) {

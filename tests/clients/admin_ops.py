@@ -8,8 +8,9 @@ success). After the first create it produces one message to that topic with the 
 library and prints `produced TOPIC OFFSET`: a topic must be usable once its creation is
 acknowledged. Then it describes: `config TOPIC KEY VALUE` for PREFIX-a1's timestamp type,
 `config broker-1 num.partitions VALUE`, `config PREFIX-nope CODE` (`none` through kafka-python,
-which keeps no per-resource error), and `cluster BROKERS
-CONTROLLER_KNOWN`."""
+which keeps no per-resource error), `cluster BROKERS CONTROLLER_KNOWN`, `listed TOPICS...` (all
+topics, PREFIX-* among them), and `groups ERRORS GROUPS...` after committing an offset for the
+group PREFIX-g (ListGroups, which both clients send to every broker)."""
 import sys
 
 client, bootstrap, prefix = sys.argv[1:4]
@@ -88,6 +89,16 @@ def run_confluent():
     say("config", T("nope"), code(a.describe_configs([nope])[nope]))
     cluster = a.describe_cluster().result()
     say("cluster", len(cluster.nodes), int(cluster.controller is not None))
+    # All topics, as the AdminClient reads them after every delete_topics.
+    say("listed", *sorted(t for t in a.list_topics(timeout=10).topics if t.startswith(prefix + "-")))
+    # A group with committed offsets, then every group: librdkafka asks every broker.
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": T("g"), "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(T("a1"), 0, 1)], asynchronous=False)
+    c.close()
+    groups = a.list_consumer_groups(request_timeout=10).result()
+    say("groups", len(groups.errors), *sorted(g.group_id for g in groups.valid if g.group_id.startswith(prefix + "-")))
 
 
 def run_kafka_python():
@@ -138,6 +149,17 @@ def run_kafka_python():
     say("config", T("nope"), "none" if not any(v for t in got.values() for v in t.values()) else got)
     cluster = a.describe_cluster()
     say("cluster", len(cluster["brokers"]), int(cluster["controller_id"] >= 1))
+    say("listed", *sorted(t for t in a.list_topics() if t.startswith(prefix + "-")))
+    # A group with committed offsets, then every group: kafka-python asks every broker and
+    # fails on any error.
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=T("g"), enable_auto_commit=False)
+    c.commit({TopicPartition(T("a1"), 0): OffsetAndMetadata(1, "", -1)})
+    c.close()
+    names = [g["group_id"] if isinstance(g, dict) else g[0] for g in a.list_groups()]
+    say("groups", 0, *sorted(n for n in names if n.startswith(prefix + "-")))
     a.close()
 
 

@@ -74,6 +74,24 @@ public class AdminTopics {
             System.out.println("cluster " + cluster.nodes().get().size() + " "
                     + (cluster.controller().get().id() >= 1) + " "
                     + !cluster.clusterId().get().isEmpty());
+            // A group with a committed offset, then every group: the AdminClient asks every
+            // broker (ListGroups) and fails on any error.
+            Properties cp = new Properties();
+            cp.put("bootstrap.servers", args[0]);
+            cp.put("group.id", p + "-g");
+            cp.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+            cp.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+            try (org.apache.kafka.clients.consumer.KafkaConsumer<byte[], byte[]> c =
+                    new org.apache.kafka.clients.consumer.KafkaConsumer<>(cp)) {
+                org.apache.kafka.common.TopicPartition tp = new org.apache.kafka.common.TopicPartition(a, 0);
+                c.assign(List.of(tp));
+                c.commitSync(java.util.Map.of(tp, new org.apache.kafka.clients.consumer.OffsetAndMetadata(1)));
+            }
+            java.util.TreeSet<String> groups = new java.util.TreeSet<>();
+            for (var g : admin.listGroups().all().get()) {
+                if (g.groupId().startsWith(p + "-")) groups.add(g.groupId());
+            }
+            System.out.println("groups " + String.join(" ", groups));
         }
     }
 }
