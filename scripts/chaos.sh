@@ -21,6 +21,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 ensure_packages zookeeper iproute2
+# The run's idempotent producer and Kafka-protocol group are librdkafka (confluent-kafka).
+ensure_python_clients
 command -v cargo >/dev/null || { echo "cargo is needed (https://rustup.rs)" >&2; exit 1; }
 export CHAOS_MINUTES="$minutes"
 if [ -n "$seed" ]; then export CHAOS_SEED="$seed"; fi

@@ -8,8 +8,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
-py=target/python-venv/bin/python
-[ -x "$py" ] || { echo "the Python clients are installed by scripts/test.sh into $py" >&2; exit 1; }
+. "$here/lib.sh"
+ensure_python_clients
+py=$PYTHON_VENV/bin/python
 [ $# -gt 0 ] || { echo "usage: $0 LABEL=BINARY ..." >&2; exit 1; }
 export GREGOR_HOME
 GREGOR_HOME=$(mktemp -d /tmp/gregor-sweep.XXXXXX)

