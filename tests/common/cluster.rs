@@ -29,6 +29,8 @@ pub struct Cluster {
     pub zk: Arc<ZkClient>,
     pub brokers: BTreeMap<i32, BrokerProcess>,
     extra: Vec<(String, String)>,
+    /// Each broker's own settings, after `extra`.
+    own: BTreeMap<i32, Vec<(String, String)>>,
     /// The test's name, for the folder a failing test's brokers are kept in.
     name: String,
     _tmp: tempfile::TempDir,
@@ -37,6 +39,16 @@ pub struct Cluster {
 impl Cluster {
     /// Starts `n` brokers (ids 1..=n) in a fresh chroot and waits until all are registered.
     pub fn start(name: &str, n: i32, extra: &[(&str, &str)]) -> Cluster {
+        Self::start_each(name, n, extra, |_| Vec::new())
+    }
+
+    /// `start`, with settings of each broker's own besides (`own(id)`).
+    pub fn start_each(
+        name: &str,
+        n: i32,
+        extra: &[(&str, &str)],
+        own: impl Fn(i32) -> Vec<(String, String)>,
+    ) -> Cluster {
         super::init_logging();
         let zk_connect = format!("{}{}", zk_address(), chroot(name));
         let zk = ZkClient::connect(&zk_connect, Duration::from_secs(10)).unwrap();
@@ -48,6 +60,7 @@ impl Cluster {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            own: (1..=n).map(|id| (id, own(id))).collect(),
             name: name.to_owned(),
             _tmp: tempfile::tempdir().unwrap(),
         };
@@ -82,7 +95,8 @@ impl Cluster {
             self.zk_connect
         );
         // `{port}` in a value stands for this broker's client port (listeners of its own).
-        for (k, v) in &self.extra {
+        let own = self.own.get(&id).into_iter().flatten();
+        for (k, v) in self.extra.iter().chain(own) {
             text.push_str(&format!(
                 "{k}={}\n",
                 v.replace("{port}", &b.port.to_string())

@@ -10,6 +10,7 @@
 pub mod cluster;
 pub mod java;
 pub mod prometheus;
+pub mod requests;
 pub mod schema;
 
 use std::collections::{BTreeMap, HashMap};
