@@ -108,12 +108,15 @@ case "${1:-}" in
     ;;
   kill)
     id=${2:?usage: scripts/cluster.sh kill ID}
+    [ -d "$(broker_dir "$id")" ] || { echo "no broker $id in $home" >&2; exit 1; }
+    broker_alive "$id" || { echo "broker $id is not running" >&2; exit 1; }
     pid=$(broker_pid "$id")
-    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null && echo "broker $id killed (kill -9 $pid)"
+    kill -9 "$pid" && echo "broker $id killed (kill -9 $pid)"
     rm -f "$(broker_dir "$id")/pid"
     ;;
   restart)
     id=${2:?usage: scripts/cluster.sh restart ID}
+    [ -d "$(broker_dir "$id")" ] || { echo "no broker $id in $home" >&2; exit 1; }
     ensure_binary
     stop_broker "$id"
     start_broker "$id"

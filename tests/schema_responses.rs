@@ -15,7 +15,7 @@ use gregor::protocol::group_admin;
 use gregor::protocol::group_membership::{self as gm, JoinGroupResponse};
 use gregor::protocol::group_membership::{LeaveGroupResponse, SyncGroupResponse};
 use gregor::protocol::group_offsets::{
-    FindCoordinatorResponse, OffsetCommitResponse, OffsetFetchResponse,
+    self, FindCoordinatorResponse, OffsetCommitResponse, OffsetFetchResponse,
 };
 use gregor::protocol::header;
 use gregor::protocol::init_producer_id::InitProducerIdResponse;
@@ -117,6 +117,10 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         22 => InitProducerIdResponse::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out, v),
+        47 => {
+            let (code, topics) = group_offsets::decode_offset_delete_response(&mut r).map_err(e)?;
+            group_offsets::encode_offset_delete_response(&mut out, code, &topics);
+        }
         42 => {
             let results = group_admin::decode_delete_groups(&mut r).map_err(e)?;
             group_admin::encode_delete_groups(&mut out, &results, v);

@@ -30,7 +30,9 @@ use crate::protocol::controller::{
 use crate::protocol::coordinator::is_coordinator_request;
 use crate::protocol::delete_records::DeleteRecordsRequest;
 use crate::protocol::fetch::FetchRequest;
-use crate::protocol::group_offsets::{OffsetCommitRequest, OffsetFetchRequest};
+use crate::protocol::group_offsets::{
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+};
 use crate::protocol::header::{self, INTER_BROKER_APIS, RequestHeader};
 use crate::protocol::init_producer_id::InitProducerIdRequest;
 use crate::protocol::metadata::MetadataRequest;
@@ -188,6 +190,8 @@ impl RequestHandler for KafkaApis {
                 })
                 .map(|req| self.handle_alter_configs(&req, incremental, flex, out))
             }
+            header::OFFSET_DELETE => decode_v(frame, body_at, flex, OffsetDeleteRequest::decode)
+                .map(|req| self.handle_offset_delete(&req, out)),
             header::DESCRIBE_CLUSTER => decode_v(frame, body_at, flex, |r| {
                 DescribeClusterRequest::decode(r, version)
             })

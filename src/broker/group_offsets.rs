@@ -1,4 +1,4 @@
-//! OffsetCommit (8) and OffsetFetch (9): committed offsets kept in ZooKeeper at
+//! OffsetCommit (8), OffsetFetch (9) and OffsetDelete (47): committed offsets kept in ZooKeeper at
 //! `/consumers/groups/[group]/offsets/[topic]/[partition]`, as Kafka 0.8 kept them, with the
 //! commit's metadata beside the offset.
 //!
@@ -10,8 +10,8 @@
 use super::apis::KafkaApis;
 use crate::network::Action;
 use crate::protocol::group_offsets::{
-    FetchedOffset, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-    OffsetFetchResponse,
+    FetchedOffset, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
+    OffsetFetchRequest, OffsetFetchResponse, encode_offset_delete_response,
 };
 use crate::protocol::{ErrorCode, map_topics};
 use crate::zk::{ZkClient, paths};
@@ -97,6 +97,45 @@ impl KafkaApis {
             (p.partition, code.code())
         });
         OffsetCommitResponse { topics }.encode(out, version);
+        Action::Respond
+    }
+
+    /// OffsetDelete (47): the group's committed offsets of these partitions removed from
+    /// ZooKeeper, on the coordinator; a partition of a topic the group still uses gets
+    /// GROUP_SUBSCRIBED_TO_TOPIC, as in Kafka.
+    pub(super) fn handle_offset_delete(
+        &self,
+        req: &OffsetDeleteRequest,
+        out: &mut Vec<u8>,
+    ) -> Action {
+        let in_use = match self.coordinator.topics_in_use(&req.group_id) {
+            Ok(t) => t,
+            Err(e) => {
+                encode_offset_delete_response(out, e.code(), &[]);
+                return Action::Respond;
+            }
+        };
+        let topics = map_topics(&req.topics, |topic, &partition| {
+            let code = if in_use.contains(topic) {
+                ErrorCode::GroupSubscribedToTopic
+            } else if let Some(e) = self.offset_target_error(&req.group_id, topic, partition) {
+                e
+            } else {
+                match paths::delete_committed(&self.zk, &req.group_id, topic, partition) {
+                    Ok(()) => ErrorCode::None,
+                    Err(e) => {
+                        log::error!(
+                            "[Broker {}] deleting the offset of {}/{topic}-{partition}: {e:?}",
+                            self.broker_id,
+                            req.group_id
+                        );
+                        ErrorCode::UnknownServerError
+                    }
+                }
+            };
+            (partition, code.code())
+        });
+        encode_offset_delete_response(out, 0, &topics);
         Action::Respond
     }
 

@@ -9,32 +9,80 @@ use clap::Args;
 use gregor::client::metadata::{fetch_metadata, find_coordinator};
 use gregor::client::producer::{ProduceError, Producer, ProducerConfig};
 use gregor::network::BlockingChannel;
-use gregor::protocol::{compression, header};
+use gregor::protocol::{ErrorCode, compression, header};
 
 #[derive(Args)]
 pub struct ProduceArgs {
-    #[arg(long, default_value = "127.0.0.1:9092")]
+    /// The brokers to start from, host:port,... (also `--bootstrap`, and kcat's `-b`).
+    #[arg(long = "bootstrap-server", visible_alias = "bootstrap", short = 'b', default_value = super::BOOTSTRAP, value_name = "HOST:PORT")]
     bootstrap: String,
+    /// The topic to write to (created where the brokers' auto.create.topics.enable allows).
     #[arg(long)]
     topic: String,
     /// Split each line into key and value at the first occurrence of this string.
     #[arg(long = "key-separator")]
     key_separator: Option<String>,
-    /// 0, 1 or all (-1).
-    #[arg(long, default_value = "1", allow_hyphen_values = true)]
+    /// 0, 1 or all (-1) (also kafka-console-producer's `--request-required-acks`).
+    #[arg(
+        long,
+        visible_alias = "request-required-acks",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
     acks: String,
-    /// none, gzip, snappy, lz4 or zstd (zstd needs format 2).
-    #[arg(long, default_value = "none")]
+    /// none, gzip, snappy, lz4 or zstd (zstd needs format 2) (also `--compression-codec`).
+    #[arg(long, visible_alias = "compression-codec", default_value = "none")]
     compression: String,
     /// Message format: 2 (record batches with timestamps) by default; 1 or 0 for a broker of
     /// the 0.10 / 0.8 era.
     #[arg(long, default_value_t = 2)]
     magic: i8,
+    /// kafka-console-producer's reader properties: parse.key=true (split at key.separator,
+    /// a tab by default), key.separator=SEP (repeatable).
+    #[arg(long = "property", value_name = "KEY=VALUE")]
+    property: Vec<String>,
+}
+
+impl ProduceArgs {
+    /// Takes kafka-console-producer's `--property` settings into --key-separator.
+    fn apply_properties(&mut self) -> Result<(), String> {
+        let (mut parse_key, mut separator) = (false, None);
+        for p in &self.property {
+            match p.split_once('=') {
+                Some(("parse.key", "true")) => parse_key = true,
+                Some(("parse.key", "false")) => parse_key = false,
+                Some(("key.separator", sep)) => separator = Some(sep.to_owned()),
+                _ => {
+                    return Err(format!(
+                        "--property {p}: known here are parse.key=true|false and key.separator=SEP"
+                    ));
+                }
+            }
+        }
+        if parse_key {
+            self.key_separator = Some(separator.unwrap_or_else(|| "\t".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The topic a producer is to write, checked before reading stdin: a name the brokers refuse,
+/// or a topic that does not exist and will not be created, is said the way `consume` says it.
+fn check_producible(bootstrap: &str, topic: &str) -> Result<(), String> {
+    let m = fetch_metadata(bootstrap, &[topic.to_owned()], "gregor-console-producer")?;
+    match m.topics.first().map(|t| ErrorCode::from_code(t.error_code)) {
+        Some(ErrorCode::UnknownTopicOrPartition) | None => {
+            Err(format!("topic `{topic}` does not exist"))
+        }
+        Some(ErrorCode::InvalidTopic) => Err(format!("`{topic}` is not a legal topic name")),
+        _ => Ok(()),
+    }
 }
 
 #[derive(Args)]
 pub struct StatusArgs {
-    #[arg(long, default_value = "127.0.0.1:9092")]
+    /// The brokers to start from, host:port,... (also `--bootstrap`, and kcat's `-b`).
+    #[arg(long = "bootstrap-server", visible_alias = "bootstrap", short = 'b', default_value = super::BOOTSTRAP, value_name = "HOST:PORT")]
     bootstrap: String,
     /// Read the controller and the coordinator from ZooKeeper (host:port/chroot) rather than
     /// from the brokers.
@@ -48,7 +96,9 @@ pub struct StatusArgs {
     offline: bool,
 }
 
-pub fn produce(a: ProduceArgs) -> Result<(), String> {
+pub fn produce(mut a: ProduceArgs) -> Result<(), String> {
+    a.apply_properties()?;
+    check_producible(&a.bootstrap, &a.topic)?;
     let mut cfg = ProducerConfig::new(&a.bootstrap);
     cfg.client_id = "gregor-console-producer".into();
     cfg.acks = match a.acks.as_str() {

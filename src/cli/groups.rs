@@ -17,26 +17,79 @@ use gregor::protocol::group_offsets::{OffsetFetchRequest, OffsetFetchResponse};
 use gregor::protocol::offsets::LATEST_TIME;
 use gregor::protocol::{ErrorCode, Reader, header};
 
-const CLIENT_ID: &str = "gregor-groups";
-const TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const CLIENT_ID: &str = "gregor-groups";
+pub(super) const TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Args)]
 pub struct GroupsArgs {
-    #[arg(long, default_value = "127.0.0.1:9092")]
-    bootstrap: String,
+    /// The brokers to start from, host:port,... (also `--bootstrap`, and kcat's `-b`).
+    #[arg(long = "bootstrap-server", visible_alias = "bootstrap", short = 'b', default_value = super::BOOTSTRAP, value_name = "HOST:PORT")]
+    pub(super) bootstrap: String,
+    /// List every group: name, protocol type, state.
     #[arg(long, group = "action")]
     list: bool,
-    /// The group to describe.
-    #[arg(long, group = "action", value_name = "GROUP")]
-    describe: Option<String>,
+    /// Describe --group: members, owners, committed offsets, lag (`--describe GROUP` too).
+    #[arg(long, group = "action", num_args = 0..=1, value_name = "GROUP")]
+    describe: Option<Option<String>>,
+    /// Move --group's committed offsets (with --to-earliest, --to-latest, --to-offset or
+    /// --shift-by; only while the group has no members; --execute to apply).
+    #[arg(long = "reset-offsets", group = "action")]
+    reset_offsets: bool,
+    /// Remove --group's committed offsets of --topic (not while the group consumes it).
+    #[arg(long = "delete-offsets", group = "action")]
+    delete_offsets: bool,
+    /// The group to act on.
+    #[arg(long)]
+    group: Option<String>,
+    /// With --reset-offsets or --delete-offsets: a topic, or some of its partitions as
+    /// `TOPIC:0,1` (repeatable).
+    #[arg(long)]
+    pub(super) topic: Vec<String>,
+    /// With --reset-offsets: every topic the group has committed offsets for.
+    #[arg(long = "all-topics")]
+    pub(super) all_topics: bool,
+    /// Reset to each partition's earliest offset.
+    #[arg(long = "to-earliest")]
+    pub(super) to_earliest: bool,
+    /// Reset to each partition's log end.
+    #[arg(long = "to-latest")]
+    pub(super) to_latest: bool,
+    /// Reset to this offset (kept within each log).
+    #[arg(long = "to-offset", allow_hyphen_values = true)]
+    pub(super) to_offset: Option<i64>,
+    /// Move each committed offset by this many (negative: back).
+    #[arg(long = "shift-by", allow_hyphen_values = true)]
+    pub(super) shift_by: Option<i64>,
+    /// Apply the reset (without it, or with --dry-run, only show it).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub(super) execute: bool,
+    /// Only show what --reset-offsets would do (the default).
+    #[arg(long = "dry-run")]
+    dry_run: bool,
 }
 
 pub fn run(a: GroupsArgs) -> Result<(), String> {
-    if !a.list && a.describe.is_none() {
-        return Err("one of --list, --describe GROUP is required".into());
+    let describing = a.describe.clone().map(|g| g.or_else(|| a.group.clone()));
+    if !a.list && describing.is_none() && !a.reset_offsets && !a.delete_offsets {
+        return Err(
+            "one of --list, --describe, --reset-offsets, --delete-offsets is required".into(),
+        );
     }
-    let mut c = coordinator(&a.bootstrap, a.describe.as_deref().unwrap_or("-"))?;
-    let Some(group) = a.describe else {
+    if a.reset_offsets || a.delete_offsets {
+        let group = a.group.clone().ok_or("--group is required")?;
+        let mut c = coordinator(&a.bootstrap, &group)?;
+        return if a.reset_offsets {
+            super::group_offsets::reset_offsets(&a, &mut c, &group)
+        } else {
+            super::group_offsets::delete_offsets(&a, &mut c, &group)
+        };
+    }
+    if let Some(None) = describing {
+        return Err("--describe needs --group GROUP".into());
+    }
+    let describe_group = describing.flatten();
+    let mut c = coordinator(&a.bootstrap, describe_group.as_deref().unwrap_or("-"))?;
+    let Some(group) = describe_group else {
         let raw = c
             .round_trip_raw(header::LIST_GROUPS, 2, &|_| {})
             .map_err(|e| e.to_string())?;
@@ -109,7 +162,8 @@ pub fn run(a: GroupsArgs) -> Result<(), String> {
         let done = committed.get(&key).copied();
         let lag = match (end, done) {
             (Some(e), Some(c)) => (e - c).max(0).to_string(),
-            (Some(e), None) => e.to_string(),
+            // Nothing committed: no lag to speak of, as kafka-consumer-groups.sh shows it.
+            (Some(_), None) => "-".into(),
             _ => "-".into(),
         };
         println!(
@@ -125,7 +179,7 @@ pub fn run(a: GroupsArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn check(code: i16) -> Result<(), String> {
+pub(super) fn check(code: i16) -> Result<(), String> {
     match code {
         0 => Ok(()),
         c => Err(format!(
@@ -143,7 +197,10 @@ fn coordinator(bootstrap: &str, group: &str) -> Result<BlockingChannel, String> 
         .map_err(|e| format!("coordinator {} at {}:{}: {e}", r.node_id, r.host, r.port))
 }
 
-fn describe(c: &mut BlockingChannel, groups: &[String]) -> Result<Vec<DescribedGroup>, String> {
+pub(super) fn describe(
+    c: &mut BlockingChannel,
+    groups: &[String],
+) -> Result<Vec<DescribedGroup>, String> {
     let req = DescribeGroupsRequest {
         groups: groups.to_vec(),
     };
@@ -154,7 +211,7 @@ fn describe(c: &mut BlockingChannel, groups: &[String]) -> Result<Vec<DescribedG
 }
 
 /// Every offset the group has committed (OffsetFetch v2+ with no topics).
-fn committed_offsets(
+pub(super) fn committed_offsets(
     c: &mut BlockingChannel,
     group: &str,
 ) -> Result<BTreeMap<(String, i32), i64>, String> {

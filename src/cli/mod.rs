@@ -3,9 +3,13 @@
 pub mod broker;
 pub mod console;
 pub mod consume;
+mod group_offsets;
 pub mod groups;
 pub mod perf;
 pub mod perf_ceiling;
 pub mod perf_e2e;
 pub mod topics;
 mod topics_wire;
+
+/// Where the tools look for a broker when not told (`--bootstrap-server`), as Kafka's do.
+pub const BOOTSTRAP: &str = "127.0.0.1:9092";

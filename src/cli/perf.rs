@@ -39,7 +39,8 @@ pub enum PerfCommand {
 /// Where and how much: the flags both perf commands take.
 #[derive(Args)]
 pub struct Target {
-    #[arg(long, default_value = "127.0.0.1:9092")]
+    /// The brokers to start from, host:port,... (also `--bootstrap`, and kcat's `-b`).
+    #[arg(long = "bootstrap-server", visible_alias = "bootstrap", short = 'b', default_value = super::BOOTSTRAP, value_name = "HOST:PORT")]
     bootstrap: String,
     #[arg(long)]
     topic: String,
@@ -349,8 +350,10 @@ fn consume(a: ConsumeArgs) -> Result<(), String> {
             // Messages are visited in place, with no copy of their keys or values.
             let from = offsets[p];
             let mut next = from;
+            let want = a.target.messages;
             records::for_each_message(&part.message_set, |offset, _, _, value, _| {
-                if offset >= from {
+                // Exactly --messages are counted: a fetch returns whole batches past it.
+                if offset >= from && n < want {
                     n += 1;
                     bytes += value.map_or(0, <[u8]>::len) as u64;
                     next = offset + 1;

@@ -30,7 +30,8 @@ const BATCH_BYTES: usize = 256 << 10;
 
 #[derive(Args)]
 pub struct E2eArgs {
-    #[arg(long, default_value = "127.0.0.1:9092")]
+    /// The brokers to start from, host:port,... (also `--bootstrap`, and kcat's `-b`).
+    #[arg(long = "bootstrap-server", visible_alias = "bootstrap", short = 'b', default_value = super::BOOTSTRAP, value_name = "HOST:PORT")]
     bootstrap: String,
     /// An existing topic; its replication factor is the one measured
     /// (`gregor topics --create ... --replication-factor N`).

@@ -7,57 +7,85 @@ use std::time::Duration;
 use clap::Args;
 
 use gregor::client::admin::{self, PartitionDescription};
-use gregor::zk::ZkClient;
 use gregor::zk::paths::{self, ReassignmentRequest};
+use gregor::zk::{ZkClient, topic_config};
 
 #[derive(Args)]
 pub struct TopicsArgs {
-    /// ZooKeeper connect string, host:port[/chroot].
-    #[arg(long, default_value = "127.0.0.1:2181")]
-    pub(super) zookeeper: String,
-    /// Talk to brokers (host:port,...) through the admin APIs instead of to ZooKeeper, as
-    /// kafka-topics.sh does since Kafka 2.2.
-    #[arg(long = "bootstrap-server", conflicts_with = "zookeeper")]
-    pub(super) bootstrap_server: Option<String>,
+    /// The brokers to talk to through the admin APIs, host:port,... (the default, as
+    /// kafka-topics.sh since Kafka 2.2).
+    #[arg(long = "bootstrap-server", visible_alias = "bootstrap", short = 'b', default_value = super::BOOTSTRAP, value_name = "HOST:PORT", conflicts_with = "zookeeper")]
+    pub(super) bootstrap_server: String,
+    /// Talk to ZooKeeper instead, host:port[/chroot] (scripts/cluster.sh's cluster is at
+    /// 127.0.0.1:2181/gregor); needed for --preferred-election.
+    #[arg(long, value_name = "HOST:PORT/CHROOT")]
+    pub(super) zookeeper: Option<String>,
+    /// Create --topic (with --partitions and --replication-factor, or --replica-assignment).
     #[arg(long, group = "action")]
     pub(super) create: bool,
+    /// Delete --topic.
     #[arg(long, group = "action")]
     pub(super) delete: bool,
-    /// Raise --topic's partition count to --partitions.
+    /// Raise --topic's partition count to --partitions, or change its settings (--config,
+    /// --delete-config).
     #[arg(long, group = "action")]
     pub(super) alter: bool,
+    /// List the topics (only --topic's, when given).
     #[arg(long, group = "action")]
     pub(super) list: bool,
+    /// Each partition's leader, replicas and ISR (of --topic, or of every topic).
     #[arg(long, group = "action")]
     pub(super) describe: bool,
     /// Move leadership back to each partition's first replica (all topics, or --topic).
     #[arg(long = "preferred-election", group = "action")]
     pub(super) preferred_election: bool,
+    /// The topic to act on.
     #[arg(long)]
     pub(super) topic: Option<String>,
+    /// The partition count (--create, --alter).
     #[arg(long)]
     pub(super) partitions: Option<i32>,
+    /// Replicas of each partition (--create).
     #[arg(long = "replication-factor")]
     pub(super) replication_factor: Option<i32>,
     /// Replicas per partition: `1:2,2:3,...` (partition 0 on brokers 1 and 2, ...).
     #[arg(long = "replica-assignment")]
     pub(super) replica_assignment: Option<String>,
     /// With --describe: only partitions whose ISR is smaller than their replica list.
-    #[arg(long = "under-replicated")]
+    #[arg(
+        long = "under-replicated-partitions",
+        visible_alias = "under-replicated"
+    )]
     pub(super) under_replicated: bool,
     /// With --describe: only partitions without a live leader.
-    #[arg(long)]
+    #[arg(long = "unavailable-partitions", visible_alias = "unavailable")]
     pub(super) unavailable: bool,
-    /// With --create: a topic-level setting, `key=value` (repeatable): retention.ms,
-    /// retention.bytes, segment.bytes, min.insync.replicas, max.message.bytes,
+    /// With --create: succeed when the topic exists already.
+    #[arg(long = "if-not-exists")]
+    pub(super) if_not_exists: bool,
+    /// With --alter or --delete: succeed when the topic does not exist.
+    #[arg(long = "if-exists")]
+    pub(super) if_exists: bool,
+    /// With --create or --alter: a topic-level setting, `key=value` (repeatable):
+    /// retention.ms, retention.bytes, segment.bytes, min.insync.replicas, max.message.bytes,
     /// message.timestamp.type, cleanup.policy=delete.
     #[arg(long = "config", value_name = "KEY=VALUE")]
     pub(super) config: Vec<String>,
+    /// With --alter: a topic-level setting to remove, back to the broker's (repeatable).
+    #[arg(long = "delete-config", value_name = "KEY")]
+    pub(super) delete_config: Vec<String>,
 }
 
 #[derive(Args)]
 pub struct ReassignArgs {
-    #[arg(long, default_value = "127.0.0.1:2181")]
+    /// ZooKeeper, host:port[/chroot] (gregor does not serve the reassignment APIs yet, so
+    /// this tool writes Kafka's `/admin/reassign_partitions` node itself). The default is
+    /// scripts/cluster.sh's cluster.
+    #[arg(
+        long,
+        default_value = "127.0.0.1:2181/gregor",
+        value_name = "HOST:PORT/CHROOT"
+    )]
     zookeeper: String,
     /// Start the reassignment in FILE: {"version":1,"partitions":[{"topic":..,"partition":..,"replicas":[..]}]}.
     #[arg(long, group = "mode", value_name = "FILE")]
@@ -71,6 +99,7 @@ pub struct ReassignArgs {
 /// `/brokers` (a chroot forgotten or misspelt) would otherwise answer every command with
 /// nothing, as if the cluster were empty.
 pub(super) fn connect(zk: &str) -> Result<std::sync::Arc<ZkClient>, String> {
+    reachable(zk)?;
     let client = ZkClient::connect(zk, Duration::from_secs(10))
         .map_err(|e| format!("cannot reach ZooKeeper at {zk}: {e:?}"))?;
     match client.exists("/brokers") {
@@ -85,11 +114,30 @@ pub(super) fn connect(zk: &str) -> Result<std::sync::Arc<ZkClient>, String> {
     }
 }
 
-pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
-    if let Some(b) = &a.bootstrap_server {
-        return super::topics_wire::run_topics_wire(&a, b);
+/// Fails at once, saying why, when no server of the connect string accepts a connection: the
+/// session would otherwise try for its whole connection timeout and end with a timeout that
+/// hides a plain "connection refused".
+fn reachable(zk: &str) -> Result<(), String> {
+    let hosts = zk.split('/').next().unwrap_or(zk);
+    let mut last = String::from("no server given");
+    for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        let addrs = std::net::ToSocketAddrs::to_socket_addrs(host)
+            .map_err(|e| format!("ZooKeeper address `{host}`: {e}"))?;
+        for addr in addrs {
+            match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+                Ok(_) => return Ok(()),
+                Err(e) => last = format!("{host}: {e}"),
+            }
+        }
     }
-    let zk = connect(&a.zookeeper)?;
+    Err(format!("cannot reach ZooKeeper at {zk} ({last})"))
+}
+
+pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
+    let Some(zk) = &a.zookeeper else {
+        return super::topics_wire::run_topics_wire(&a, &a.bootstrap_server);
+    };
+    let zk = connect(zk)?;
     let topic = || a.topic.clone().ok_or("--topic is required");
     if a.create {
         let t = topic()?;
@@ -103,9 +151,16 @@ pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
                     .ok_or("--replication-factor is required (or --replica-assignment)")?,
             ),
         };
+        let exists = paths::topic_assignment(&zk, &t)
+            .map_err(|e| format!("{e:?}"))?
+            .is_some();
+        if exists && a.if_not_exists {
+            zk.close();
+            return Ok(());
+        }
         let config = gregor::zk::topic_config::parse(&a.config)?;
         // The configuration first: the leaders read it when they take the partitions.
-        if !config.is_empty() {
+        if !config.is_empty() && !exists {
             gregor::zk::topic_config::write(&zk, &t, &config)
                 .map_err(|e| format!("cannot write the configuration of {t}: {e:?}"))?;
         }
@@ -113,18 +168,50 @@ pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
         println!("Created topic \"{t}\" with {} partition(s).", created.len());
     } else if a.alter {
         let t = topic()?;
-        let n = a
-            .partitions
-            .ok_or("--partitions is required with --alter")?;
-        admin::add_partitions(&zk, &t, n).map_err(|e| e.to_string())?;
-        println!("Topic \"{t}\" now has {n} partition(s).");
+        let exists = paths::topic_assignment(&zk, &t)
+            .map_err(|e| format!("{e:?}"))?
+            .is_some();
+        if !exists {
+            zk.close();
+            return if a.if_exists {
+                Ok(())
+            } else {
+                Err(format!("topic `{t}` does not exist"))
+            };
+        }
+        if a.partitions.is_none() && a.config.is_empty() && a.delete_config.is_empty() {
+            return Err("--alter needs --partitions, --config or --delete-config".into());
+        }
+        if let Some(n) = a.partitions {
+            admin::add_partitions(&zk, &t, n).map_err(|e| e.to_string())?;
+            println!("Topic \"{t}\" now has {n} partition(s).");
+        }
+        if !a.config.is_empty() || !a.delete_config.is_empty() {
+            let mut config = topic_config::read(&zk, &t).map_err(|e| format!("{e:?}"))?;
+            config.extend(topic_config::parse(&a.config)?);
+            for k in &a.delete_config {
+                config.remove(k);
+            }
+            topic_config::write(&zk, &t, &config)
+                .and_then(|()| topic_config::notify_change(&zk, &t))
+                .map_err(|e| format!("cannot write the configuration of {t}: {e:?}"))?;
+            println!("Updated the settings of topic \"{t}\".");
+        }
     } else if a.delete {
         let t = topic()?;
-        admin::delete_topic(&zk, &t).map_err(|e| e.to_string())?;
-        println!("Topic {t} is marked for deletion.");
+        match admin::delete_topic(&zk, &t) {
+            Err(admin::AdminError::UnknownTopic(_)) if a.if_exists => {}
+            r => {
+                r.map_err(|e| e.to_string())?;
+                println!("Topic {t} is marked for deletion.");
+            }
+        }
     } else if a.list {
+        let only = name_filter(a.topic.as_deref())?;
         for t in paths::all_topics(&zk).map_err(|e| format!("{e:?}"))? {
-            println!("{t}");
+            if only.as_ref().is_none_or(|r| r.is_match(&t)) {
+                println!("{t}");
+            }
         }
     } else if a.describe {
         let topics: Vec<String> = a.topic.iter().cloned().collect();
@@ -147,6 +234,17 @@ pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
     }
     zk.close();
     Ok(())
+}
+
+/// `--list --topic NAME`: Kafka's tool takes the name as a regular expression that must match
+/// a whole topic name.
+pub(super) fn name_filter(topic: Option<&str>) -> Result<Option<regex::Regex>, String> {
+    topic
+        .map(|t| {
+            regex::Regex::new(&format!("^(?:{t})$"))
+                .map_err(|e| format!("--topic is not a regular expression: {e}"))
+        })
+        .transpose()
 }
 
 fn ids(v: &[i32]) -> String {

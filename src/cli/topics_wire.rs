@@ -5,6 +5,10 @@
 use gregor::client::admin::{PartitionDescription, split_assignment};
 use gregor::client::metadata::fetch_metadata_with;
 use gregor::network::BlockingChannel;
+use gregor::protocol::admin_configs::{
+    AlterConfigsRequest, AlterConfigsResource, AlterableConfig, OP_DELETE, OP_SET,
+    decode_alter_configs_response,
+};
 use gregor::protocol::admin_topics::{
     CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic, CreateTopicsRequest,
     DeleteTopicsRequest, decode_create_partitions_response, decode_create_topics_response,
@@ -13,7 +17,7 @@ use gregor::protocol::admin_topics::{
 use gregor::protocol::{ErrorCode, header};
 use gregor::zk::paths::LeaderAndIsr;
 
-use super::topics::{TopicsArgs, print_description};
+use super::topics::{TopicsArgs, name_filter, print_description};
 
 const CLIENT_ID: &str = "gregor-topics";
 /// How long the broker may take to show a change in its metadata.
@@ -22,6 +26,9 @@ const TIMEOUT_MS: i32 = 30_000;
 const CREATE_TOPICS_VERSION: i16 = 4;
 const DELETE_TOPICS_VERSION: i16 = 3;
 const CREATE_PARTITIONS_VERSION: i16 = 1;
+/// DescribeConfigs' and AlterConfigs' resource type of a topic.
+const TOPIC_RESOURCE: i8 = 2;
+const UNKNOWN_TOPIC: i16 = ErrorCode::UnknownTopicOrPartition as i16;
 
 /// The first bootstrap broker that accepts a connection.
 fn connect(bootstrap: &str) -> Result<BlockingChannel, String> {
@@ -61,28 +68,15 @@ pub fn run_topics_wire(a: &TopicsArgs, bootstrap: &str) -> Result<(), String> {
         create(bootstrap, a, &topic()?)
     } else if a.alter {
         let t = topic()?;
-        let count = a
-            .partitions
-            .ok_or("--partitions is required with --alter")?;
-        let req = CreatePartitionsRequest {
-            topics: vec![CreatePartitionsTopic {
-                name: t.clone(),
-                count,
-                assignment: None,
-            }],
-            timeout_ms: TIMEOUT_MS,
-            validate_only: false,
-        };
-        let v = CREATE_PARTITIONS_VERSION;
-        let results = connect(bootstrap)?
-            .call(header::CREATE_PARTITIONS, v, &|b| req.encode(b, v), |r| {
-                decode_create_partitions_response(r)
-            })
-            .map_err(|e| e.to_string())?;
-        for (name, code, msg) in results {
-            check(&name, code, msg)?;
+        if a.partitions.is_none() && a.config.is_empty() && a.delete_config.is_empty() {
+            return Err("--alter needs --partitions, --config or --delete-config".into());
         }
-        println!("Topic \"{t}\" now has {count} partition(s).");
+        if let Some(count) = a.partitions {
+            add_partitions(bootstrap, a, &t, count)?;
+        }
+        if !a.config.is_empty() || !a.delete_config.is_empty() {
+            alter_configs(bootstrap, a, &t)?;
+        }
         Ok(())
     } else if a.delete {
         let t = topic()?;
@@ -97,6 +91,9 @@ pub fn run_topics_wire(a: &TopicsArgs, bootstrap: &str) -> Result<(), String> {
             })
             .map_err(|e| e.to_string())?;
         for r in results {
+            if r.error_code == UNKNOWN_TOPIC && a.if_exists {
+                return Ok(());
+            }
             check(
                 r.name.as_deref().unwrap_or(&t),
                 r.error_code,
@@ -106,13 +103,25 @@ pub fn run_topics_wire(a: &TopicsArgs, bootstrap: &str) -> Result<(), String> {
         println!("Topic {t} is deleted.");
         Ok(())
     } else if a.list || a.describe {
-        let topics: Vec<String> = a.topic.iter().cloned().collect();
+        // --list --topic is a regular expression over every topic, as in kafka-topics.sh.
+        let only = if a.list {
+            name_filter(a.topic.as_deref())?
+        } else {
+            None
+        };
+        let topics: Vec<String> = if a.list {
+            Vec::new()
+        } else {
+            a.topic.iter().cloned().collect()
+        };
         let m = fetch_metadata_with(bootstrap, &topics, CLIENT_ID, false)?;
         let mut parts = Vec::new();
         for t in &m.topics {
             check(&t.topic, t.error_code, None)?;
             if a.list {
-                println!("{}", t.topic);
+                if only.as_ref().is_none_or(|r| r.is_match(&t.topic)) {
+                    println!("{}", t.topic);
+                }
                 continue;
             }
             for p in &t.partitions {
@@ -140,6 +149,80 @@ pub fn run_topics_wire(a: &TopicsArgs, bootstrap: &str) -> Result<(), String> {
     } else {
         Err("one of --create, --alter, --delete, --list, --describe is required".into())
     }
+}
+
+/// CreatePartitions: --topic's partition count raised to `count`.
+fn add_partitions(bootstrap: &str, a: &TopicsArgs, t: &str, count: i32) -> Result<(), String> {
+    let t = t.to_owned();
+    let req = CreatePartitionsRequest {
+        topics: vec![CreatePartitionsTopic {
+            name: t.clone(),
+            count,
+            assignment: None,
+        }],
+        timeout_ms: TIMEOUT_MS,
+        validate_only: false,
+    };
+    let v = CREATE_PARTITIONS_VERSION;
+    let results = connect(bootstrap)?
+        .call(header::CREATE_PARTITIONS, v, &|b| req.encode(b, v), |r| {
+            decode_create_partitions_response(r)
+        })
+        .map_err(|e| e.to_string())?;
+    for (name, code, msg) in results {
+        if code == UNKNOWN_TOPIC && a.if_exists {
+            return Ok(());
+        }
+        check(&name, code, msg)?;
+    }
+    println!("Topic \"{t}\" now has {count} partition(s).");
+    Ok(())
+}
+
+/// IncrementalAlterConfigs: --config keys set, --delete-config keys removed.
+fn alter_configs(bootstrap: &str, a: &TopicsArgs, t: &str) -> Result<(), String> {
+    let mut configs = Vec::new();
+    for kv in &a.config {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--config expects key=value, got `{kv}`"))?;
+        configs.push(AlterableConfig {
+            name: k.to_owned(),
+            op: Some(OP_SET),
+            value: Some(v.to_owned()),
+        });
+    }
+    for k in &a.delete_config {
+        configs.push(AlterableConfig {
+            name: k.clone(),
+            op: Some(OP_DELETE),
+            value: None,
+        });
+    }
+    let req = AlterConfigsRequest {
+        resources: vec![AlterConfigsResource {
+            resource_type: TOPIC_RESOURCE,
+            name: t.to_owned(),
+            configs,
+        }],
+        validate_only: false,
+    };
+    let results = connect(bootstrap)?
+        .call(
+            header::INCREMENTAL_ALTER_CONFIGS,
+            0,
+            &|b| req.encode(b, false),
+            decode_alter_configs_response,
+        )
+        .map_err(|e| e.to_string())?;
+    for (code, msg, _, name) in results {
+        if code == UNKNOWN_TOPIC && a.if_exists {
+            return Ok(());
+        }
+        check(&name, code, msg)?;
+    }
+    println!("Updated the settings of topic \"{t}\".");
+    Ok(())
 }
 
 fn create(bootstrap: &str, a: &TopicsArgs, t: &str) -> Result<(), String> {
@@ -189,6 +272,9 @@ fn create(bootstrap: &str, a: &TopicsArgs, t: &str) -> Result<(), String> {
         })
         .map_err(|e| e.to_string())?;
     for r in results {
+        if r.error_code == ErrorCode::TopicAlreadyExists.code() && a.if_not_exists {
+            return Ok(());
+        }
         check(&r.name, r.error_code, r.error_message)?;
     }
     let m = fetch_metadata_with(bootstrap, &[t.to_owned()], CLIENT_ID, false)?;

@@ -4,12 +4,14 @@
 //! each member's partitions in the "consumer" protocol's assignment layout so that Kafka's
 //! tools can read them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::kafka_group::GroupState;
 use super::{Coordinator, Term};
 use crate::protocol::ErrorCode;
-use crate::protocol::group_admin::{DescribedGroup, DescribedMember, encode_assignment};
+use crate::protocol::group_admin::{
+    DescribedGroup, DescribedMember, decode_assignment, encode_assignment,
+};
 use crate::zk::groups;
 
 /// The protocol type a spec-protocol group is listed under.
@@ -57,6 +59,29 @@ impl Coordinator {
             out.insert(name.clone(), (kind, d.state.name().to_owned()));
         }
         Ok(out.into_iter().map(|(n, (k, s))| (n, k, s)).collect())
+    }
+
+    /// OffsetDelete's check: the topics whose committed offsets the group still uses (Kafka's
+    /// GROUP_SUBSCRIBED_TO_TOPIC): a Kafka-protocol group's members' subscriptions, a
+    /// spec-protocol group's partitions in its live sessions. GROUP_ID_NOT_FOUND for a group
+    /// that does not exist.
+    pub fn topics_in_use(&self, group: &str) -> Result<BTreeSet<String>, ErrorCode> {
+        if !super::valid_name(group) {
+            return Err(ErrorCode::InvalidGroupId);
+        }
+        let term = self.serving_term()?;
+        if let Some(g) = term.kafka_group(group) {
+            return Ok(g.data.lock().subscribed_topics());
+        }
+        let d = term.describe_group(group);
+        if d.state == "Dead" {
+            return Err(ErrorCode::GroupIdNotFound);
+        }
+        Ok(d.members
+            .iter()
+            .flat_map(|m| decode_assignment(&m.assignment).unwrap_or_default())
+            .map(|(t, _)| t)
+            .collect())
     }
 
     /// Deletes groups that have no members, with their committed offsets.

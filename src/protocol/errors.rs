@@ -85,6 +85,8 @@ error_codes! {
     MemberIdRequired = 79,
     GroupMaxSizeReached = 81,
     FencedInstanceId = 82,
+    /// OffsetDelete of a topic the group still subscribes to.
+    GroupSubscribedToTopic = 86,
     InvalidRecord = 87,
     UnknownTopicId = 100,
     UnsupportedEndpointType = 114,

@@ -342,6 +342,55 @@ impl FindCoordinatorResponse {
     }
 }
 
+/// OffsetDelete (47) v0: remove a group's committed offsets of these partitions
+/// (kafka-consumer-groups.sh --delete-offsets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetDeleteRequest {
+    pub group_id: String,
+    pub topics: Vec<(String, Vec<i32>)>,
+}
+
+impl OffsetDeleteRequest {
+    pub fn decode(r: &mut Reader<'_>) -> DecodeResult<Self> {
+        Ok(OffsetDeleteRequest {
+            group_id: r.string("group_id")?.to_owned(),
+            topics: read_topics(r, 4, |r| r.i32("partition_index"))?,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_str(false, &self.group_id);
+        write_topics_v(out, false, &self.topics, |o, p| o.put_i32(*p));
+    }
+}
+
+/// OffsetDelete's answer: a group-level error, then an error per partition.
+pub fn encode_offset_delete_response(
+    out: &mut Vec<u8>,
+    error_code: i16,
+    topics: &[(String, Vec<(i32, i16)>)],
+) {
+    out.put_i16(error_code);
+    out.put_i32(0);
+    write_topics_v(out, false, topics, |o, (p, code)| {
+        o.put_i32(*p);
+        o.put_i16(*code);
+    });
+}
+
+pub type OffsetDeleteResults = Vec<(String, Vec<(i32, i16)>)>;
+
+pub fn decode_offset_delete_response(
+    r: &mut Reader<'_>,
+) -> DecodeResult<(i16, OffsetDeleteResults)> {
+    let code = r.i16("error_code")?;
+    r.i32("throttle_time_ms")?;
+    let topics = read_topics(r, 6, |r| {
+        Ok((r.i32("partition_index")?, r.i16("error_code")?))
+    })?;
+    Ok((code, topics))
+}
+
 #[cfg(test)]
 #[path = "group_offsets_tests.rs"]
 mod tests;

@@ -31,6 +31,7 @@ pub const ALTER_CONFIGS: i16 = 33;
 pub const CREATE_PARTITIONS: i16 = 37;
 pub const DELETE_GROUPS: i16 = 42;
 pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
+pub const OFFSET_DELETE: i16 = 47;
 pub const DESCRIBE_CLUSTER: i16 = 60;
 
 /// Kafka's name of an API (`ApiKeys`), as its request metrics are labelled.
@@ -64,6 +65,7 @@ pub fn api_name(key: i16) -> Option<&'static str> {
         CREATE_PARTITIONS => "CreatePartitions",
         DELETE_GROUPS => "DeleteGroups",
         INCREMENTAL_ALTER_CONFIGS => "IncrementalAlterConfigs",
+        OFFSET_DELETE => "OffsetDelete",
         DESCRIBE_CLUSTER => "DescribeCluster",
         _ => return None,
     })
@@ -124,6 +126,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(CREATE_PARTITIONS, 0, 3, 2),
     api(DELETE_GROUPS, 0, 2, 2),
     api(INCREMENTAL_ALTER_CONFIGS, 0, 1, 1),
+    api(OFFSET_DELETE, 0, 0, NEVER),
     api(DESCRIBE_CLUSTER, 0, 1, 0),
 ];
 

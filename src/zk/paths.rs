@@ -395,6 +395,14 @@ pub fn commit_offset(
     write_persistent(zk, &path, data)
 }
 
+/// Removes a group's committed offset for a partition (none there is no error).
+pub fn delete_committed(zk: &ZkClient, group: &str, topic: &str, partition: i32) -> ZkResult<()> {
+    match zk.delete(&consumer_offset_path(group, topic, partition), None) {
+        Err(ZkError::NoNode) => Ok(()),
+        r => r,
+    }
+}
+
 /// Sets a persistent node's data, creating the node (and its parents) when it is missing.
 pub fn write_persistent(zk: &ZkClient, path: &str, data: Vec<u8>) -> ZkResult<()> {
     match zk.set_data(path, data.clone(), None) {

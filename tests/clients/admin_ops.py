@@ -160,6 +160,12 @@ def run_kafka_python():
     c.close()
     names = [g["group_id"] if isinstance(g, dict) else g[0] for g in a.list_groups()]
     say("groups", 0, *sorted(n for n in names if n.startswith(prefix + "-")))
+    # OffsetDelete (kafka-consumer-groups.sh --delete-offsets), then what is left.
+    tp = TopicPartition(T("a1"), 0)
+    result = a.delete_group_offsets(T("g"), [tp])
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=T("g"), enable_auto_commit=False)
+    say("deleted", [getattr(v, "errno", v) for v in result.values()], c.committed(tp))
+    c.close()
     a.close()
 
 

@@ -80,6 +80,12 @@ for v in range(0, 5):
     out(16, v, ListGroupsRequest(version=v, states_filter=["Stable"]))
 for v in range(0, 3):
     out(42, v, DeleteGroupsRequest(version=v, groups_names=["g"]))
+from kafka.protocol.consumer import OffsetDeleteRequest
+
+T = OffsetDeleteRequest.OffsetDeleteRequestTopic
+out(47, 0, OffsetDeleteRequest(version=0, group_id="g", topics=[
+    T(name="t", partitions=[T.OffsetDeleteRequestPartition(partition_index=0),
+                            T.OffsetDeleteRequestPartition(partition_index=2)])]))
 for v in range(0, 5):
     out(22, v, InitProducerIdRequest(version=v, transactional_id=None, transaction_timeout_ms=60000,
                                      producer_id=-1, producer_epoch=-1))

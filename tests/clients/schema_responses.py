@@ -143,6 +143,13 @@ for v in range(0, 5):
     out(22, v, InitProducerIdResponse(version=v, throttle_time_ms=0, error_code=0,
                                       producer_id=4000, producer_epoch=2))
 
+from kafka.protocol.consumer import OffsetDeleteResponse
+
+R = OffsetDeleteResponse.OffsetDeleteResponseTopic
+out(47, 0, OffsetDeleteResponse(version=0, error_code=0, throttle_time_ms=0, topics=[
+    R(name="t", partitions=[R.OffsetDeleteResponsePartition(partition_index=0, error_code=0),
+                            R.OffsetDeleteResponsePartition(partition_index=2, error_code=86)])]))
+
 for v in range(0, 3):
     R = DeleteGroupsResponse.DeletableGroupResult
     out(42, v, DeleteGroupsResponse(version=v, throttle_time_ms=0, results=[

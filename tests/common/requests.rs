@@ -14,7 +14,7 @@ use gregor::protocol::group_admin::{self, DescribeGroupsRequest};
 use gregor::protocol::group_membership::{GenerationMember, JoinGroupRequest};
 use gregor::protocol::group_membership::{LeaveGroupRequest, SyncGroupRequest};
 use gregor::protocol::group_offsets::{
-    FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest,
+    FindCoordinatorRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
 };
 use gregor::protocol::header::is_flexible;
 use gregor::protocol::init_producer_id::InitProducerIdRequest;
@@ -70,6 +70,9 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
             let states: Vec<&str> = states.iter().flatten().map(String::as_str).collect();
             group_admin::encode_list_groups_request(&mut out, &states, v);
         }
+        47 => OffsetDeleteRequest::decode(&mut r)
+            .map_err(e)?
+            .encode(&mut out),
         42 => {
             let names = group_admin::decode_delete_groups_request(&mut r).map_err(e)?;
             group_admin::encode_delete_groups_request(&mut out, &names, v);

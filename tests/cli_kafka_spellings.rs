@@ -1,0 +1,484 @@
+//! gregor's tools take what Kafka's scripts take for the same job (kafka-console-producer,
+//! kafka-console-consumer, kafka-topics, kafka-consumer-groups), do the same with it, and fail
+//! at once, saying why, where nothing answers. Each spelling here was refused before.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cluster::Cluster;
+use common::{assert_cli_fails, gregor_cli, wait_until};
+use gregor::zk::topic_config;
+
+fn ok(args: &[&str], stdin: &str) -> String {
+    let (ok, out, err) = gregor_cli(args, stdin);
+    assert!(ok, "{args:?} failed: {err}");
+    out
+}
+
+#[test]
+fn console_producer_and_consumer_take_kafkas_flags() {
+    // Topics are created on demand here (Kafka's default), so a consumer that asked for one
+    // with Metadata v0, as gregor's did, would create it.
+    let c = Cluster::start("spell-console", 1, &[("auto.create.topics.enable", "true")]);
+    c.create_topic("kv", 1, 1);
+    let b = c.bootstrap();
+    ok(
+        &[
+            "produce",
+            "--bootstrap-server",
+            &b,
+            "--topic",
+            "kv",
+            "--property",
+            "parse.key=true",
+            "--property",
+            "key.separator=:",
+            "--request-required-acks",
+            "all",
+            "--compression-codec",
+            "gzip",
+        ],
+        "k1:v1\nk2:v2\nk3:v3\n",
+    );
+    // --from-beginning without a group, --property print.key=true, --max-messages, -b.
+    let out = ok(
+        &[
+            "consume",
+            "-b",
+            &b,
+            "--topic",
+            "kv",
+            "--from-beginning",
+            "--property",
+            "print.key=true",
+            "--max-messages",
+            "2",
+        ],
+        "",
+    );
+    assert_eq!(out, "k1\tv1\nk2\tv2\n");
+    // --timeout-ms: the consumer stops once nothing more comes.
+    let out = ok(
+        &[
+            "consume",
+            "-b",
+            &b,
+            "--topic",
+            "kv",
+            "--from-beginning",
+            "--timeout-ms",
+            "1500",
+        ],
+        "",
+    );
+    assert_eq!(out, "v1\nv2\nv3\n");
+    // A missing topic: non-zero, said plainly, and not created by the consumer.
+    assert_cli_fails(
+        &["consume", "-b", &b, "--topic", "typo", "--exit-at-end"],
+        "topic `typo` does not exist",
+    );
+    assert_cli_fails(
+        &["consume", "-b", &b, "--topic", "typo", "--group", "g"],
+        "topic `typo` does not exist",
+    );
+    let topics = ok(&["topics", "--bootstrap-server", &b, "--list"], "");
+    assert!(
+        !topics.contains("typo"),
+        "the consumer created it: {topics}"
+    );
+    // An illegal name: the same words from both tools.
+    for tool in ["produce", "consume"] {
+        assert_cli_fails(
+            &[tool, "-b", &b, "--topic", "bad/name"],
+            "`bad/name` is not a legal topic name",
+        );
+    }
+    assert_cli_fails(
+        &[
+            "consume",
+            "-b",
+            &b,
+            "--topic",
+            "kv",
+            "--property",
+            "print.value=true",
+        ],
+        "--property print.value is not known here",
+    );
+}
+
+#[test]
+fn topics_take_kafkas_flags_over_the_wire_and_through_zookeeper() {
+    let c = Cluster::start("spell-topics", 2, &[]);
+    let b = c.bootstrap();
+    for via in [
+        ["--bootstrap-server", b.as_str()],
+        ["--zookeeper", c.zk_connect.as_str()],
+    ] {
+        let t = if via[0] == "--zookeeper" {
+            "zk"
+        } else {
+            "wire"
+        };
+        let topic = |s: &str| format!("{t}-{s}");
+        let (a, orders) = (topic("a"), topic("orders"));
+        for name in [&a, &orders] {
+            ok(
+                &[
+                    "topics",
+                    via[0],
+                    via[1],
+                    "--create",
+                    "--topic",
+                    name,
+                    "--partitions",
+                    "2",
+                    "--replication-factor",
+                    "2",
+                ],
+                "",
+            );
+            c.wait_all_led(name);
+        }
+        // --if-not-exists and --if-exists make the no-ops succeed.
+        ok(
+            &[
+                "topics",
+                via[0],
+                via[1],
+                "--create",
+                "--topic",
+                &a,
+                "--partitions",
+                "1",
+                "--replication-factor",
+                "1",
+                "--if-not-exists",
+            ],
+            "",
+        );
+        assert_cli_fails(
+            &[
+                "topics",
+                via[0],
+                via[1],
+                "--create",
+                "--topic",
+                &a,
+                "--partitions",
+                "1",
+                "--replication-factor",
+                "1",
+            ],
+            "xists", // "already exists" (ZooKeeper), TopicAlreadyExists (over the wire)
+        );
+        ok(
+            &[
+                "topics",
+                via[0],
+                via[1],
+                "--delete",
+                "--topic",
+                &topic("nope"),
+                "--if-exists",
+            ],
+            "",
+        );
+        ok(
+            &[
+                "topics",
+                via[0],
+                via[1],
+                "--alter",
+                "--topic",
+                &topic("nope"),
+                "--partitions",
+                "3",
+                "--if-exists",
+            ],
+            "",
+        );
+        // --list --topic is a regular expression over whole names.
+        let listed = ok(
+            &[
+                "topics",
+                via[0],
+                via[1],
+                "--list",
+                "--topic",
+                &format!("{t}-o.*"),
+            ],
+            "",
+        );
+        assert_eq!(listed.trim(), orders);
+        // --alter --config / --delete-config change the topic's settings.
+        ok(
+            &[
+                "topics",
+                via[0],
+                via[1],
+                "--alter",
+                "--topic",
+                &a,
+                "--config",
+                "retention.ms=60000",
+                "--config",
+                "max.message.bytes=2000",
+            ],
+            "",
+        );
+        let config = topic_config::read(&c.zk, &a).unwrap();
+        assert_eq!(
+            config.get("retention.ms").map(String::as_str),
+            Some("60000")
+        );
+        ok(
+            &[
+                "topics",
+                via[0],
+                via[1],
+                "--alter",
+                "--topic",
+                &a,
+                "--delete-config",
+                "retention.ms",
+            ],
+            "",
+        );
+        let config = topic_config::read(&c.zk, &a).unwrap();
+        assert!(!config.contains_key("retention.ms"), "{config:?}");
+        assert_eq!(
+            config.get("max.message.bytes").map(String::as_str),
+            Some("2000")
+        );
+        // Nothing under-replicated or unavailable yet.
+        for flag in ["--under-replicated-partitions", "--unavailable-partitions"] {
+            let out = ok(
+                &["topics", via[0], via[1], "--describe", "--topic", &a, flag],
+                "",
+            );
+            assert_eq!(out, "", "{flag}");
+        }
+    }
+    // With broker 2 gone, its replicas are under-replicated everywhere.
+    let mut c = c;
+    c.kill9(2);
+    let b1 = format!("127.0.0.1:{}", c.brokers[&1].port);
+    wait_until(Duration::from_secs(30), "the ISRs to shrink", || {
+        let out = ok(
+            &[
+                "topics",
+                "--bootstrap-server",
+                &b1,
+                "--describe",
+                "--topic",
+                "wire-a",
+                "--under-replicated-partitions",
+            ],
+            "",
+        );
+        out.lines().count() == 2
+    });
+}
+
+#[test]
+fn groups_describe_reset_and_delete_offsets_as_kafkas_tool_does() {
+    let c = Cluster::start("spell-groups", 1, &[]);
+    c.create_topic("t", 2, 1);
+    let b = c.bootstrap();
+    ok(&["produce", "-b", &b, "--topic", "t"], &"x\n".repeat(20));
+    // A group with committed offsets and no members: commit through the console consumer.
+    ok(
+        &[
+            "consume",
+            "-b",
+            &b,
+            "--topic",
+            "t",
+            "--group",
+            "g",
+            "--from-beginning",
+            "--max-messages",
+            "20",
+        ],
+        "",
+    );
+    let described = ok(&["groups", "-b", &b, "--describe", "--group", "g"], "");
+    assert!(described.contains("GROUP g:"), "{described}");
+    let committed = |out: &str| -> Vec<i64> {
+        out.lines()
+            .filter(|l| l.starts_with("t "))
+            .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap_or(-1))
+            .collect()
+    };
+    assert_eq!(committed(&described).iter().sum::<i64>(), 20, "{described}");
+    // A dry run changes nothing; --execute does.
+    let plan = ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--topic",
+            "t",
+            "--to-earliest",
+        ],
+        "",
+    );
+    assert!(plan.contains("dry run"), "{plan}");
+    assert_eq!(
+        committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], ""))
+            .iter()
+            .sum::<i64>(),
+        20
+    );
+    ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--topic",
+            "t",
+            "--to-earliest",
+            "--execute",
+        ],
+        "",
+    );
+    assert_eq!(
+        committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], "")),
+        [0, 0]
+    );
+    ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--topic",
+            "t:1",
+            "--shift-by",
+            "3",
+            "--execute",
+        ],
+        "",
+    );
+    assert_eq!(
+        committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], "")),
+        [0, 3]
+    );
+    ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--all-topics",
+            "--to-offset",
+            "1000",
+            "--execute",
+        ],
+        "",
+    );
+    let ends = committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], ""));
+    assert_eq!(
+        ends.iter().sum::<i64>(),
+        20,
+        "kept within each log: {ends:?}"
+    );
+    // --delete-offsets removes them; LAG then shows '-', as Kafka's tool shows it.
+    let out = ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--delete-offsets",
+            "--topic",
+            "t",
+        ],
+        "",
+    );
+    assert_eq!(out.matches("Successful").count(), 2, "{out}");
+    let described = ok(&["groups", "-b", &b, "--describe", "--group", "g"], "");
+    assert!(
+        !described.lines().any(|l| l.starts_with("t ")),
+        "{described}"
+    );
+    assert_cli_fails(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--topic",
+            "t",
+        ],
+        "--to-earliest",
+    );
+}
+
+/// Where nothing answers, the tools say so at once (it took 20 and 31 s before).
+#[test]
+fn unreachable_brokers_and_zookeeper_fail_at_once() {
+    for (args, want) in [
+        (
+            &[
+                "consume",
+                "--group",
+                "g",
+                "--topic",
+                "t",
+                "--bootstrap-server",
+                "127.0.0.1:1",
+            ][..],
+            "no broker answered",
+        ),
+        (
+            &["topics", "--zookeeper", "127.0.0.1:1/gregor", "--list"][..],
+            "Connection refused",
+        ),
+        (
+            &["topics", "--bootstrap-server", "127.0.0.1:1", "--list"][..],
+            "no broker answered",
+        ),
+    ] {
+        let start = Instant::now();
+        assert_cli_fails(args, want);
+        // Generous for a busy machine; the slow failures took 20 s and more.
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{args:?} took {:?}",
+            start.elapsed()
+        );
+    }
+}
+
+#[test]
+fn cluster_script_refuses_a_broker_it_does_not_have() {
+    let home = tempfile::tempdir().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster.sh");
+    for cmd in ["kill", "restart"] {
+        let (ok, _, err) = common::run_with_deadline(
+            std::process::Command::new("bash")
+                .args([script, cmd, "7"])
+                .env("GREGOR_HOME", home.path())
+                .env("GREGOR_BIN", env!("CARGO_BIN_EXE_gregor")),
+            "",
+            Duration::from_secs(30),
+        );
+        assert!(!ok && err.contains("no broker 7"), "{cmd}: {err}");
+    }
+}
