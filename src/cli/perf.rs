@@ -42,8 +42,10 @@ pub struct Target {
     /// The brokers to start from, host:port,... (also `--bootstrap`, and kcat's `-b`).
     #[arg(long = "bootstrap-server", visible_alias = "bootstrap", short = 'b', default_value = super::BOOTSTRAP, value_name = "HOST:PORT")]
     bootstrap: String,
+    /// The topic to write or read (every partition of it).
     #[arg(long)]
     topic: String,
+    /// How many messages to send, or to read before stopping.
     #[arg(long, default_value_t = 1_000_000)]
     messages: u64,
 }
@@ -73,6 +75,7 @@ pub struct ProduceArgs {
     /// Messages per produce request.
     #[arg(long = "batch-size", default_value_t = 200)]
     batch_size: usize,
+    /// Producing threads, each with its own connections.
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Compress each batch: none, gzip, snappy, lz4 or zstd. The batch is compressed once, up

@@ -37,6 +37,7 @@ pub struct E2eArgs {
     /// (`gregor topics --create ... --replication-factor N`).
     #[arg(long)]
     topic: String,
+    /// The partition written and read.
     #[arg(long, default_value_t = 0)]
     partition: i32,
     /// Messages per second.
@@ -48,6 +49,7 @@ pub struct E2eArgs {
     /// 1 or -1 (all).
     #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
     acks: i16,
+    /// How long to send.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
 }

@@ -30,7 +30,7 @@ pub struct TopicsArgs {
     /// --delete-config).
     #[arg(long, group = "action")]
     pub(super) alter: bool,
-    /// List the topics (only --topic's, when given).
+    /// List the topics (only those whose whole name matches --topic, a regular expression).
     #[arg(long, group = "action")]
     pub(super) list: bool,
     /// Each partition's leader, replicas and ISR (of --topic, or of every topic).
