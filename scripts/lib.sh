@@ -63,7 +63,11 @@ ensure_maven_jars() {
   ensure_jdk
   command -v mvn >/dev/null || ensure_packages maven
   echo "installing $what from Maven Central into $dir ..." >&2
-  if ! mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DoutputDirectory="$PWD/$dir.part" >&2; then
+  # Maven 3.8 colours its output whatever it is told; the colour codes are taken out.
+  local part=$dir.part
+  [[ $part = /* ]] || part=$PWD/$part
+  if ! mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$part" 2>&1 |
+    sed -e 's/\x1b\[[0-9;]*m//g' >&2; then
     echo "could not fetch $what with Maven (its output is above): Maven Central must be reachable" >&2
     rm -rf "$dir.part"
     exit 1

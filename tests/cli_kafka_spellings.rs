@@ -428,6 +428,26 @@ fn groups_describe_reset_and_delete_offsets_as_kafkas_tool_does() {
         ],
         "--to-earliest",
     );
+    // perf consume reads exactly --messages (it reported whole fetched batches past it).
+    let out = ok(
+        &[
+            "perf",
+            "consume",
+            "-b",
+            &b,
+            "--topic",
+            "t",
+            "--messages",
+            "7",
+        ],
+        "",
+    );
+    assert!(
+        out.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("7 messages,")),
+        "{out}"
+    );
 }
 
 /// Where nothing answers, the tools say so at once (it took 20 and 31 s before).

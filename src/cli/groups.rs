@@ -160,12 +160,7 @@ pub fn run(a: GroupsArgs) -> Result<(), String> {
         let key = (topic.clone(), *partition);
         let end = ends.get(&key).copied();
         let done = committed.get(&key).copied();
-        let lag = match (end, done) {
-            (Some(e), Some(c)) => (e - c).max(0).to_string(),
-            // Nothing committed: no lag to speak of, as kafka-consumer-groups.sh shows it.
-            (Some(_), None) => "-".into(),
-            _ => "-".into(),
-        };
+        let lag = lag_cell(end, done);
         println!(
             "{:<24} {:>9} {:>12} {:>12} {:>10}  {}",
             topic,
@@ -177,6 +172,16 @@ pub fn run(a: GroupsArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The LAG column: the log end less the committed offset; `-` where either is unknown, as
+/// kafka-consumer-groups.sh shows a partition the group has committed nothing for (not its
+/// whole log as lag).
+fn lag_cell(end: Option<i64>, committed: Option<i64>) -> String {
+    match (end, committed) {
+        (Some(e), Some(c)) => (e - c).max(0).to_string(),
+        _ => "-".into(),
+    }
 }
 
 pub(super) fn check(code: i16) -> Result<(), String> {
@@ -266,4 +271,16 @@ fn log_end_offsets(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lag_cell;
+
+    #[test]
+    fn nothing_committed_shows_no_lag_figure() {
+        assert_eq!(lag_cell(Some(100), Some(40)), "60");
+        assert_eq!(lag_cell(Some(100), None), "-");
+        assert_eq!(lag_cell(None, Some(3)), "-");
+    }
 }
