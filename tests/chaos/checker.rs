@@ -18,7 +18,7 @@ use crate::cluster::{Cluster, PARTITIONS, TOPIC};
 use crate::committed::CommittedLog;
 use crate::common::Client;
 use crate::group_offsets::GroupOffsets;
-use crate::workload::{Ack, IDEMPOTENT, value};
+use crate::workload::{Ack, IDEMPOTENT, MemberView, value};
 
 #[derive(Debug, Default)]
 pub struct Report {
@@ -74,15 +74,23 @@ impl Report {
             && self.shared_leader_epochs == 0
     }
 
-    pub fn add_kafka_group(&mut self, acks: &[Ack], consumed: &[String]) {
+    /// The Kafka-protocol group's misses, counted, and explained per partition left unread
+    /// (`group_stall`) with what its `members` last said and the group's `committed` offsets.
+    pub fn add_kafka_group(
+        &mut self,
+        acks: &[Ack],
+        consumed: &[String],
+        members: &[MemberView],
+        committed: &BTreeMap<i32, i64>,
+    ) {
         let seen: BTreeSet<&str> = consumed.iter().map(String::as_str).collect();
         self.kafka_group_consumed = Some(consumed.len());
-        for a in acks {
-            let v = value(a.producer, a.seq);
-            if !seen.contains(v.as_str()) {
-                self.kafka_group_missing += 1;
-                self.problem(format!("the Kafka-protocol group never consumed {v}"));
-            }
+        self.kafka_group_missing = acks
+            .iter()
+            .filter(|a| !seen.contains(value(a.producer, a.seq).as_str()))
+            .count();
+        for line in crate::group_stall::stalled_partitions(acks, &seen, members, committed) {
+            self.problem(line);
         }
     }
 

@@ -21,6 +21,7 @@ mod env;
 mod epochs;
 mod faults;
 mod group_offsets;
+mod group_stall;
 mod hosts_env;
 mod workload;
 
@@ -141,7 +142,15 @@ fn run(seed: u64, duration: Duration, hosts: bool) {
         &mut committed,
     );
     if let Some(k) = &kafka_consumed {
-        report.add_kafka_group(&acks, k);
+        let members = work.kafka_members_seen.lock().clone();
+        let committed = if hosts {
+            common::committed_offsets(&env.bootstrap(), cluster::KAFKA_GROUP, cluster::TOPIC)
+                .into_iter()
+                .collect()
+        } else {
+            Default::default()
+        };
+        report.add_kafka_group(&acks, k, &members, &committed);
     }
     report.add_group_offsets(&group_offsets);
     report.add_shared_epochs(epochs::shared_epochs(env.dir(), &env.broker_ids()));

@@ -6,6 +6,7 @@
 //! the spec's protocol). The `--hosts` run adds a group in Kafka's protocol: two librdkafka
 //! members (`tests/clients/group_member.py`) committing as they go.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::Arc;
@@ -40,6 +41,34 @@ pub const IDEMPOTENT: u32 = 100;
 /// Its pause between messages: about 500 a second.
 const IDEMPOTENT_PAUSE_MS: &str = "2";
 
+/// One Kafka-protocol member as its own lines tell it: the partitions it last said it owns
+/// (`owns`), and the offset of the last message it consumed from each partition.
+#[derive(Debug, Clone, Default)]
+pub struct MemberView {
+    pub owns: Vec<i32>,
+    pub last_consumed: BTreeMap<i32, i64>,
+    /// Whether its process has ended (its output closed).
+    pub exited: bool,
+}
+
+impl MemberView {
+    /// Takes one line of `group_member.py` into the view.
+    pub fn note(&mut self, line: &str) {
+        if let Some(owned) = line.strip_prefix("owns ") {
+            self.owns = owned
+                .split(',')
+                .filter_map(|tp| tp.rsplit_once(':')?.1.parse().ok())
+                .collect();
+        } else if let Some(rest) = line.strip_prefix("msg ") {
+            let mut w = rest.splitn(3, ' ');
+            if let (Some(Ok(p)), Some(Ok(o))) = (w.next().map(str::parse), w.next().map(str::parse))
+            {
+                self.last_consumed.insert(p, o);
+            }
+        }
+    }
+}
+
 pub fn value(producer: u32, seq: u64) -> String {
     format!("p{producer}-{seq}")
 }
@@ -52,6 +81,8 @@ pub struct Workload {
     pub consumed: Arc<Mutex<Vec<String>>>,
     /// What the Kafka-protocol group consumed, when it runs.
     pub kafka_consumed: Option<Arc<Mutex<Vec<String>>>>,
+    /// What each of its members last said it owns and consumed, for a stall's report.
+    pub kafka_members_seen: Arc<Mutex<Vec<MemberView>>>,
     kafka_members: Vec<(Child, JoinHandle<()>)>,
     /// What the idempotent producer reported other than acknowledgements (`fail`, `fatal`).
     pub producer_errors: Arc<Mutex<Vec<String>>>,
@@ -70,6 +101,7 @@ impl Workload {
             attempts: Arc::default(),
             consumed: Arc::default(),
             kafka_consumed: kafka_group.then(Arc::default),
+            kafka_members_seen: Arc::default(),
             kafka_members: Vec::new(),
             producer_errors: Arc::default(),
             producers: Vec::new(),
@@ -104,9 +136,11 @@ impl Workload {
                 .push(std::thread::spawn(move || consume(&boot, &stop, &consumed)));
         }
         if let Some(consumed) = &w.kafka_consumed {
-            for _ in 0..2 {
+            for i in 0..2 {
+                w.kafka_members_seen.lock().push(MemberView::default());
+                let seen = (w.kafka_members_seen.clone(), i);
                 w.kafka_members
-                    .push(start_kafka_member(bootstrap, consumed));
+                    .push(start_kafka_member(bootstrap, consumed, seen));
             }
         }
         w
@@ -243,7 +277,11 @@ fn start_idempotent(
 
 /// One member of the Kafka-protocol group: librdkafka committing every second; a thread turns
 /// its `msg P OFFSET VALUE` lines into consumed values.
-fn start_kafka_member(boot: &str, consumed: &Arc<Mutex<Vec<String>>>) -> (Child, JoinHandle<()>) {
+fn start_kafka_member(
+    boot: &str,
+    consumed: &Arc<Mutex<Vec<String>>>,
+    (seen, me): (Arc<Mutex<Vec<MemberView>>>, usize),
+) -> (Child, JoinHandle<()>) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/group_member.py");
     let mut cmd = crate::common::python();
     cmd.args([
@@ -265,6 +303,7 @@ fn start_kafka_member(boot: &str, consumed: &Arc<Mutex<Vec<String>>>) -> (Child,
     let consumed = consumed.clone();
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
+            seen.lock()[me].note(&line);
             if let Some(v) = line
                 .strip_prefix("msg ")
                 .and_then(|r| r.splitn(3, ' ').nth(2))
@@ -272,6 +311,7 @@ fn start_kafka_member(boot: &str, consumed: &Arc<Mutex<Vec<String>>>) -> (Child,
                 consumed.lock().push(v.to_owned());
             }
         }
+        seen.lock()[me].exited = true;
     });
     (child, reader)
 }
