@@ -502,3 +502,52 @@ fn cluster_script_refuses_a_broker_it_does_not_have() {
         assert!(!ok && err.contains("no broker 7"), "{cmd}: {err}");
     }
 }
+
+#[test]
+fn reassign_takes_kafkas_reassignment_json_file() {
+    let c = Cluster::start("spell-reassign", 2, &[]);
+    c.create_topic_on("moving", "1");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("move.json");
+    std::fs::write(
+        &file,
+        r#"{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[2]}]}"#,
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let zk = c.zk_connect.as_str();
+    ok(
+        &[
+            "reassign",
+            "--zookeeper",
+            zk,
+            "--reassignment-json-file",
+            file,
+            "--execute",
+        ],
+        "",
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the reassignment to complete",
+        || {
+            gregor_cli(
+                &[
+                    "reassign",
+                    "--zookeeper",
+                    zk,
+                    "--reassignment-json-file",
+                    file,
+                    "--verify",
+                ],
+                "",
+            )
+            .0
+        },
+    );
+    assert_eq!(c.state("moving", 0).map(|s| s.leader), Some(2));
+    assert_cli_fails(
+        &["reassign", "--zookeeper", zk, "--execute"],
+        "--reassignment-json-file",
+    );
+}

@@ -87,12 +87,17 @@ pub struct ReassignArgs {
         value_name = "HOST:PORT/CHROOT"
     )]
     zookeeper: String,
-    /// Start the reassignment in FILE: {"version":1,"partitions":[{"topic":..,"partition":..,"replicas":[..]}]}.
-    #[arg(long, group = "mode", value_name = "FILE")]
-    execute: Option<std::path::PathBuf>,
-    /// Report, for each partition of FILE, whether its replicas are the requested ones.
-    #[arg(long, group = "mode", value_name = "FILE")]
-    verify: Option<std::path::PathBuf>,
+    /// Start the reassignment in FILE (or in --reassignment-json-file):
+    /// {"version":1,"partitions":[{"topic":..,"partition":..,"replicas":[..]}]}.
+    #[arg(long, group = "mode", value_name = "FILE", num_args = 0..=1)]
+    execute: Option<Option<std::path::PathBuf>>,
+    /// Report, for each partition of FILE (or of --reassignment-json-file), whether its
+    /// replicas are the requested ones.
+    #[arg(long, group = "mode", value_name = "FILE", num_args = 0..=1)]
+    verify: Option<Option<std::path::PathBuf>>,
+    /// The reassignment, as kafka-reassign-partitions.sh names it (with --execute or --verify).
+    #[arg(long = "reassignment-json-file", value_name = "FILE")]
+    reassignment_json_file: Option<std::path::PathBuf>,
 }
 
 /// Connects, and checks that a gregor cluster lives there: a ZooKeeper path without
@@ -288,12 +293,16 @@ pub(super) fn print_description(
 }
 
 pub fn run_reassign(a: ReassignArgs) -> Result<(), String> {
-    let zk = connect(&a.zookeeper)?;
-    let (file, execute) = match (&a.execute, &a.verify) {
+    let (file, execute) = match (a.execute, a.verify) {
         (Some(f), None) => (f, true),
         (None, Some(f)) => (f, false),
-        _ => return Err("one of --execute FILE or --verify FILE is required".into()),
+        _ => return Err("one of --execute or --verify is required".into()),
     };
+    let file = file
+        .or(a.reassignment_json_file)
+        .ok_or("the reassignment is needed: --reassignment-json-file FILE (or --execute FILE)")?;
+    let file = &file;
+    let zk = connect(&a.zookeeper)?;
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let req: ReassignmentRequest = serde_json::from_str(&text)
