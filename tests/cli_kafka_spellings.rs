@@ -10,6 +10,15 @@ use common::cluster::Cluster;
 use common::{assert_cli_fails, gregor_cli, wait_until};
 use gregor::zk::topic_config;
 
+/// `gregor topics` over the wire or through ZooKeeper (`via`), with `rest`.
+fn topics_cmd<'a>(via: [&'a str; 2], rest: &[&'a str]) -> Vec<&'a str> {
+    ["topics", via[0], via[1]]
+        .iter()
+        .chain(rest)
+        .copied()
+        .collect()
+}
+
 fn ok(args: &[&str], stdin: &str) -> String {
     let (ok, out, err) = gregor_cli(args, stdin);
     assert!(ok, "{args:?} failed: {err}");
@@ -125,44 +134,26 @@ fn topics_take_kafkas_flags_over_the_wire_and_through_zookeeper() {
         let (a, orders) = (topic("a"), topic("orders"));
         for name in [&a, &orders] {
             ok(
-                &[
-                    "topics",
-                    via[0],
-                    via[1],
-                    "--create",
-                    "--topic",
-                    name,
-                    "--partitions",
-                    "2",
-                    "--replication-factor",
-                    "2",
-                ],
+                &topics_cmd(
+                    via,
+                    &[
+                        "--create",
+                        "--topic",
+                        name,
+                        "--partitions",
+                        "2",
+                        "--replication-factor",
+                        "2",
+                    ],
+                ),
                 "",
             );
             c.wait_all_led(name);
         }
         // --if-not-exists and --if-exists make the no-ops succeed.
-        ok(
+        let create_a = topics_cmd(
+            via,
             &[
-                "topics",
-                via[0],
-                via[1],
-                "--create",
-                "--topic",
-                &a,
-                "--partitions",
-                "1",
-                "--replication-factor",
-                "1",
-                "--if-not-exists",
-            ],
-            "",
-        );
-        assert_cli_fails(
-            &[
-                "topics",
-                via[0],
-                via[1],
                 "--create",
                 "--topic",
                 &a,
@@ -171,61 +162,48 @@ fn topics_take_kafkas_flags_over_the_wire_and_through_zookeeper() {
                 "--replication-factor",
                 "1",
             ],
-            "xists", // "already exists" (ZooKeeper), TopicAlreadyExists (over the wire)
         );
+        ok(&[&create_a[..], &["--if-not-exists"]].concat(), "");
+        // "already exists" (ZooKeeper), TopicAlreadyExists (over the wire).
+        assert_cli_fails(&create_a, "xists");
         ok(
-            &[
-                "topics",
-                via[0],
-                via[1],
-                "--delete",
-                "--topic",
-                &topic("nope"),
-                "--if-exists",
-            ],
+            &topics_cmd(via, &["--delete", "--topic", &topic("nope"), "--if-exists"]),
             "",
         );
         ok(
-            &[
-                "topics",
-                via[0],
-                via[1],
-                "--alter",
-                "--topic",
-                &topic("nope"),
-                "--partitions",
-                "3",
-                "--if-exists",
-            ],
+            &topics_cmd(
+                via,
+                &[
+                    "--alter",
+                    "--topic",
+                    &topic("nope"),
+                    "--partitions",
+                    "3",
+                    "--if-exists",
+                ],
+            ),
             "",
         );
         // --list --topic is a regular expression over whole names.
         let listed = ok(
-            &[
-                "topics",
-                via[0],
-                via[1],
-                "--list",
-                "--topic",
-                &format!("{t}-o.*"),
-            ],
+            &topics_cmd(via, &["--list", "--topic", &format!("{t}-o.*")]),
             "",
         );
         assert_eq!(listed.trim(), orders);
         // --alter --config / --delete-config change the topic's settings.
         ok(
-            &[
-                "topics",
-                via[0],
-                via[1],
-                "--alter",
-                "--topic",
-                &a,
-                "--config",
-                "retention.ms=60000",
-                "--config",
-                "max.message.bytes=2000",
-            ],
+            &topics_cmd(
+                via,
+                &[
+                    "--alter",
+                    "--topic",
+                    &a,
+                    "--config",
+                    "retention.ms=60000",
+                    "--config",
+                    "max.message.bytes=2000",
+                ],
+            ),
             "",
         );
         let config = topic_config::read(&c.zk, &a).unwrap();
@@ -234,16 +212,10 @@ fn topics_take_kafkas_flags_over_the_wire_and_through_zookeeper() {
             Some("60000")
         );
         ok(
-            &[
-                "topics",
-                via[0],
-                via[1],
-                "--alter",
-                "--topic",
-                &a,
-                "--delete-config",
-                "retention.ms",
-            ],
+            &topics_cmd(
+                via,
+                &["--alter", "--topic", &a, "--delete-config", "retention.ms"],
+            ),
             "",
         );
         let config = topic_config::read(&c.zk, &a).unwrap();
