@@ -1,0 +1,232 @@
+//! gregor's group and partition tools take what Kafka's kafka-consumer-groups.sh and
+//! kafka-reassign-partitions.sh take for the same job, and do the same with it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::Cluster;
+use common::{assert_cli_fails, gregor_cli, wait_until};
+
+fn ok(args: &[&str], stdin: &str) -> String {
+    let (ok, out, err) = gregor_cli(args, stdin);
+    assert!(ok, "{args:?} failed: {err}");
+    out
+}
+
+#[test]
+fn groups_describe_reset_and_delete_offsets_as_kafkas_tool_does() {
+    let c = Cluster::start("spell-groups", 1, &[]);
+    c.create_topic("t", 2, 1);
+    let b = c.bootstrap();
+    ok(&["produce", "-b", &b, "--topic", "t"], &"x\n".repeat(20));
+    // A group with committed offsets and no members: commit through the console consumer.
+    ok(
+        &[
+            "consume",
+            "-b",
+            &b,
+            "--topic",
+            "t",
+            "--group",
+            "g",
+            "--from-beginning",
+            "--max-messages",
+            "20",
+        ],
+        "",
+    );
+    let described = ok(&["groups", "-b", &b, "--describe", "--group", "g"], "");
+    assert!(described.contains("GROUP g:"), "{described}");
+    let committed = |out: &str| -> Vec<i64> {
+        out.lines()
+            .filter(|l| l.starts_with("t "))
+            .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap_or(-1))
+            .collect()
+    };
+    assert_eq!(committed(&described).iter().sum::<i64>(), 20, "{described}");
+    // A dry run changes nothing; --execute does.
+    let plan = ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--topic",
+            "t",
+            "--to-earliest",
+        ],
+        "",
+    );
+    assert!(plan.contains("dry run"), "{plan}");
+    assert_eq!(
+        committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], ""))
+            .iter()
+            .sum::<i64>(),
+        20
+    );
+    ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--topic",
+            "t",
+            "--to-earliest",
+            "--execute",
+        ],
+        "",
+    );
+    assert_eq!(
+        committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], "")),
+        [0, 0]
+    );
+    ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--topic",
+            "t:1",
+            "--shift-by",
+            "3",
+            "--execute",
+        ],
+        "",
+    );
+    assert_eq!(
+        committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], "")),
+        [0, 3]
+    );
+    ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--all-topics",
+            "--to-offset",
+            "1000",
+            "--execute",
+        ],
+        "",
+    );
+    let ends = committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], ""));
+    assert_eq!(
+        ends.iter().sum::<i64>(),
+        20,
+        "kept within each log: {ends:?}"
+    );
+    // --delete-offsets removes them; LAG then shows '-', as Kafka's tool shows it.
+    let out = ok(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--delete-offsets",
+            "--topic",
+            "t",
+        ],
+        "",
+    );
+    assert_eq!(out.matches("Successful").count(), 2, "{out}");
+    let described = ok(&["groups", "-b", &b, "--describe", "--group", "g"], "");
+    assert!(
+        !described.lines().any(|l| l.starts_with("t ")),
+        "{described}"
+    );
+    assert_cli_fails(
+        &[
+            "groups",
+            "-b",
+            &b,
+            "--group",
+            "g",
+            "--reset-offsets",
+            "--topic",
+            "t",
+        ],
+        "--to-earliest",
+    );
+    // perf consume reads exactly --messages (it reported whole fetched batches past it).
+    let out = ok(
+        &[
+            "perf",
+            "consume",
+            "-b",
+            &b,
+            "--topic",
+            "t",
+            "--messages",
+            "7",
+        ],
+        "",
+    );
+    assert!(
+        out.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("7 messages,")),
+        "{out}"
+    );
+}
+
+#[test]
+fn reassign_takes_kafkas_reassignment_json_file() {
+    let c = Cluster::start("spell-reassign", 2, &[]);
+    c.create_topic_on("moving", "1");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("move.json");
+    std::fs::write(
+        &file,
+        r#"{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[2]}]}"#,
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let zk = c.zk_connect.as_str();
+    ok(
+        &[
+            "reassign",
+            "--zookeeper",
+            zk,
+            "--reassignment-json-file",
+            file,
+            "--execute",
+        ],
+        "",
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the reassignment to complete",
+        || {
+            gregor_cli(
+                &[
+                    "reassign",
+                    "--zookeeper",
+                    zk,
+                    "--reassignment-json-file",
+                    file,
+                    "--verify",
+                ],
+                "",
+            )
+            .0
+        },
+    );
+    assert_eq!(c.state("moving", 0).map(|s| s.leader), Some(2));
+    assert_cli_fails(
+        &["reassign", "--zookeeper", zk, "--execute"],
+        "--reassignment-json-file",
+    );
+}
