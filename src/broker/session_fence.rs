@@ -14,10 +14,12 @@
 //!   and not at all while it has no quorum. A broker back within that window finds its session
 //!   and registration untouched; the controller saw nothing and sends nothing. Here the broker
 //!   leads again every fenced partition whose leaderAndISR node still names it at the leader
-//!   epoch and zk version it led with: any change of leader or ISR rewrites that node, so an
-//!   unchanged node means nobody has led or shrunk the partition since. Without this a
-//!   partition stayed unavailable until some unrelated event made the controller speak
-//!   (`tests/net_partitions.rs`, found with a 2 s ZooKeeper tick).
+//!   epoch it led with: the controller raises the epoch with every write it makes, so a node at
+//!   that epoch means nobody else has led or shrunk the partition since (a zk version other
+//!   than the one it knew is its own ISR write whose answer was lost, and the node's ISR is
+//!   taken). Without this a partition stayed unavailable until some unrelated event made the
+//!   controller speak (`tests/net_partitions.rs`, found with a 2 s ZooKeeper tick; and
+//!   `tests/session_fence.rs`, found by chaos --hosts seed 3).
 //!
 //! The check is the same in a new session: if the controller has not yet acted on the
 //! broker's death the node is unchanged and the broker leads again a moment before the
@@ -82,7 +84,8 @@ impl SessionListener for ReplicaManager {
 
 impl ReplicaManager {
     /// Leads `p` again when it is still fenced (no controller command since) and ZooKeeper
-    /// still names this broker its leader at the same epoch and zk version. Called with
+    /// still names this broker its leader at the same epoch (at the zk version it knew, or at
+    /// one of its own ISR writes whose answer was lost). Called with
     /// `state_change_lock` held, so no command lands between the read and the change.
     fn lead_again_if_unchanged(&self, p: &Partition) -> bool {
         let (epoch, version) = {
@@ -102,7 +105,12 @@ impl ReplicaManager {
             }
         };
         let (state, zk_version) = node;
-        if state.leader != self.broker_id || state.leader_epoch != epoch || zk_version != version {
+        // Another zk version at our leader epoch is our own ISR write: the controller raises
+        // the leader epoch with every write it makes (spec C 3.3). It may be one whose answer
+        // was lost (ConnectionLoss) though ZooKeeper applied it: chaos --hosts seed 3 left a
+        // partition "leader 3 isr [3]" for good, its leader waiting for a controller that had
+        // seen nothing. The node is the truth: its ISR and version are taken.
+        if state.leader != self.broker_id || state.leader_epoch != epoch {
             log::info!(
                 "{tag} leaderAndISR moved on while fenced (leader {} epoch {} zk version {zk_version}); waiting for the controller",
                 state.leader,
@@ -114,14 +122,20 @@ impl ReplicaManager {
         if st.role != Role::Follower(-1) || st.leader_epoch != epoch {
             return false;
         }
+        if zk_version != version {
+            log::info!(
+                "{tag} leaderAndISR holds our own ISR write of zk version {zk_version} (we knew {version}), applied though its answer was lost"
+            );
+        }
         st.role = Role::Leader;
+        st.zk_version = zk_version;
         st.isr = state.isr;
         // Followers were refused while fenced: each gets a full lag period to show it keeps up.
         let now = std::time::Instant::now();
         st.caught_up_at = st.isr.iter().map(|r| (*r, now)).collect();
         p.maybe_increment_high_watermark(&st);
         log::info!(
-            "{tag} leading again at epoch {epoch} (zk version {version}, isr {:?})",
+            "{tag} leading again at epoch {epoch} (zk version {zk_version}, isr {:?})",
             st.isr
         );
         true
