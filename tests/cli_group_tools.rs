@@ -6,13 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::cluster::Cluster;
-use common::{assert_cli_fails, gregor_cli, wait_until};
-
-fn ok(args: &[&str], stdin: &str) -> String {
-    let (ok, out, err) = gregor_cli(args, stdin);
-    assert!(ok, "{args:?} failed: {err}");
-    out
-}
+use common::{assert_cli_fails, gregor_cli, gregor_ok as ok, wait_until};
 
 #[test]
 fn groups_describe_reset_and_delete_offsets_as_kafkas_tool_does() {

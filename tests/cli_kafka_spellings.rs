@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cluster::Cluster;
-use common::{assert_cli_fails, gregor_cli, wait_until};
+use common::{assert_cli_fails, gregor_ok as ok, wait_until};
 use gregor::zk::topic_config;
 
 /// `gregor topics` over the wire or through ZooKeeper (`via`), with `rest`.
@@ -18,12 +18,6 @@ fn topics_cmd<'a>(via: [&'a str; 2], rest: &[&'a str]) -> Vec<&'a str> {
         .chain(rest)
         .copied()
         .collect()
-}
-
-fn ok(args: &[&str], stdin: &str) -> String {
-    let (ok, out, err) = gregor_cli(args, stdin);
-    assert!(ok, "{args:?} failed: {err}");
-    out
 }
 
 #[test]

@@ -972,6 +972,13 @@ pub fn gregor_cli(args: &[&str], stdin: &str) -> (bool, String, String) {
     )
 }
 
+/// Runs `gregor args` with `stdin`, asserts it succeeds, and returns its stdout.
+pub fn gregor_ok(args: &[&str], stdin: &str) -> String {
+    let (ok, out, err) = gregor_cli(args, stdin);
+    assert!(ok, "{args:?} failed: {err}");
+    out
+}
+
 /// Asserts that `gregor args` fails with a message containing `want` on stderr.
 pub fn assert_cli_fails(args: &[&str], want: &str) {
     let (ok, _, err) = gregor_cli(args, "x\n");
