@@ -38,105 +38,48 @@ fn groups_describe_reset_and_delete_offsets_as_kafkas_tool_does() {
             .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap_or(-1))
             .collect()
     };
+    // `gregor groups -b B --group g REST`, and the committed column of its --describe.
+    let groups = |rest: &[&str]| ok(&[&["groups", "-b", &b, "--group", "g"], rest].concat(), "");
+    let committed_now = || committed(&groups(&["--describe"]));
     assert_eq!(committed(&described).iter().sum::<i64>(), 20, "{described}");
     // A dry run changes nothing; --execute does.
-    let plan = ok(
-        &[
-            "groups",
-            "-b",
-            &b,
-            "--group",
-            "g",
-            "--reset-offsets",
-            "--topic",
-            "t",
-            "--to-earliest",
-        ],
-        "",
-    );
+    let plan = groups(&["--reset-offsets", "--topic", "t", "--to-earliest"]);
     assert!(plan.contains("dry run"), "{plan}");
-    assert_eq!(
-        committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], ""))
-            .iter()
-            .sum::<i64>(),
-        20
-    );
-    ok(
-        &[
-            "groups",
-            "-b",
-            &b,
-            "--group",
-            "g",
-            "--reset-offsets",
-            "--topic",
-            "t",
-            "--to-earliest",
-            "--execute",
-        ],
-        "",
-    );
-    assert_eq!(
-        committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], "")),
-        [0, 0]
-    );
-    ok(
-        &[
-            "groups",
-            "-b",
-            &b,
-            "--group",
-            "g",
-            "--reset-offsets",
-            "--topic",
-            "t:1",
-            "--shift-by",
-            "3",
-            "--execute",
-        ],
-        "",
-    );
-    assert_eq!(
-        committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], "")),
-        [0, 3]
-    );
-    ok(
-        &[
-            "groups",
-            "-b",
-            &b,
-            "--group",
-            "g",
-            "--reset-offsets",
-            "--all-topics",
-            "--to-offset",
-            "1000",
-            "--execute",
-        ],
-        "",
-    );
-    let ends = committed(&ok(&["groups", "-b", &b, "--describe", "--group", "g"], ""));
+    assert_eq!(committed_now().iter().sum::<i64>(), 20);
+    groups(&[
+        "--reset-offsets",
+        "--topic",
+        "t",
+        "--to-earliest",
+        "--execute",
+    ]);
+    assert_eq!(committed_now(), [0, 0]);
+    groups(&[
+        "--reset-offsets",
+        "--topic",
+        "t:1",
+        "--shift-by",
+        "3",
+        "--execute",
+    ]);
+    assert_eq!(committed_now(), [0, 3]);
+    groups(&[
+        "--reset-offsets",
+        "--all-topics",
+        "--to-offset",
+        "1000",
+        "--execute",
+    ]);
+    let ends = committed_now();
     assert_eq!(
         ends.iter().sum::<i64>(),
         20,
         "kept within each log: {ends:?}"
     );
     // --delete-offsets removes them; LAG then shows '-', as Kafka's tool shows it.
-    let out = ok(
-        &[
-            "groups",
-            "-b",
-            &b,
-            "--group",
-            "g",
-            "--delete-offsets",
-            "--topic",
-            "t",
-        ],
-        "",
-    );
+    let out = groups(&["--delete-offsets", "--topic", "t"]);
     assert_eq!(out.matches("Successful").count(), 2, "{out}");
-    let described = ok(&["groups", "-b", &b, "--describe", "--group", "g"], "");
+    let described = groups(&["--describe"]);
     assert!(
         !described.lines().any(|l| l.starts_with("t ")),
         "{described}"
