@@ -90,17 +90,13 @@ pub fn run_topics_wire(a: &TopicsArgs, bootstrap: &str) -> Result<(), String> {
                 decode_delete_topics_response(r, v)
             })
             .map_err(|e| e.to_string())?;
-        for r in results {
-            if r.error_code == UNKNOWN_TOPIC && a.if_exists {
-                return Ok(());
-            }
-            check(
-                r.name.as_deref().unwrap_or(&t),
-                r.error_code,
-                r.error_message,
-            )?;
+        let results = results.into_iter().map(|r| {
+            let name = r.name.unwrap_or_else(|| t.clone());
+            (name, r.error_code, r.error_message)
+        });
+        if checked_unless_missing(a, results)? {
+            println!("Topic {t} is deleted.");
         }
-        println!("Topic {t} is deleted.");
         Ok(())
     } else if a.list || a.describe {
         // --list --topic is a regular expression over every topic, as in kafka-topics.sh.
@@ -169,29 +165,49 @@ fn add_partitions(bootstrap: &str, a: &TopicsArgs, t: &str, count: i32) -> Resul
             decode_create_partitions_response(r)
         })
         .map_err(|e| e.to_string())?;
+    if checked_unless_missing(a, results)? {
+        println!("Topic \"{t}\" now has {count} partition(s).");
+    }
+    Ok(())
+}
+
+/// Checks each (topic, error code, message) of an answer; false when the topic does not exist
+/// and --if-exists makes that no error.
+fn checked_unless_missing(
+    a: &TopicsArgs,
+    results: impl IntoIterator<Item = (String, i16, Option<String>)>,
+) -> Result<bool, String> {
     for (name, code, msg) in results {
         if code == UNKNOWN_TOPIC && a.if_exists {
-            return Ok(());
+            return Ok(false);
         }
         check(&name, code, msg)?;
     }
-    println!("Topic \"{t}\" now has {count} partition(s).");
-    Ok(())
+    Ok(true)
+}
+
+/// The --config settings as (key, value) pairs.
+fn config_pairs(a: &TopicsArgs) -> Result<Vec<(String, String)>, String> {
+    a.config
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(|| format!("--config expects key=value, got `{kv}`"))
+        })
+        .collect()
 }
 
 /// IncrementalAlterConfigs: --config keys set, --delete-config keys removed.
 fn alter_configs(bootstrap: &str, a: &TopicsArgs, t: &str) -> Result<(), String> {
-    let mut configs = Vec::new();
-    for kv in &a.config {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| format!("--config expects key=value, got `{kv}`"))?;
-        configs.push(AlterableConfig {
-            name: k.to_owned(),
+    let mut configs: Vec<AlterableConfig> = config_pairs(a)?
+        .into_iter()
+        .map(|(name, v)| AlterableConfig {
+            name,
             op: Some(OP_SET),
-            value: Some(v.to_owned()),
-        });
-    }
+            value: Some(v),
+        })
+        .collect();
     for k in &a.delete_config {
         configs.push(AlterableConfig {
             name: k.clone(),
@@ -215,13 +231,12 @@ fn alter_configs(bootstrap: &str, a: &TopicsArgs, t: &str) -> Result<(), String>
             decode_alter_configs_response,
         )
         .map_err(|e| e.to_string())?;
-    for (code, msg, _, name) in results {
-        if code == UNKNOWN_TOPIC && a.if_exists {
-            return Ok(());
-        }
-        check(&name, code, msg)?;
+    let results = results
+        .into_iter()
+        .map(|(code, msg, _, name)| (name, code, msg));
+    if checked_unless_missing(a, results)? {
+        println!("Updated the settings of topic \"{t}\".");
     }
-    println!("Updated the settings of topic \"{t}\".");
     Ok(())
 }
 
@@ -245,15 +260,10 @@ fn create(bootstrap: &str, a: &TopicsArgs, t: &str) -> Result<(), String> {
             Vec::new(),
         ),
     };
-    let configs = a
-        .config
-        .iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_owned(), Some(v.to_owned())))
-                .ok_or_else(|| format!("--config expects key=value, got `{kv}`"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let configs = config_pairs(a)?
+        .into_iter()
+        .map(|(k, v)| (k, Some(v)))
+        .collect();
     let req = CreateTopicsRequest {
         topics: vec![CreatableTopic {
             name: t.to_owned(),
