@@ -66,6 +66,19 @@ fn consumer_performance_reads_all(c: &Cluster, topic: &str, settings: &str) {
     assert_eq!(records, Some(RECORDS), "ConsumerPerformance read:\n{out}");
 }
 
+/// What ReadAllPartitions.java and read_all_partitions.py both take after the client: the
+/// bootstrap, the topic t1, its partitions, the records expected, and the two limits.
+fn read_all_args(c: &Cluster, fetch_max: &str, partition_max: &str) -> [String; 6] {
+    [
+        c.bootstrap(),
+        "t1".into(),
+        PARTITIONS.to_string(),
+        RECORDS.to_string(),
+        fetch_max.into(),
+        partition_max.into(),
+    ]
+}
+
 #[test]
 fn the_java_consumer_reads_every_partition_whatever_its_fetch_limits() {
     let c = written_topic("fetch-limits-java", "t1");
@@ -78,17 +91,9 @@ fn the_java_consumer_reads_every_partition_whatever_its_fetch_limits() {
     consumer_performance_reads_all(&c, "t1", "fetch.max.bytes=1\nmax.partition.fetch.bytes=1\n");
     let reader = JavaProgram::compile("ReadAllPartitions");
     for (fetch_max, partition_max) in [("100000", "30000"), ("1", "1")] {
-        let (ok, out, err) = reader.run(
-            &[
-                &c.bootstrap(),
-                "t1",
-                &PARTITIONS.to_string(),
-                &RECORDS.to_string(),
-                fetch_max,
-                partition_max,
-            ],
-            Duration::from_secs(150),
-        );
+        let args = read_all_args(&c, fetch_max, partition_max);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, out, err) = reader.run(&args, Duration::from_secs(150));
         assert!(
             ok,
             "KafkaConsumer with {fetch_max}/{partition_max}:\n{out}\n{err}"
@@ -111,16 +116,11 @@ fn python_clients_read_every_partition_whatever_their_fetch_limits() {
         ("kafka-python", "1", "1"),
     ] {
         let (ok, out, err) = run_with_deadline(
-            common::python().args([
-                script,
-                client,
-                &c.bootstrap(),
-                "t1",
-                &PARTITIONS.to_string(),
-                &RECORDS.to_string(),
+            common::python().args([script, client]).args(read_all_args(
+                &c,
                 fetch_max,
                 partition_max,
-            ]),
+            )),
             "",
             Duration::from_secs(150),
         );
