@@ -1,7 +1,8 @@
 //! When the Kafka-protocol group misses messages, which side stalled: for each partition with
 //! messages it never consumed, the first such offset and how many, which member said it owns
-//! the partition and the last offset each member consumed from it, and the group's committed
-//! offset. A group that stops reading part of a topic then explains itself in the report.
+//! the partition, the last offset each member consumed from it, what the owner's librdkafka
+//! last said of its fetcher for it (state, leader, broker fetched from, next offset, high
+//! watermark) and its last error, and the group's committed offset. A group that stops reading part of a topic then explains itself in the report.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,7 +31,14 @@ pub fn stalled_partitions(
                 .iter()
                 .enumerate()
                 .filter(|(_, m)| m.owns.contains(&p))
-                .map(|(i, m)| format!("member {i}{}", if m.exited { " (exited)" } else { "" }))
+                .map(|(i, m)| {
+                    format!(
+                        "member {i}{} (fetcher: {}; last error: {})",
+                        if m.exited { ", exited" } else { "" },
+                        m.fetcher.get(&p).map_or("not reported", String::as_str),
+                        m.last_error.as_deref().unwrap_or("none"),
+                    )
+                })
                 .collect();
             let last: Vec<String> = members
                 .iter()
@@ -73,6 +81,9 @@ fn a_stalled_partition_is_named_with_its_owner_progress_and_commit() {
     let mut m0 = MemberView::default();
     m0.note("owns chaos:2,chaos:4");
     m0.note("msg 4 10 p1-0");
+    m0.note("fetch 4 offset-query leader=1 broker=1 next=11 hi=11");
+    m0.note("fetch 4 validate-epoch-wait leader=2 broker=2 next=11 hi=13");
+    m0.note("error KafkaError{code=_TRANSPORT,val=-195,str=\"broker down\"}");
     let mut m1 = MemberView::default();
     m1.note("owns chaos:1");
     m1.exited = true;
@@ -81,7 +92,9 @@ fn a_stalled_partition_is_named_with_its_owner_progress_and_commit() {
         lines,
         [
             "the Kafka-protocol group left partition 4 unread from offset 11 (2 acknowledged \
-          messages); owned by member 0; last consumed: member 0 10, member 1 none; committed: 11"
+          messages); owned by member 0 (fetcher: validate-epoch-wait leader=2 broker=2 \
+          next=11 hi=13; last error: KafkaError{code=_TRANSPORT,val=-195,str=\"broker down\"}); \
+          last consumed: member 0 10, member 1 none; committed: 11"
         ]
     );
 }

@@ -42,11 +42,15 @@ pub const IDEMPOTENT: u32 = 100;
 const IDEMPOTENT_PAUSE_MS: &str = "2";
 
 /// One Kafka-protocol member as its own lines tell it: the partitions it last said it owns
-/// (`owns`), and the offset of the last message it consumed from each partition.
+/// (`owns`), the offset of the last message it consumed from each partition, librdkafka's
+/// last word on each partition's fetcher (`fetch`) and the last error it reported.
 #[derive(Debug, Clone, Default)]
 pub struct MemberView {
     pub owns: Vec<i32>,
     pub last_consumed: BTreeMap<i32, i64>,
+    /// `STATE leader=L broker=B next=N hi=H`, from librdkafka's statistics.
+    pub fetcher: BTreeMap<i32, String>,
+    pub last_error: Option<String>,
     /// Whether its process has ended (its output closed).
     pub exited: bool,
 }
@@ -65,6 +69,13 @@ impl MemberView {
             {
                 self.last_consumed.insert(p, o);
             }
+        } else if let Some((p, state)) = line.strip_prefix("fetch ").and_then(|r| r.split_once(' '))
+        {
+            if let Ok(p) = p.parse() {
+                self.fetcher.insert(p, state.to_owned());
+            }
+        } else if let Some(e) = line.strip_prefix("error ") {
+            self.last_error = Some(e.to_owned());
         }
     }
 }
@@ -292,6 +303,7 @@ fn start_kafka_member(
         TOPIC,
         "session_ms=6000",
         "autocommit_ms=1000",
+        "stats_ms=1000",
     ])
     .stdin(Stdio::piped())
     .stdout(Stdio::piped());

@@ -5,12 +5,16 @@ CLIENT is `confluent` (librdkafka, confluent-kafka) or `kafka-python`.
 Options: session_ms, heartbeat_ms, instance_id, commit (1: commit synchronously after every
 message), autocommit_ms (confluent only: librdkafka commits what was consumed at this interval
 and on close), refresh_ms (librdkafka's topic.metadata.refresh.interval.ms), assignor (librdkafka's
-partition.assignment.strategy, e.g. cooperative-sticky).
+partition.assignment.strategy, e.g. cooperative-sticky), stats_ms (confluent only: librdkafka's
+statistics every N ms, printed as `fetch` lines).
 
 Prints one line per event, flushed: `assigned T:P,...` from every rebalance callback (the
 partitions it hands over: all of them for eager assignors, the added ones for cooperative),
 `owns T:P,...` whenever the whole assignment changes, `msg P OFFSET VALUE` per message,
-`committed P OFFSET`, `closed`. A line `leave`
+`committed P OFFSET`, `closed`; with stats_ms, `fetch P STATE leader=L broker=B next=N hi=H`
+whenever one of them changes for an assigned partition (librdkafka's own view of its fetcher:
+the state, the leader it knows, the broker it fetches from, its next offset and the high
+watermark last answered), and `error TEXT` for each error librdkafka reports. A line `leave`
 on stdin closes the consumer cleanly (it sends LeaveGroup) and exits; EOF on stdin does too.
 """
 import faulthandler
@@ -40,13 +44,34 @@ def say(*parts):
 
 
 owned = [None]
+owned_partitions = set()
 
 
 def report_owned(parts):
     now = ",".join(sorted("%s:%d" % (p.topic, p.partition) for p in parts))
     if now != owned[0]:
         owned[0] = now
+        owned_partitions.clear()
+        owned_partitions.update(p.partition for p in parts)
         say("owns", now)
+
+
+fetchers = {}
+
+
+def report_fetchers(stats_json):
+    """librdkafka's statistics, reduced to what shows a stalled fetcher."""
+    import json
+
+    for t in json.loads(stats_json).get("topics", {}).values():
+        for p in t.get("partitions", {}).values():
+            if p["partition"] not in owned_partitions:
+                continue
+            now = "%s leader=%d broker=%d next=%d hi=%d" % (
+                p["fetch_state"], p["leader"], p["broker"], p["next_offset"], p["hi_offset"])
+            if fetchers.get(p["partition"]) != now:
+                fetchers[p["partition"]] = now
+                say("fetch", p["partition"], now)
 
 
 def watch_stdin():
@@ -76,6 +101,10 @@ def run_confluent():
         conf["group.instance.id"] = instance_id
     if "assignor" in opts:
         conf["partition.assignment.strategy"] = opts["assignor"]
+    if "stats_ms" in opts:
+        conf["statistics.interval.ms"] = int(opts["stats_ms"])
+        conf["stats_cb"] = report_fetchers
+        conf["error_cb"] = lambda e: say("error", str(e).replace("\n", " "))
     c = Consumer(conf)
 
     def on_assign(consumer, parts):
