@@ -1,19 +1,23 @@
 //! Broker configuration: `server.properties` with the key names a Kafka operator knows.
 //!
-//! Every key is consumed by exactly one field below; a key left over is an error naming it, so
-//! a typo never silently falls back to a default. `--override key=value` wins over the file.
+//! Every key is a row of `keys::BROKER` (type, default, bounds, documentation) and fills one
+//! field below; a key the table does not have is an error naming it, so a typo never silently
+//! falls back to a default. `--override key=value` wins over the file.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
 mod connection_limits;
+pub mod keys;
 mod listeners;
+mod props;
 
 pub use crate::network::ConnectionLimits;
 pub use listeners::{Listener, Listeners};
+use props::Props;
+pub use props::{Setting, Settings};
 
 /// A configuration problem, named so the operator can fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +105,8 @@ pub struct BrokerConfig {
     pub num_recovery_threads_per_data_dir: usize,
     /// `metrics.listener=HOST:PORT`: where `GET /metrics` is served; unset, nowhere.
     pub metrics_listener: Option<String>,
+    /// Every key as the broker runs with it, for DescribeConfigs.
+    pub settings: Settings,
 }
 
 /// Reads `key=value` lines; `#` and `!` start comments, as in Java properties.
@@ -119,66 +125,14 @@ pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, ConfigEr
     Ok(map)
 }
 
-/// Takes keys out of the map as fields are filled, so leftovers can be reported.
-struct Props(BTreeMap<String, String>);
-
-impl Props {
-    #[cfg(test)]
-    fn of(pairs: &[(&str, &str)]) -> Props {
-        Props(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
-    }
-
-    fn take(&mut self, key: &str) -> Option<String> {
-        self.0.remove(key)
-    }
-
-    fn parse<T: FromStr>(&mut self, key: &str, default: T) -> Result<T, ConfigError> {
-        match self.take(key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| ConfigError(format!("bad value `{v}` for `{key}`"))),
-        }
-    }
-
-    fn positive<T: FromStr + PartialOrd + Default>(
-        &mut self,
-        key: &str,
-        default: T,
-    ) -> Result<T, ConfigError> {
-        let v = self.parse(key, default)?;
-        if v <= T::default() {
-            return Err(ConfigError(format!("`{key}` must be positive")));
-        }
-        Ok(v)
-    }
-
-    fn millis(&mut self, key: &str, default_ms: u64) -> Result<Duration, ConfigError> {
-        Ok(Duration::from_millis(self.positive(key, default_ms)?))
-    }
-}
-
 impl BrokerConfig {
-    /// The broker's value for a topic-level key (`zk::topic_config`), what a topic that does
+    /// The broker's value for a topic-level key (`keys::Key::topic`), what a topic that does
     /// not set it gets.
-    pub fn topic_default(&self, key: &str) -> String {
-        let or_unlimited = |v: Option<u64>| v.map_or("-1".to_owned(), |v| v.to_string());
-        match key {
-            "message.timestamp.type" if self.log_append_time => "LogAppendTime".into(),
-            "message.timestamp.type" => "CreateTime".into(),
-            "cleanup.policy" => "delete".into(),
-            "max.message.bytes" => self.message_max_bytes.to_string(),
-            "min.insync.replicas" => self.min_insync_replicas.to_string(),
-            "retention.ms" => or_unlimited(self.log_retention.map(|d| d.as_millis() as u64)),
-            "retention.bytes" => or_unlimited(self.log_retention_bytes),
-            "segment.bytes" => self.log_segment_bytes.to_string(),
-            _ => String::new(),
-        }
+    pub fn topic_default(&self, topic_key: &str) -> String {
+        keys::for_topic(topic_key)
+            .and_then(|k| self.settings.value(k.name))
+            .unwrap_or_default()
+            .to_owned()
     }
 
     pub fn from_file(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
@@ -195,111 +149,94 @@ impl BrokerConfig {
     }
 
     pub fn from_map(map: BTreeMap<String, String>) -> Result<Self, ConfigError> {
-        let mut p = Props(map);
+        let mut p = Props::new(map)?;
         let broker_id: i32 = p
-            .take("broker.id")
+            .take("broker.id")?
             .ok_or_else(|| ConfigError("missing required key `broker.id`".into()))?
             .parse()
-            .ok()
-            .filter(|id| *id >= 0)
-            .ok_or_else(|| ConfigError("`broker.id` must be a non-negative integer".into()))?;
+            .map_err(|_| ConfigError("`broker.id` must be a non-negative integer".into()))?;
         let listeners = listeners::read(&mut p)?;
         let connection_limits = connection_limits::read(&mut p)?;
-        let log_dirs: Vec<PathBuf> = p
-            .take("log.dirs")
-            .or_else(|| p.take("log.dir"))
+        let dirs = p.take("log.dirs")?;
+        let dir = p.take("log.dir")?;
+        let log_dirs: Vec<PathBuf> = dirs
+            .or(dir)
             .ok_or_else(|| ConfigError("missing required key `log.dirs`".into()))?
             .split(',')
             .map(|s| PathBuf::from(s.trim()))
             .collect();
         let zookeeper_connect = p
-            .take("zookeeper.connect")
+            .take("zookeeper.connect")?
             .ok_or_else(|| ConfigError("missing required key `zookeeper.connect`".into()))?;
-        let retention_hours: i64 = p.parse("log.retention.hours", 168)?;
-        let retention_ms: Option<i64> =
-            p.take("log.retention.ms")
-                .map(|v| v.parse())
-                .transpose()
-                .map_err(|_| ConfigError("bad value for `log.retention.ms`".into()))?;
-        let retention_ms = retention_ms.unwrap_or(retention_hours.saturating_mul(3_600_000));
-        let retention_bytes: i64 = p.parse("log.retention.bytes", -1)?;
-        let flush_ms: Option<u64> = p
-            .take("log.flush.interval.ms")
-            .map(|v| v.parse())
-            .transpose()
-            .map_err(|_| ConfigError("bad value for `log.flush.interval.ms`".into()))?;
-        let zookeeper_session_timeout = p.millis("zookeeper.session.timeout.ms", 6000)?;
-        let cfg = BrokerConfig {
+        let retention_hours: i64 = p.get("log.retention.hours")?;
+        let retention_ms = match p.take("log.retention.ms")? {
+            Some(ms) => ms.parse().expect("checked as a long"),
+            None => retention_hours.saturating_mul(3_600_000),
+        };
+        p.derived("log.retention.ms", retention_ms.to_string());
+        let retention_bytes: i64 = p.get("log.retention.bytes")?;
+        let flush_ms = p.take("log.flush.interval.ms")?;
+        let zookeeper_session_timeout = p.millis("zookeeper.session.timeout.ms")?;
+        let zookeeper_connection_timeout = match p.take("zookeeper.connection.timeout.ms")? {
+            Some(ms) => Duration::from_millis(ms.parse().expect("checked as an int")),
+            None => zookeeper_session_timeout,
+        };
+        p.derived(
+            "zookeeper.connection.timeout.ms",
+            zookeeper_connection_timeout.as_millis().to_string(),
+        );
+        let mut cfg = BrokerConfig {
             broker_id,
             listeners,
             connection_limits,
             log_dirs,
             zookeeper_connect,
             zookeeper_session_timeout,
-            zookeeper_connection_timeout: p.millis(
-                "zookeeper.connection.timeout.ms",
-                zookeeper_session_timeout.as_millis() as u64,
-            )?,
-            num_partitions: p.positive("num.partitions", 1)?,
-            default_replication_factor: p.positive("default.replication.factor", 1)?,
-            auto_create_topics_enable: p.parse("auto.create.topics.enable", true)?,
-            log_segment_bytes: p.positive("log.segment.bytes", 1 << 30)?,
+            zookeeper_connection_timeout,
+            num_partitions: p.get("num.partitions")?,
+            default_replication_factor: p.get("default.replication.factor")?,
+            auto_create_topics_enable: p.get("auto.create.topics.enable")?,
+            log_segment_bytes: p.get("log.segment.bytes")?,
             log_retention: (retention_ms >= 0).then(|| Duration::from_millis(retention_ms as u64)),
             log_retention_bytes: (retention_bytes >= 0).then_some(retention_bytes as u64),
-            log_retention_check_interval: p.millis("log.retention.check.interval.ms", 300_000)?,
-            log_flush_interval_messages: p.positive("log.flush.interval.messages", u64::MAX)?,
-            log_flush_interval: flush_ms.map(Duration::from_millis),
-            log_index_interval_bytes: p.positive("log.index.interval.bytes", 4096)?,
-            message_max_bytes: p.positive("message.max.bytes", 1_000_012)?,
-            producer_id_expiration: p.millis("producer.id.expiration.ms", 86_400_000)?,
-            log_append_time: match p.take("log.message.timestamp.type").as_deref() {
-                None | Some("CreateTime") => false,
-                Some("LogAppendTime") => true,
-                Some(v) => {
-                    return Err(ConfigError(format!(
-                        "`log.message.timestamp.type` must be CreateTime or LogAppendTime, got `{v}`"
-                    )));
-                }
-            },
-            replica_lag_time_max: p.millis("replica.lag.time.max.ms", 10_000)?,
-            replica_fetch_max_bytes: p.positive("replica.fetch.max.bytes", 1 << 20)?,
-            replica_fetch_response_max_bytes: p
-                .positive("replica.fetch.response.max.bytes", 10 << 20)?,
-            fetch_max_bytes: p.positive("fetch.max.bytes", 57_671_680)?,
-            replica_fetch_wait_max: p.millis("replica.fetch.wait.max.ms", 500)?,
-            replica_fetch_min_bytes: p.positive("replica.fetch.min.bytes", 1)?,
+            log_retention_check_interval: p.millis("log.retention.check.interval.ms")?,
+            log_flush_interval_messages: p.get("log.flush.interval.messages")?,
+            log_flush_interval: flush_ms
+                .map(|ms| Duration::from_millis(ms.parse().expect("checked as a long"))),
+            log_index_interval_bytes: p.get("log.index.interval.bytes")?,
+            message_max_bytes: p.get("message.max.bytes")?,
+            producer_id_expiration: p.millis("producer.id.expiration.ms")?,
+            log_append_time: p.get::<String>("log.message.timestamp.type")? == "LogAppendTime",
+            replica_lag_time_max: p.millis("replica.lag.time.max.ms")?,
+            replica_fetch_max_bytes: p.get("replica.fetch.max.bytes")?,
+            replica_fetch_response_max_bytes: p.get("replica.fetch.response.max.bytes")?,
+            fetch_max_bytes: p.get("fetch.max.bytes")?,
+            replica_fetch_wait_max: p.millis("replica.fetch.wait.max.ms")?,
+            replica_fetch_min_bytes: p.get("replica.fetch.min.bytes")?,
             replica_high_watermark_checkpoint_interval: p
-                .millis("replica.high.watermark.checkpoint.interval.ms", 5000)?,
-            min_insync_replicas: p.positive("min.insync.replicas", 1)?,
-            unclean_leader_election_enable: p.parse("unclean.leader.election.enable", false)?,
-            controlled_shutdown_enable: p.parse("controlled.shutdown.enable", true)?,
-            controlled_shutdown_max_retries: p.parse("controlled.shutdown.max.retries", 3)?,
-            controlled_shutdown_retry_backoff: p
-                .millis("controlled.shutdown.retry.backoff.ms", 1000)?,
-            controller_socket_timeout: p.millis("controller.socket.timeout.ms", 30_000)?,
-            coordinator_rebalance_timeout: p.millis("coordinator.rebalance.timeout.ms", 10_000)?,
-            coordinator_rebalance_backoff: p.millis("coordinator.rebalance.backoff.ms", 500)?,
-            group_min_session_timeout: p.millis("group.min.session.timeout.ms", 6000)?,
-            group_max_session_timeout: p.millis("group.max.session.timeout.ms", 1_800_000)?,
-            group_initial_rebalance_delay: Duration::from_millis(
-                p.parse("group.initial.rebalance.delay.ms", 3000)?,
-            ),
-            group_max_size: p.positive("group.max.size", 1000)?,
-            num_recovery_threads_per_data_dir: p
-                .positive("num.recovery.threads.per.data.dir", 4)?,
+                .millis("replica.high.watermark.checkpoint.interval.ms")?,
+            min_insync_replicas: p.get("min.insync.replicas")?,
+            unclean_leader_election_enable: p.get("unclean.leader.election.enable")?,
+            controlled_shutdown_enable: p.get("controlled.shutdown.enable")?,
+            controlled_shutdown_max_retries: p.get("controlled.shutdown.max.retries")?,
+            controlled_shutdown_retry_backoff: p.millis("controlled.shutdown.retry.backoff.ms")?,
+            controller_socket_timeout: p.millis("controller.socket.timeout.ms")?,
+            coordinator_rebalance_timeout: p.millis("coordinator.rebalance.timeout.ms")?,
+            coordinator_rebalance_backoff: p.millis("coordinator.rebalance.backoff.ms")?,
+            group_min_session_timeout: p.millis("group.min.session.timeout.ms")?,
+            group_max_session_timeout: p.millis("group.max.session.timeout.ms")?,
+            group_initial_rebalance_delay: p.millis("group.initial.rebalance.delay.ms")?,
+            group_max_size: p.get("group.max.size")?,
+            num_recovery_threads_per_data_dir: p.get("num.recovery.threads.per.data.dir")?,
             metrics_listener: p
-                .take("metrics.listener")
+                .take("metrics.listener")?
                 .map(check_host_port)
                 .transpose()?,
+            settings: Settings::default(),
         };
-        if let Some(k) = p.0.keys().next() {
-            return Err(ConfigError(format!("unknown configuration key `{k}`")));
-        }
-        if cfg.log_segment_bytes > u32::MAX as u64 {
-            return Err(ConfigError(
-                "`log.segment.bytes` must fit in 32 bits".into(),
-            ));
-        }
+        // The policy's only value today; compaction (to come) reads it.
+        p.get::<String>("log.cleanup.policy")?;
+        cfg.settings = p.settings();
         Ok(cfg)
     }
 }
@@ -371,6 +308,57 @@ mod tests {
                 .0
                 .contains("min.insync.replicas")
         );
+    }
+
+    #[test]
+    fn every_key_of_the_table_is_read_and_reported() {
+        let c = BrokerConfig::from_map(base()).unwrap();
+        let read: Vec<&str> = c.settings.iter().map(|s| s.key.name).collect();
+        let table: Vec<&str> = keys::BROKER.iter().map(|k| k.name).collect();
+        assert_eq!(read, table, "a row no field reads, or read twice");
+        let set = |name: &str| {
+            c.settings
+                .iter()
+                .find(|s| s.key.name == name)
+                .unwrap()
+                .clone()
+        };
+        assert!(set("broker.id").from_file && !set("num.partitions").from_file);
+        assert_eq!(set("num.partitions").value.as_deref(), Some("1"));
+        // Derived keys report what they came to.
+        assert_eq!(c.settings.value("log.retention.ms"), Some("604800000"));
+        assert_eq!(
+            c.settings.value("zookeeper.connection.timeout.ms"),
+            Some("6000")
+        );
+        assert_eq!(
+            c.settings.value("listeners"),
+            Some("PLAINTEXT://127.0.0.1:9092")
+        );
+        assert_eq!(c.settings.value("metrics.listener"), None);
+        assert_eq!(c.topic_default("retention.ms"), "604800000");
+        assert_eq!(c.topic_default("max.message.bytes"), "1000012");
+    }
+
+    #[test]
+    fn values_are_checked_by_their_row() {
+        for (k, v, says) in [
+            ("log.segment.bytes", "13", "at least 14"),
+            ("log.segment.bytes", "4294967296", "int"),
+            ("auto.create.topics.enable", "yes", "true or false"),
+            (
+                "log.message.timestamp.type",
+                "Now",
+                "CreateTime, LogAppendTime",
+            ),
+            ("log.cleanup.policy", "compact", "delete"),
+            ("queued.max.request.bytes", "0", "-1 for unlimited"),
+        ] {
+            let mut m = base();
+            m.insert(k.into(), v.into());
+            let e = BrokerConfig::from_map(m).unwrap_err();
+            assert!(e.0.contains(k) && e.0.contains(says), "{k}={v}: {e}");
+        }
     }
 
     #[test]

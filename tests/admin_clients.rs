@@ -38,6 +38,10 @@ fn expected(p: &str, client: &str) -> Vec<String> {
         format!("delete {p}-nope 3"),
         format!("config {p}-a1 message.timestamp.type LogAppendTime"),
         "config broker-1 num.partitions 1".into(),
+        // Every key is described, with whether server.properties set it (4) or not (5).
+        "config broker-1 replica.lag.time.max.ms 3000 4".into(),
+        "config broker-1 group.max.size 1000 5".into(),
+        "config broker-1 max.connections.per.ip 250 5".into(),
         format!("config {p}-nope {unknown_configs}"),
         "cluster 3 1".into(),
         // Metadata for all topics (librdkafka 2.16's request has 3 bytes after its last

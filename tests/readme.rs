@@ -141,3 +141,31 @@ fn no_link_points_outside_the_repository() {
         }
     }
 }
+
+/// The README's table of configuration keys is `config::keys` rendered, so the two cannot
+/// drift; `GREGOR_UPDATE_README=1` writes the table afresh.
+#[test]
+fn the_configuration_table_is_the_key_table() {
+    const BEGIN: &str = "<!-- config-keys:";
+    const END: &str = "<!-- end config-keys -->";
+    let path = Path::new(ROOT).join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let start = readme
+        .find(BEGIN)
+        .expect("README has the config-keys marker");
+    let start = start + readme[start..].find('\n').unwrap() + 1;
+    let end = readme
+        .find(END)
+        .expect("README has the end config-keys marker");
+    let want = gregor::config::keys::markdown_table();
+    if std::env::var("GREGOR_UPDATE_README").as_deref() == Ok("1") {
+        let updated = format!("{}{want}{}", &readme[..start], &readme[end..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    assert!(
+        readme[start..end] == want,
+        "README's configuration table differs from src/config/keys.rs; \
+         run GREGOR_UPDATE_README=1 cargo test --test readme to write it"
+    );
+}

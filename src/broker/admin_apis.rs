@@ -194,7 +194,7 @@ impl KafkaApis {
 
     /// Every topic-level key gregor serves, with the topic's value or the broker default.
     fn config_entries(&self, set: &BTreeMap<String, String>) -> Vec<TopicConfigEntry> {
-        topic_config::known_keys()
+        crate::config::keys::topic_keys()
             .map(|k| {
                 let (value, source) = self.topic_value(set, k);
                 TopicConfigEntry {

@@ -3,12 +3,13 @@
 //! topic-level keys gregor serves (`zk::topic_config`); a change is written there and
 //! announced under `/config/changes`, and every broker holding the topic applies it
 //! (`broker::topic_configs`). Broker configuration is this broker's `server.properties` as it
-//! was read at start, all read-only (gregor has no dynamic broker configuration).
+//! was read at start: every key of `config::keys`, read-only (gregor has no dynamic broker
+//! configuration yet), with its source (the file, or the default).
 
 use std::collections::BTreeMap;
 
 use super::apis::KafkaApis;
-use crate::config::BrokerConfig;
+use crate::config::keys;
 use crate::network::Action;
 use crate::protocol::ErrorCode;
 use crate::protocol::admin_configs::{
@@ -18,157 +19,9 @@ use crate::protocol::admin_configs::{
 use crate::protocol::admin_describe::{
     ConfigResource, DescribeClusterRequest, DescribeClusterResponse, DescribeConfigsRequest,
     DescribeConfigsResult, DescribedConfig, RESOURCE_BROKER, RESOURCE_TOPIC, SOURCE_DEFAULT,
-    SOURCE_STATIC_BROKER, SOURCE_TOPIC, TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_LONG, TYPE_STRING,
-    encode_describe_configs_response,
+    SOURCE_STATIC_BROKER, SOURCE_TOPIC, encode_describe_configs_response,
 };
 use crate::zk::{paths, topic_config};
-
-/// The broker settings DescribeConfigs lists, with Kafka's type for each.
-fn broker_configs(c: &BrokerConfig) -> Vec<(&'static str, String, i8)> {
-    let ms = |d: std::time::Duration| d.as_millis().to_string();
-    let opt = |v: Option<u64>| v.map_or("-1".to_owned(), |v| v.to_string());
-    let list = |ls: &[crate::config::Listener]| {
-        ls.iter()
-            .map(|l| l.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    let l = &c.connection_limits;
-    vec![
-        ("broker.id", c.broker_id.to_string(), TYPE_INT),
-        ("listeners", list(&c.listeners.bind), TYPE_STRING),
-        (
-            "advertised.listeners",
-            list(&c.listeners.advertised),
-            TYPE_STRING,
-        ),
-        (
-            "listener.security.protocol.map",
-            c.listeners
-                .protocols
-                .iter()
-                .map(|(n, p)| format!("{n}:{p}"))
-                .collect::<Vec<_>>()
-                .join(","),
-            TYPE_STRING,
-        ),
-        (
-            "inter.broker.listener.name",
-            c.listeners.inter_broker.clone(),
-            TYPE_STRING,
-        ),
-        (
-            "log.dirs",
-            c.log_dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-            TYPE_LIST,
-        ),
-        (
-            "zookeeper.connect",
-            c.zookeeper_connect.clone(),
-            TYPE_STRING,
-        ),
-        (
-            "zookeeper.session.timeout.ms",
-            ms(c.zookeeper_session_timeout),
-            TYPE_INT,
-        ),
-        ("num.partitions", c.num_partitions.to_string(), TYPE_INT),
-        (
-            "default.replication.factor",
-            c.default_replication_factor.to_string(),
-            TYPE_INT,
-        ),
-        (
-            "auto.create.topics.enable",
-            c.auto_create_topics_enable.to_string(),
-            TYPE_BOOLEAN,
-        ),
-        (
-            "log.segment.bytes",
-            c.log_segment_bytes.to_string(),
-            TYPE_INT,
-        ),
-        (
-            "log.retention.ms",
-            opt(c.log_retention.map(|d| d.as_millis() as u64)),
-            TYPE_LONG,
-        ),
-        ("log.retention.bytes", opt(c.log_retention_bytes), TYPE_LONG),
-        (
-            "message.max.bytes",
-            c.message_max_bytes.to_string(),
-            TYPE_INT,
-        ),
-        (
-            "log.message.timestamp.type",
-            c.topic_default("message.timestamp.type"),
-            TYPE_STRING,
-        ),
-        (
-            "min.insync.replicas",
-            c.min_insync_replicas.to_string(),
-            TYPE_INT,
-        ),
-        (
-            "unclean.leader.election.enable",
-            c.unclean_leader_election_enable.to_string(),
-            TYPE_BOOLEAN,
-        ),
-        ("fetch.max.bytes", c.fetch_max_bytes.to_string(), TYPE_INT),
-        (
-            "replica.lag.time.max.ms",
-            ms(c.replica_lag_time_max),
-            TYPE_LONG,
-        ),
-        (
-            "socket.request.max.bytes",
-            l.socket_request_max_bytes.to_string(),
-            TYPE_INT,
-        ),
-        (
-            "queued.max.request.bytes",
-            l.queued_max_request_bytes
-                .map_or("-1".to_owned(), |b| b.to_string()),
-            TYPE_LONG,
-        ),
-        ("max.connections", l.max_connections.to_string(), TYPE_INT),
-        (
-            "max.connections.per.ip",
-            l.max_connections_per_ip.to_string(),
-            TYPE_INT,
-        ),
-        (
-            "max.connections.per.ip.overrides",
-            l.max_connections_per_ip_overrides
-                .iter()
-                .map(|(ip, n)| format!("{ip}:{n}"))
-                .collect::<Vec<_>>()
-                .join(","),
-            TYPE_STRING,
-        ),
-        (
-            "max.connection.creation.rate",
-            l.max_connection_creation_rate
-                .map_or(i32::MAX.to_string(), |r| r.to_string()),
-            TYPE_INT,
-        ),
-        (
-            "max.connection.creation.rate.per.ip",
-            l.max_connection_creation_rate_per_ip.to_string(),
-            TYPE_INT,
-        ),
-        ("connections.max.idle.ms", ms(l.idle), TYPE_LONG),
-        (
-            "group.initial.rebalance.delay.ms",
-            ms(c.group_initial_rebalance_delay),
-            TYPE_INT,
-        ),
-    ]
-}
 
 /// Whether `key` is one the request asks for (`None`: all).
 fn wanted(keys: &Option<Vec<String>>, key: &str) -> bool {
@@ -188,7 +41,7 @@ impl KafkaApis {
             .map(|res| {
                 let described = match res.resource_type {
                     RESOURCE_TOPIC => self.describe_topic_configs(res),
-                    RESOURCE_BROKER => self.describe_broker_configs(res),
+                    RESOURCE_BROKER => self.describe_broker_configs(res, req.include_documentation),
                     t => Err((
                         ErrorCode::InvalidRequest,
                         format!("gregor describes topics (2) and brokers (4), not type {t}"),
@@ -226,7 +79,7 @@ impl KafkaApis {
             ));
         }
         let set = topic_config::read(&self.zk, &res.name).map_err(zk_err)?;
-        Ok(topic_config::known_keys()
+        Ok(keys::topic_keys()
             .filter(|k| wanted(&res.keys, k))
             .map(|k| {
                 let (value, source) = self.topic_value(&set, k);
@@ -236,11 +89,7 @@ impl KafkaApis {
                     read_only: false,
                     source,
                     sensitive: false,
-                    config_type: if topic_config::is_numeric(k) {
-                        TYPE_LONG
-                    } else {
-                        TYPE_STRING
-                    },
+                    config_type: keys::for_topic(k).map_or(0, |b| b.ty as i8),
                     documentation: None,
                 }
             })
@@ -261,6 +110,7 @@ impl KafkaApis {
     fn describe_broker_configs(
         &self,
         res: &ConfigResource,
+        include_documentation: bool,
     ) -> Result<Vec<DescribedConfig>, (ErrorCode, String)> {
         if res.name.is_empty() {
             return Ok(Vec::new());
@@ -274,17 +124,23 @@ impl KafkaApis {
                 ),
             ));
         }
-        Ok(broker_configs(&self.config)
-            .into_iter()
-            .filter(|(k, _, _)| wanted(&res.keys, k))
-            .map(|(k, v, t)| DescribedConfig {
-                name: k.to_owned(),
-                value: Some(v),
-                read_only: true,
-                source: SOURCE_STATIC_BROKER,
-                sensitive: false,
-                config_type: t,
-                documentation: None,
+        Ok(self
+            .config
+            .settings
+            .iter()
+            .filter(|s| wanted(&res.keys, s.key.name))
+            .map(|s| DescribedConfig {
+                name: s.key.name.to_owned(),
+                value: s.value.clone().filter(|_| !s.key.sensitive),
+                read_only: !s.key.dynamic,
+                source: if s.from_file {
+                    SOURCE_STATIC_BROKER
+                } else {
+                    SOURCE_DEFAULT
+                },
+                sensitive: s.key.sensitive,
+                config_type: s.key.ty as i8,
+                documentation: include_documentation.then(|| s.key.doc.to_owned()),
             })
             .collect())
     }
@@ -399,7 +255,7 @@ impl KafkaApis {
                 (OP_SET, None) if !incremental => {}
                 (OP_SET, None) => return Err(invalid(format!("`{}` needs a value", c.name))),
                 (OP_DELETE, _) => {
-                    if !topic_config::known_keys().any(|k| k == c.name) {
+                    if keys::for_topic(&c.name).is_none() {
                         return Err(invalid(format!(
                             "unknown topic configuration key `{}`",
                             c.name

@@ -1,7 +1,7 @@
 //! The socket servers' limits: `socket.request.max.bytes`, `queued.max.request.bytes`,
 //! `max.connections`, `max.connections.per.ip`, `max.connections.per.ip.overrides`,
 //! `max.connection.creation.rate`, `max.connection.creation.rate.per.ip` and
-//! `connections.max.idle.ms` (defaults in `ConnectionLimits::default`).
+//! `connections.max.idle.ms` (defaults and bounds in `config::keys`).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, ToSocketAddrs};
@@ -10,48 +10,22 @@ use super::{ConfigError, Props};
 use crate::network::ConnectionLimits;
 
 pub(super) fn read(p: &mut Props) -> Result<ConnectionLimits, ConfigError> {
-    let d = ConnectionLimits::default();
-    let queued: i64 = p.parse(
-        "queued.max.request.bytes",
-        d.queued_max_request_bytes.map_or(-1, |b| b as i64),
-    )?;
-    let queued_max_request_bytes = match queued {
-        -1 => None,
-        b if b > 0 => Some(b as usize),
-        _ => {
-            return Err(ConfigError(
-                "`queued.max.request.bytes` must be positive, or -1 for unlimited".into(),
-            ));
-        }
-    };
-    let broker_rate: f64 = p.parse("max.connection.creation.rate", f64::MAX)?;
-    let per_ip_rate: f64 = p.parse(
-        "max.connection.creation.rate.per.ip",
-        d.max_connection_creation_rate_per_ip,
-    )?;
-    for (key, rate) in [
-        ("max.connection.creation.rate", broker_rate),
-        ("max.connection.creation.rate.per.ip", per_ip_rate),
-    ] {
-        if rate.is_nan() || rate <= 0.0 {
-            return Err(ConfigError(format!("`{key}` must be positive")));
-        }
-    }
-    let overrides = match p.take("max.connections.per.ip.overrides") {
+    let queued: i64 = p.get("queued.max.request.bytes")?;
+    let broker_rate: f64 = p.get("max.connection.creation.rate")?;
+    let overrides = match p.take("max.connections.per.ip.overrides")? {
         Some(text) => per_ip_overrides(&text)?,
         None => HashMap::new(),
     };
     Ok(ConnectionLimits {
-        socket_request_max_bytes: p
-            .positive("socket.request.max.bytes", d.socket_request_max_bytes)?,
-        queued_max_request_bytes,
-        max_connections: p.positive("max.connections", d.max_connections)?,
-        max_connections_per_ip: p.positive("max.connections.per.ip", d.max_connections_per_ip)?,
+        socket_request_max_bytes: p.get("socket.request.max.bytes")?,
+        queued_max_request_bytes: (queued > 0).then_some(queued as usize),
+        max_connections: p.get("max.connections")?,
+        max_connections_per_ip: p.get("max.connections.per.ip")?,
         max_connections_per_ip_overrides: overrides,
         // Kafka's default (Int.MaxValue) means unlimited.
         max_connection_creation_rate: (broker_rate < i32::MAX as f64).then_some(broker_rate),
-        max_connection_creation_rate_per_ip: per_ip_rate,
-        idle: p.millis("connections.max.idle.ms", d.idle.as_millis() as u64)?,
+        max_connection_creation_rate_per_ip: p.get("max.connection.creation.rate.per.ip")?,
+        idle: p.millis("connections.max.idle.ms")?,
     })
 }
 
@@ -96,7 +70,11 @@ mod tests {
     #[test]
     fn kafka_formats_and_protective_defaults() {
         let d = read_from(&[]).unwrap();
-        assert_eq!(d, ConnectionLimits::default());
+        assert_eq!(
+            d,
+            ConnectionLimits::default(),
+            "the network tests' fixture drifted"
+        );
         assert!(d.max_connections_per_ip < d.max_connections);
         assert!(d.queued_max_request_bytes.is_some());
         let l = read_from(&[

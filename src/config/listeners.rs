@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use super::{ConfigError, Props};
 
-/// Kafka's default `listener.security.protocol.map`: each protocol is also a listener name.
-const DEFAULT_PROTOCOLS: [&str; 4] = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
+/// The security protocols Kafka knows.
+const PROTOCOLS: [&str; 4] = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
 
 /// One named endpoint: where a listener binds, or what it registers for others to dial.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,16 +49,10 @@ impl Listeners {
 
 /// Reads the four listener keys, or 0.8's `host.name` + `port` (one PLAINTEXT listener).
 pub(super) fn read(p: &mut Props) -> Result<Listeners, ConfigError> {
-    let host_name = p.take("host.name");
-    let port = p.take("port");
-    let map = match p.take("listener.security.protocol.map") {
-        Some(m) => protocol_map(&m)?,
-        None => DEFAULT_PROTOCOLS
-            .iter()
-            .map(|s| (s.to_string(), s.to_string()))
-            .collect(),
-    };
-    let bind = match p.take("listeners") {
+    let host_name = p.take("host.name")?;
+    let port = p.take("port")?;
+    let map = protocol_map(&p.get::<String>("listener.security.protocol.map")?)?;
+    let bind = match p.take("listeners")? {
         Some(l) => parse_list("listeners", &l, &map)?,
         None => {
             let port = match port {
@@ -77,7 +71,7 @@ pub(super) fn read(p: &mut Props) -> Result<Listeners, ConfigError> {
             }]
         }
     };
-    let advertised_given = match p.take("advertised.listeners") {
+    let advertised_given = match p.take("advertised.listeners")? {
         Some(l) => parse_list("advertised.listeners", &l, &map)?,
         None => Vec::new(),
     };
@@ -89,7 +83,7 @@ pub(super) fn read(p: &mut Props) -> Result<Listeners, ConfigError> {
             )));
         }
     }
-    let advertised = bind
+    let advertised: Vec<Listener> = bind
         .iter()
         .map(|b| {
             advertised_given
@@ -99,7 +93,7 @@ pub(super) fn read(p: &mut Props) -> Result<Listeners, ConfigError> {
                 .clone()
         })
         .collect();
-    let inter_broker = match p.take("inter.broker.listener.name") {
+    let inter_broker = match p.take("inter.broker.listener.name")? {
         Some(n) if bind.iter().any(|b| b.name == n) => n,
         Some(n) => {
             return Err(ConfigError(format!(
@@ -120,6 +114,15 @@ pub(super) fn read(p: &mut Props) -> Result<Listeners, ConfigError> {
         .iter()
         .map(|b| (b.name.clone(), map[&b.name].clone()))
         .collect();
+    let joined = |ls: &[Listener]| {
+        ls.iter()
+            .map(Listener::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    p.derived("listeners", joined(&bind));
+    p.derived("advertised.listeners", joined(&advertised));
+    p.derived("inter.broker.listener.name", inter_broker.clone());
     Ok(Listeners {
         bind,
         advertised,
@@ -137,10 +140,10 @@ fn protocol_map(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {
             .split_once(':')
             .ok_or_else(|| ConfigError(format!("`{key}` entry `{entry}` is not NAME:PROTOCOL")))?;
         let (name, proto) = (name.trim().to_uppercase(), proto.trim().to_uppercase());
-        if !DEFAULT_PROTOCOLS.contains(&proto.as_str()) {
+        if !PROTOCOLS.contains(&proto.as_str()) {
             return Err(ConfigError(format!(
                 "`{key}` maps {name} to {proto}, which is not a security protocol (one of {})",
-                DEFAULT_PROTOCOLS.join(", ")
+                PROTOCOLS.join(", ")
             )));
         }
         if map.insert(name.clone(), proto).is_some() {

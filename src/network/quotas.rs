@@ -45,10 +45,10 @@ pub struct ConnectionLimits {
     pub idle: Duration,
 }
 
+/// The broker's defaults (they are `config::keys`' rows; `config::connection_limits` checks
+/// this copy matches), for the tests here.
+#[cfg(test)]
 impl Default for ConnectionLimits {
-    /// The broker's defaults. Kafka's per-address limits are unlimited; with a thread per
-    /// connection that lets one address take the broker, so here one address may hold a
-    /// quarter of `max.connections` and open 1,000 a second (a thread each).
     fn default() -> Self {
         ConnectionLimits {
             socket_request_max_bytes: 104_857_600,

@@ -16,13 +16,6 @@ pub const SOURCE_TOPIC: i8 = 1;
 pub const SOURCE_STATIC_BROKER: i8 = 4;
 pub const SOURCE_DEFAULT: i8 = 5;
 
-/// Kafka's ConfigType values (v3+).
-pub const TYPE_BOOLEAN: i8 = 1;
-pub const TYPE_STRING: i8 = 2;
-pub const TYPE_INT: i8 = 3;
-pub const TYPE_LONG: i8 = 5;
-pub const TYPE_LIST: i8 = 7;
-
 /// One resource to describe; `keys: None` asks for every key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigResource {

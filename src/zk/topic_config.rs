@@ -5,33 +5,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::config::keys;
 use crate::zk::ZkError;
 use serde::{Deserialize, Serialize};
 
 use super::ZkClient;
 use super::paths::{from_json, to_json};
-
-/// What a key's value may be.
-enum Kind {
-    OneOf(&'static [&'static str]),
-    /// An integer at least this.
-    AtLeast(i64),
-}
-
-/// The topic-level keys gregor serves and applies. `cleanup.policy` is only `delete`: gregor
-/// does not compact.
-const KNOWN: &[(&str, Kind)] = &[
-    ("cleanup.policy", Kind::OneOf(&["delete"])),
-    ("max.message.bytes", Kind::AtLeast(0)),
-    (
-        "message.timestamp.type",
-        Kind::OneOf(&["CreateTime", "LogAppendTime"]),
-    ),
-    ("min.insync.replicas", Kind::AtLeast(1)),
-    ("retention.bytes", Kind::AtLeast(-1)),
-    ("retention.ms", Kind::AtLeast(-1)),
-    ("segment.bytes", Kind::AtLeast(14)),
-];
 
 pub const CHANGES: &str = "/config/changes";
 const CHANGE_PREFIX: &str = "config_change_";
@@ -59,33 +38,13 @@ pub fn parse(pairs: &[String]) -> Result<BTreeMap<String, String>, String> {
     Ok(out)
 }
 
-/// Checks one setting against the keys gregor serves; the error names the problem.
+/// Checks one setting against the topic-level keys gregor serves, by the rule of the broker
+/// key it overrides (`config::keys`); the error names the problem.
 pub fn check(k: &str, v: &str) -> Result<(), String> {
-    let Some((_, kind)) = KNOWN.iter().find(|(name, _)| *name == k) else {
-        return Err(format!("unknown topic configuration key `{k}`"));
-    };
-    match kind {
-        Kind::OneOf(allowed) if !allowed.contains(&v) => Err(format!(
-            "`{k}` must be one of {}, got `{v}`",
-            allowed.join(", ")
-        )),
-        Kind::AtLeast(min) if v.parse::<i64>().map_or(true, |n| n < *min) => Err(format!(
-            "`{k}` must be an integer of at least {min}, got `{v}`"
-        )),
-        _ => Ok(()),
+    match keys::for_topic(k) {
+        Some(broker_key) => broker_key.check_as(k, v),
+        None => Err(format!("unknown topic configuration key `{k}`")),
     }
-}
-
-/// Whether a key's value is a number (Kafka's LONG/INT types) rather than a name.
-pub fn is_numeric(key: &str) -> bool {
-    KNOWN
-        .iter()
-        .any(|(k, kind)| *k == key && matches!(kind, Kind::AtLeast(_)))
-}
-
-/// The topic-level keys gregor serves.
-pub fn known_keys() -> impl Iterator<Item = &'static str> {
-    KNOWN.iter().map(|(k, _)| *k)
 }
 
 /// Writes (replacing) a topic's configuration.

@@ -7,13 +7,17 @@ per request, and prints one line per operation: `OP TOPIC CODE` with Kafka's err
 success). After the first create it produces one message to that topic with the same client
 library and prints `produced TOPIC OFFSET`: a topic must be usable once its creation is
 acknowledged. Then it describes: `config TOPIC KEY VALUE` for PREFIX-a1's timestamp type,
-`config broker-1 num.partitions VALUE`, `config PREFIX-nope CODE` (`none` through kafka-python,
+`config broker-1 num.partitions VALUE`, `config broker-1 KEY VALUE SOURCE` for each of SOURCED
+(Kafka's ConfigSource: 4 set in server.properties, 5 a default), `config PREFIX-nope CODE` (`none` through kafka-python,
 which keeps no per-resource error), `cluster BROKERS CONTROLLER_KNOWN`, `listed TOPICS...` (all
 topics, PREFIX-* among them), and `groups ERRORS GROUPS...` after committing an offset for the
 group PREFIX-g (ListGroups, which both clients send to every broker)."""
 import sys
 
 client, bootstrap, prefix = sys.argv[1:4]
+# A key the test's server.properties sets, and keys DescribeConfigs once left out.
+SOURCED = ["replica.lag.time.max.ms", "group.max.size", "max.connections.per.ip"]
+SOURCE_CODES = {"STATIC_BROKER_CONFIG": 4, "DEFAULT_CONFIG": 5}
 T = lambda name: "%s-%s" % (prefix, name)  # noqa: E731
 
 
@@ -83,8 +87,10 @@ def run_confluent():
     entry = a.describe_configs([topic])[topic].result()["message.timestamp.type"]
     say("config", T("a1"), entry.name, entry.value)
     broker = ConfigResource(ResourceType.BROKER, "1")
-    say("config", "broker-1", "num.partitions",
-        a.describe_configs([broker])[broker].result()["num.partitions"].value)
+    described = a.describe_configs([broker])[broker].result()
+    say("config", "broker-1", "num.partitions", described["num.partitions"].value)
+    for k in SOURCED:
+        say("config", "broker-1", k, described[k].value, int(described[k].source))
     nope = ConfigResource(ResourceType.TOPIC, T("nope"))
     say("config", T("nope"), code(a.describe_configs([nope])[nope]))
     cluster = a.describe_cluster().result()
@@ -144,6 +150,9 @@ def run_kafka_python():
     got = a.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")], config_filter="all")
     (configs,) = [v for t in got.values() for v in t.values()]
     say("config", "broker-1", "num.partitions", configs["num.partitions"]["value"])
+    for k in SOURCED:
+        source = configs[k]["config_source"]  # kafka-python names it
+        say("config", "broker-1", k, configs[k]["value"], SOURCE_CODES.get(source, source))
     # kafka-python drops a resource's error code and returns no configs for it.
     got = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, T("nope"))])
     say("config", T("nope"), "none" if not any(v for t in got.values() for v in t.values()) else got)

@@ -1,0 +1,320 @@
+//! Every broker configuration key, once: its name, Kafka's type, default, bounds, the topic-level
+//! key that overrides it, whether it may change while the broker runs and whether its value is a
+//! secret, and the line that documents it. Parsing (`Props`), the "unknown key" error,
+//! DescribeConfigs, the topic-level checks (`zk::topic_config`) and the README's table
+//! (`tests/readme_config_keys.rs`) all read this table, so a new key is one row here and the
+//! field it fills.
+
+/// Kafka's type of a value, as DescribeConfigs reports it (`ConfigEntry.Type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Type {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Long = 5,
+    Double = 6,
+    List = 7,
+    Password = 9,
+}
+
+impl Type {
+    pub fn name(self) -> &'static str {
+        match self {
+            Type::Boolean => "boolean",
+            Type::String => "string",
+            Type::Int => "int",
+            Type::Long => "long",
+            Type::Double => "double",
+            Type::List => "list",
+            Type::Password => "password",
+        }
+    }
+}
+
+/// What a value may be, beyond its type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Valid {
+    Any,
+    /// A number at least this.
+    AtLeast(i64),
+    /// A number above zero (for doubles).
+    Positive,
+    /// A positive number, or -1 for unlimited.
+    PositiveOrUnlimited,
+    OneOf(&'static [&'static str]),
+}
+
+/// A key's default when the file does not set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultIs {
+    Value(&'static str),
+    /// The broker does not start without it.
+    Required,
+    /// Worked out from other keys; the documentation line says how.
+    Derived,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    pub ty: Type,
+    pub default: DefaultIs,
+    pub valid: Valid,
+    /// The topic-level key (`/config/topics/[topic]`) that overrides this one for a topic.
+    pub topic: Option<&'static str>,
+    /// Whether it may be changed while the broker runs (none may yet: dynamic broker
+    /// configuration is to come).
+    pub dynamic: bool,
+    /// A secret: never logged, and DescribeConfigs reports no value.
+    pub sensitive: bool,
+    pub doc: &'static str,
+}
+
+const fn key(name: &'static str, ty: Type, default: &'static str, doc: &'static str) -> Key {
+    Key {
+        name,
+        ty,
+        default: DefaultIs::Value(default),
+        valid: Valid::Any,
+        topic: None,
+        dynamic: false,
+        sensitive: false,
+        doc,
+    }
+}
+
+const fn required(name: &'static str, ty: Type, doc: &'static str) -> Key {
+    Key {
+        default: DefaultIs::Required,
+        ..key(name, ty, "", doc)
+    }
+}
+
+const fn derived(name: &'static str, ty: Type, doc: &'static str) -> Key {
+    Key {
+        default: DefaultIs::Derived,
+        ..key(name, ty, "", doc)
+    }
+}
+
+impl Key {
+    const fn min(self, n: i64) -> Key {
+        Key {
+            valid: Valid::AtLeast(n),
+            ..self
+        }
+    }
+    const fn valid(self, valid: Valid) -> Key {
+        Key { valid, ..self }
+    }
+    const fn topic(self, topic: &'static str) -> Key {
+        Key {
+            topic: Some(topic),
+            ..self
+        }
+    }
+
+    /// Checks a value against the key's type and bounds; the error names the key.
+    pub fn check(&self, v: &str) -> Result<(), String> {
+        self.check_as(self.name, v)
+    }
+
+    /// The same check, with the error naming `k` (a topic-level key checked by this rule).
+    pub fn check_as(&self, k: &str, v: &str) -> Result<(), String> {
+        let number = match self.ty {
+            Type::Boolean if v != "true" && v != "false" => {
+                return Err(format!("`{k}` must be true or false, got `{v}`"));
+            }
+            Type::Int => Some(v.parse::<i32>().map(f64::from).map_err(|_| ())),
+            Type::Long => Some(v.parse::<i64>().map(|n| n as f64).map_err(|_| ())),
+            Type::Double => Some(v.parse::<f64>().map_err(|_| ())),
+            _ => None,
+        };
+        let n = match number {
+            Some(Ok(n)) if !n.is_nan() => Some(n),
+            Some(_) => {
+                let ty = self.ty.name();
+                return Err(format!("`{k}` must be a number ({ty}), got `{v}`"));
+            }
+            None => None,
+        };
+        let ok = match (self.valid, n) {
+            (Valid::Any, _) => true,
+            (Valid::AtLeast(min), Some(n)) => n >= min as f64,
+            (Valid::Positive, Some(n)) => n > 0.0,
+            (Valid::PositiveOrUnlimited, Some(n)) => n > 0.0 || n == -1.0,
+            (Valid::OneOf(allowed), _) => allowed.contains(&v),
+            (_, None) => true,
+        };
+        if ok {
+            return Ok(());
+        }
+        Err(match self.valid {
+            Valid::AtLeast(min) => format!("`{k}` must be at least {min}, got `{v}`"),
+            Valid::OneOf(allowed) => {
+                format!("`{k}` must be one of {}, got `{v}`", allowed.join(", "))
+            }
+            Valid::PositiveOrUnlimited => {
+                format!("`{k}` must be positive, or -1 for unlimited, got `{v}`")
+            }
+            _ => format!("`{k}` must be positive, got `{v}`"),
+        })
+    }
+
+    /// The default as the README and DescribeConfigs show it.
+    pub fn default_text(&self) -> Option<&'static str> {
+        match self.default {
+            DefaultIs::Value(v) => Some(v),
+            DefaultIs::Required | DefaultIs::Derived => None,
+        }
+    }
+}
+
+// Kafka's ConfigDef spellings, to keep the rows short.
+const BOOLEAN: Type = Type::Boolean;
+const STRING: Type = Type::String;
+const INT: Type = Type::Int;
+const LONG: Type = Type::Long;
+const DOUBLE: Type = Type::Double;
+const LIST: Type = Type::List;
+
+const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
+
+/// The broker's keys, in the order DescribeConfigs and the README list them.
+#[rustfmt::skip] // a table: one row per line
+pub const BROKER: &[Key] = &[
+    required("broker.id", INT, "This broker's id, unique in the cluster.").min(0),
+    derived("listeners", STRING, "Where to listen: `NAME://HOST:PORT,…` (KIP-103); by default `PLAINTEXT://127.0.0.1:9092`, or 0.8's `host.name` and `port`."),
+    derived("advertised.listeners", STRING, "By the same names, the address registered for others to dial when it is not the bound one; a name left out registers its bound address."),
+    key("listener.security.protocol.map", STRING, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Each listener name's security protocol; only PLAINTEXT is served for now, and a listener mapped to another is refused at start."),
+    derived("inter.broker.listener.name", STRING, "The listener brokers and the controller dial each other on: the only listener, else the one named PLAINTEXT. Every broker must name the same."),
+    derived("host.name", STRING, "0.8's listener host, read when `listeners` is unset (default 127.0.0.1)."),
+    derived("port", INT, "0.8's listener port, read when `listeners` is unset (default 9092).").min(0),
+    derived("log.dirs", LIST, "The directories that hold the partitions' logs, comma-separated (or `log.dir`; one is required)."),
+    derived("log.dir", STRING, "One log directory, read when `log.dirs` is unset."),
+    required("zookeeper.connect", STRING, "`host:port,host:port,…[/chroot]` of the ZooKeeper ensemble (3.6 or later), tried in turn."),
+    key("zookeeper.session.timeout.ms", INT, "6000", "The ZooKeeper session timeout; every ZooKeeper call waits at most two of them (at least 4 s).").min(1),
+    derived("zookeeper.connection.timeout.ms", INT, "How long registering at start-up keeps trying while ZooKeeper is out of reach; the session timeout by default.").min(1),
+    key("num.partitions", INT, "1", "Partitions of a topic created without a count.").min(1),
+    key("default.replication.factor", INT, "1", "Replicas of a topic created without a count.").min(1),
+    key("auto.create.topics.enable", BOOLEAN, "true", "Whether a Metadata or Produce request for an unknown topic creates it."),
+    key("log.segment.bytes", INT, "1073741824", "The size at which a segment file is rolled.").min(14).topic("segment.bytes"),
+    key("log.retention.hours", INT, "168", "Retention by age in hours, when `log.retention.ms` is unset."),
+    derived("log.retention.ms", LONG, "Retention by age; -1 keeps segments forever. By default `log.retention.hours`.").min(-1).topic("retention.ms"),
+    key("log.retention.bytes", LONG, "-1", "Retention by size per partition; -1 is unlimited.").min(-1).topic("retention.bytes"),
+    key("log.retention.check.interval.ms", LONG, "300000", "How often retention looks for segments to delete.").min(1),
+    key("log.cleanup.policy", LIST, "delete", "What happens to old segments: `delete` (gregor does not compact yet).").valid(Valid::OneOf(&["delete"])).topic("cleanup.policy"),
+    key("log.flush.interval.messages", LONG, "9223372036854775807", "Force an fsync after this many appended messages (by default, leave it to the OS and to replication).").min(1),
+    derived("log.flush.interval.ms", LONG, "Force an fsync of a log written to longer ago than this; unset, leave it to the OS.").min(0),
+    key("log.index.interval.bytes", INT, "4096", "One offset-index entry per this many bytes of log.").min(1),
+    key("message.max.bytes", INT, "1000012", "The largest record batch a producer may send.").min(0).topic("max.message.bytes"),
+    key("log.message.timestamp.type", STRING, "CreateTime", "`CreateTime`, or `LogAppendTime`: format v2 batches get the broker's clock as their timestamp.").valid(Valid::OneOf(TIMESTAMP_TYPES)).topic("message.timestamp.type"),
+    key("producer.id.expiration.ms", INT, "86400000", "How long an idle idempotent producer's state is kept.").min(1),
+    key("min.insync.replicas", INT, "1", "The ISR size an acks=all produce needs, else NOT_ENOUGH_REPLICAS.").min(1).topic("min.insync.replicas"),
+    key("unclean.leader.election.enable", BOOLEAN, "false", "Whether a replica outside the ISR may become leader when no ISR member is alive (losing acknowledged writes)."),
+    key("fetch.max.bytes", INT, "57671680", "The most record bytes one Fetch answer carries, whatever its partitions ask.").min(1),
+    key("replica.lag.time.max.ms", LONG, "10000", "A follower that has not caught up for this long leaves the ISR.").min(1),
+    key("replica.fetch.max.bytes", INT, "1048576", "The bytes a follower asks of each partition per fetch (a larger first batch still comes whole, KIP-74).").min(1),
+    key("replica.fetch.response.max.bytes", INT, "10485760", "The record bytes a follower asks of one whole answer.").min(1),
+    key("replica.fetch.wait.max.ms", INT, "500", "How long a follower's fetch waits at the leader for data.").min(1),
+    key("replica.fetch.min.bytes", INT, "1", "The bytes a follower's fetch waits for.").min(1),
+    key("replica.high.watermark.checkpoint.interval.ms", LONG, "5000", "How often high watermarks are written to disk.").min(1),
+    key("controlled.shutdown.enable", BOOLEAN, "true", "On SIGTERM, ask the controller to move leadership away before stopping."),
+    key("controlled.shutdown.max.retries", INT, "3", "How many times a controlled shutdown is asked for before the broker stops anyway.").min(0),
+    key("controlled.shutdown.retry.backoff.ms", LONG, "1000", "The wait between those attempts.").min(1),
+    key("controller.socket.timeout.ms", INT, "30000", "How long the controller's requests to a broker, and a broker's ControlledShutdown, wait for an answer (a ControlledShutdown stops waiting as soon as another controller is elected).").min(1),
+    key("coordinator.rebalance.timeout.ms", LONG, "10000", "gregor's, for the spec's coordinator: how long a rebalance waits for every member's Stop and Start answers.").min(1),
+    key("coordinator.rebalance.backoff.ms", LONG, "500", "gregor's: the first wait before a failed rebalance is tried again, doubling per failure.").min(1),
+    key("group.min.session.timeout.ms", INT, "6000", "The shortest session timeout a Kafka-protocol group member may ask for.").min(1),
+    key("group.max.session.timeout.ms", INT, "1800000", "The longest session timeout a member may ask for.").min(1),
+    key("group.initial.rebalance.delay.ms", INT, "3000", "How long an empty group's first join waits for more members.").min(0),
+    key("group.max.size", INT, "1000", "The most members of one Kafka-protocol group (Kafka: unbounded; gregor keeps a group in one ZooKeeper node).").min(1),
+    key("num.recovery.threads.per.data.dir", INT, "4", "Threads that open and recover the logs at start-up (Kafka: 1; with 10,000 partitions four restart a broker 2–5× sooner).").min(1),
+    key("socket.request.max.bytes", INT, "104857600", "The largest request a client may announce; larger, its connection is closed.").min(1),
+    key("queued.max.request.bytes", LONG, "268435456", "Bytes of requests being read that the broker holds (KIP-72); past it connections wait, unread; -1 is unlimited (Kafka's default).").valid(Valid::PositiveOrUnlimited),
+    key("max.connections", INT, "1000", "Client connections per broker; at the limit the least recently used idle one is closed to make room.").min(1),
+    key("max.connections.per.ip", INT, "250", "Connections per source address (Kafka: unlimited); past it new ones are closed at once.").min(1),
+    key("max.connections.per.ip.overrides", STRING, "", "`host:count,…`: other limits for some addresses (a host name counts for every address it resolves to at start)."),
+    key("max.connection.creation.rate", DOUBLE, "2147483647", "New connections per second, broker-wide; the acceptor waits (KIP-612). The default is unlimited.").valid(Valid::Positive),
+    key("max.connection.creation.rate.per.ip", DOUBLE, "1000", "gregor's: new connections per second from one address; past it they are closed at once.").valid(Valid::Positive),
+    key("connections.max.idle.ms", LONG, "600000", "An idle connection, or one whose request or answer has been in transit for longer, is closed.").min(1),
+    derived("metrics.listener", STRING, "`HOST:PORT` where `GET /metrics` serves Prometheus metrics; unset, none."),
+];
+
+/// A broker key by name.
+pub fn find(name: &str) -> Option<&'static Key> {
+    BROKER.iter().find(|k| k.name == name)
+}
+
+/// The broker key a topic-level key overrides.
+pub fn for_topic(topic_key: &str) -> Option<&'static Key> {
+    BROKER.iter().find(|k| k.topic == Some(topic_key))
+}
+
+/// The topic-level keys gregor serves.
+pub fn topic_keys() -> impl Iterator<Item = &'static str> {
+    BROKER.iter().filter_map(|k| k.topic)
+}
+
+/// The README's table of keys, generated from the one above.
+pub fn markdown_table() -> String {
+    let mut out =
+        String::from("| key | type | default | topic-level key | |\n|---|---|---|---|---|\n");
+    for k in BROKER {
+        let default = match k.default {
+            DefaultIs::Value("") => "(empty)".to_owned(),
+            DefaultIs::Value(v) => format!("`{v}`"),
+            DefaultIs::Required => "required".to_owned(),
+            DefaultIs::Derived => String::new(),
+        };
+        let topic = k.topic.map_or(String::new(), |t| format!("`{t}`"));
+        out.push_str(&format!(
+            "| `{}` | {} | {default} | {topic} | {} |\n",
+            k.name,
+            k.ty.name(),
+            k.doc
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_defaults_pass_their_own_checks() {
+        for (i, k) in BROKER.iter().enumerate() {
+            assert!(
+                BROKER[..i].iter().all(|o| o.name != k.name),
+                "{} twice",
+                k.name
+            );
+            if let Some(d) = k.default_text().filter(|d| !d.is_empty()) {
+                k.check(d)
+                    .unwrap_or_else(|e| panic!("default of {}: {e}", k.name));
+            }
+        }
+        assert_eq!(for_topic("retention.ms").unwrap().name, "log.retention.ms");
+    }
+
+    #[test]
+    fn checks_name_the_key_and_the_rule() {
+        let seg = find("log.segment.bytes").unwrap();
+        assert!(seg.check("13").unwrap_err().contains("at least 14"));
+        assert!(seg.check("5000000000").unwrap_err().contains("int"));
+        assert!(seg.check("1048576").is_ok());
+        let q = find("queued.max.request.bytes").unwrap();
+        assert!(q.check("-1").is_ok() && q.check("0").is_err());
+        let t = find("log.message.timestamp.type").unwrap();
+        assert!(
+            t.check("Now")
+                .unwrap_err()
+                .contains("CreateTime, LogAppendTime")
+        );
+        let b = find("auto.create.topics.enable").unwrap();
+        assert!(b.check("yes").unwrap_err().contains("true or false"));
+        let r = find("max.connection.creation.rate").unwrap();
+        assert!(r.check("0.5").is_ok() && r.check("0").is_err() && r.check("NaN").is_err());
+    }
+}
