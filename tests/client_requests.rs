@@ -22,7 +22,7 @@ use common::requests::decode_and_reencode;
 use common::run_with_deadline;
 use gregor::protocol::Reader;
 use gregor::protocol::header::{
-    API_VERSIONS, FETCH, INTER_BROKER_APIS, RequestHeader, api_name, is_supported,
+    API_VERSIONS, FETCH, RequestHeader, api_name, is_inter_broker, is_supported,
 };
 use parking_lot::Mutex;
 
@@ -125,7 +125,7 @@ fn every_request_of_every_client_decodes() {
         // their controller requests and their followers' fetches are gregor's own.
         let follower_fetch =
             h.api_key == FETCH && Reader::new(body).i32("replica_id").is_ok_and(|id| id >= 0);
-        if INTER_BROKER_APIS.contains(&h.api_key) || follower_fetch {
+        if is_inter_broker(h.api_key) || follower_fetch {
             continue;
         }
         let name = api_name(h.api_key).unwrap_or("?");

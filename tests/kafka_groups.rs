@@ -129,7 +129,10 @@ fn member(group: &str, generation: i32, id: &str, instance: Option<&str>) -> Gen
 }
 
 fn heartbeat(c: &mut Client, m: &GenerationMember) -> i16 {
-    let raw = c.chan.round_trip_raw(12, 3, &|b| m.encode(b, 3)).unwrap();
+    let raw = c
+        .chan
+        .round_trip_raw(12, 3, &|b| m.encode_heartbeat(b, 3))
+        .unwrap();
     decode_error_response(&mut Reader::new(&raw), 3).unwrap()
 }
 

@@ -33,7 +33,7 @@ use crate::protocol::fetch::FetchRequest;
 use crate::protocol::group_offsets::{
     OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
 };
-use crate::protocol::header::{self, INTER_BROKER_APIS, RequestHeader};
+use crate::protocol::header::{self, RequestHeader};
 use crate::protocol::init_producer_id::InitProducerIdRequest;
 use crate::protocol::metadata::MetadataRequest;
 use crate::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
@@ -122,7 +122,7 @@ impl RequestHandler for KafkaApis {
         }
         out.put_i32(corr);
         out.put_tags(header::response_is_flexible(key, version));
-        if INTER_BROKER_APIS.contains(&key) && !conn.inter_broker {
+        if header::is_inter_broker(key) && !conn.inter_broker {
             return self.refuse_broker_request(key, conn, out);
         }
         let result = match key {

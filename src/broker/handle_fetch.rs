@@ -1,8 +1,9 @@
-//! Fetch (key 1) v0–v12: parked until `min_bytes` or `max_wait_ms`. The records are slices
+//! Fetch (key 1): parked until `min_bytes` or `max_wait_ms`. The records are slices
 //! of the segment files, sent with `sendfile` (they never enter the broker's memory); a
 //! consumer at a version that cannot read format v2 (v0–v3) gets batches down-converted, in
 //! memory, bounded like every answer by `fetch.max.bytes`.
 
+use crate::protocol::header::{FETCH, is_flexible};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -298,7 +299,7 @@ fn write_partitions(
     out: &mut Response,
     mut partition: impl FnMut(usize, &str, &fetch::FetchPartition, &mut Response),
 ) {
-    let flex = version >= 12;
+    let flex = is_flexible(FETCH, version);
     fetch::write_response_head(out, version, 0);
     // Request positions where each topic's partitions begin.
     let mut begin = 0;

@@ -1,4 +1,4 @@
-//! ListOffsets (key 2) v0–v7: v0 by segment times (0.8's rule), v1+ by message timestamps
+//! ListOffsets (key 2): v0 by segment times (0.8's rule), v1+ by message timestamps
 //! through each segment's time index.
 
 use super::apis::KafkaApis;

@@ -1,12 +1,8 @@
-//! The configuration-changing admin APIs: AlterConfigs (33) v0–v2, which replaces a
-//! resource's whole set, and IncrementalAlterConfigs (44) v0–v1, which sets or deletes keys
-//! one by one. They share their layouts but for the operation byte; AlterConfigs is flexible
-//! from v2, IncrementalAlterConfigs from v1.
+//! The configuration-changing admin APIs: AlterConfigs (33), which replaces a
+//! resource's whole set, and IncrementalAlterConfigs (44), which sets or deletes keys
+//! one by one. They share their layouts but for the operation byte.
 
 use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
-
-pub const ALTER_CONFIGS_FLEX: i16 = 2;
-pub const INCREMENTAL_ALTER_CONFIGS_FLEX: i16 = 1;
 
 /// IncrementalAlterConfigs' operations.
 pub const OP_SET: i8 = 0;

@@ -1,11 +1,10 @@
-//! The describing admin APIs: DescribeConfigs (32) v0–v4 — topic and broker configuration, as
-//! `kafka-topics.sh --describe` and the admin clients read it — and DescribeCluster (60)
-//! v0–v1, the brokers and the controller for `Admin.describeCluster()`. Field versions follow
-//! Kafka's JSON schemas; DescribeConfigs is flexible from v4, DescribeCluster at every version.
+//! The describing admin APIs: DescribeConfigs (32) — topic and broker configuration, as
+//! `kafka-topics.sh --describe` and the admin clients read it — and DescribeCluster (60),
+//! the brokers and the controller for `Admin.describeCluster()`. Field versions follow
+//! Kafka's JSON schemas.
 
+use super::header::{DESCRIBE_CONFIGS, is_flexible};
 use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
-
-pub const DESCRIBE_CONFIGS_FLEX: i16 = 4;
 
 /// Kafka's ConfigResource types.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -66,7 +65,7 @@ impl DescribeConfigsRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= DESCRIBE_CONFIGS_FLEX;
+        let flex = is_flexible(DESCRIBE_CONFIGS, version);
         write_array_v(out, flex, &self.resources, |o, res| {
             o.put_i8(res.resource_type);
             o.put_str(flex, &res.name);
@@ -115,7 +114,7 @@ pub fn encode_describe_configs_response(
     results: &[DescribeConfigsResult],
     version: i16,
 ) {
-    let flex = version >= DESCRIBE_CONFIGS_FLEX;
+    let flex = is_flexible(DESCRIBE_CONFIGS, version);
     out.put_i32(0);
     write_array_v(out, flex, results, |o, res| {
         o.put_i16(res.error_code);

@@ -1,13 +1,9 @@
-//! The topic admin APIs: CreateTopics (19) v0–v7, DeleteTopics (20) v0–v6 and
-//! CreatePartitions (37) v0–v3, what `kafka-topics.sh --bootstrap-server` and the admin
-//! clients send. Field versions follow Kafka's JSON schemas; the flexible encoding starts at
-//! CreateTopics v5, DeleteTopics v4 and CreatePartitions v2.
+//! The topic admin APIs: CreateTopics (19), DeleteTopics (20) and
+//! CreatePartitions (37), what `kafka-topics.sh --bootstrap-server` and the admin
+//! clients send. Field versions follow Kafka's JSON schemas.
 
+use super::header::{CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, is_flexible};
 use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
-
-pub const CREATE_TOPICS_FLEX: i16 = 5;
-pub const DELETE_TOPICS_FLEX: i16 = 4;
-pub const CREATE_PARTITIONS_FLEX: i16 = 2;
 
 /// One topic to create. `num_partitions` and `replication_factor` are -1 when `assignment`
 /// is given, or (v4+) to take the broker's defaults.
@@ -76,7 +72,7 @@ impl CreateTopicsRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= CREATE_TOPICS_FLEX;
+        let flex = is_flexible(CREATE_TOPICS, version);
         write_array_v(out, flex, &self.topics, |o, t| {
             o.put_str(flex, &t.name);
             o.put_i32(t.num_partitions);
@@ -132,7 +128,7 @@ pub fn encode_create_topics_response(
     topics: &[CreatableTopicResult],
     version: i16,
 ) {
-    let flex = version >= CREATE_TOPICS_FLEX;
+    let flex = is_flexible(CREATE_TOPICS, version);
     if version >= 2 {
         out.put_i32(0);
     }
@@ -245,7 +241,7 @@ impl DeleteTopicsRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= DELETE_TOPICS_FLEX;
+        let flex = is_flexible(DELETE_TOPICS, version);
         write_array_v(out, flex, &self.topics, |o, (name, id)| {
             if version >= 6 {
                 o.put_nstr(flex, name.as_deref());
@@ -276,7 +272,7 @@ pub fn encode_delete_topics_response(
     results: &[DeletableTopicResult],
     version: i16,
 ) {
-    let flex = version >= DELETE_TOPICS_FLEX;
+    let flex = is_flexible(DELETE_TOPICS, version);
     if version >= 1 {
         out.put_i32(0);
     }
@@ -380,7 +376,7 @@ impl CreatePartitionsRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= CREATE_PARTITIONS_FLEX;
+        let flex = is_flexible(CREATE_PARTITIONS, version);
         write_array_v(out, flex, &self.topics, |o, t| {
             o.put_str(flex, &t.name);
             o.put_i32(t.count);
@@ -403,7 +399,7 @@ pub fn encode_create_partitions_response(
     results: &[(String, i16, Option<String>)],
     version: i16,
 ) {
-    let flex = version >= CREATE_PARTITIONS_FLEX;
+    let flex = is_flexible(CREATE_PARTITIONS, version);
     out.put_i32(0);
     write_array_v(out, flex, results, |o, (name, code, msg)| {
         o.put_str(flex, name);

@@ -1,7 +1,8 @@
-//! ApiVersions (key 18) v0–v3. A version above ours gets a v0-format UNSUPPORTED_VERSION
+//! ApiVersions (key 18). A version above ours gets a v0-format UNSUPPORTED_VERSION
 //! naming our ApiVersions range, so the client retries with one we serve (protocol sheet §3.8).
-//! v3 is flexible in its body, but its response header stays v0 (`header::response_is_flexible`).
+//! Its flexible versions have a flexible body but response header v0 (`header::response_is_flexible`).
 
+use super::header::is_flexible;
 use super::header::{API_VERSIONS, SUPPORTED_APIS};
 use super::{DecodeResult, ErrorCode, Reader, Writer, read_array};
 
@@ -42,7 +43,7 @@ impl ApiVersionsResponse {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let flex = self.version >= 3;
+        let flex = is_flexible(API_VERSIONS, self.version);
         out.put_i16(self.error_code);
         out.put_len(flex, Some(self.apis.len()));
         for a in &self.apis {
@@ -61,7 +62,7 @@ impl ApiVersionsResponse {
     /// Reads a response to a request at `version`; an error answer may be in the v0 layout.
     pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
         let error_code = r.i16("error_code")?;
-        let flex = version >= 3 && error_code == 0;
+        let flex = is_flexible(API_VERSIONS, version) && error_code == 0;
         r.set_flexible(flex);
         let apis = read_array(r, "api_keys", 6, |r| {
             let a = (r.i16("api_key")?, r.i16("min")?, r.i16("max")?);

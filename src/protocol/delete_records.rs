@@ -1,9 +1,8 @@
-//! DeleteRecords (21) v0–v2: move partitions' log start offsets forward, what
-//! `kafka-delete-records.sh` and the admin clients' `deleteRecords` send. Flexible from v2.
+//! DeleteRecords (21): move partitions' log start offsets forward, what
+//! `kafka-delete-records.sh` and the admin clients' `deleteRecords` send.
 
+use super::header::{DELETE_RECORDS, is_flexible};
 use super::{DecodeResult, Reader, Writer, read_topics, write_topics_v};
-
-pub const DELETE_RECORDS_FLEX: i16 = 2;
 
 /// Offset -1 in a request: the partition's high watermark.
 pub const HIGH_WATERMARK: i64 = -1;
@@ -28,7 +27,7 @@ impl DeleteRecordsRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= DELETE_RECORDS_FLEX;
+        let flex = is_flexible(DELETE_RECORDS, version);
         write_topics_v(out, flex, &self.topics, |o, (p, offset)| {
             o.put_i32(*p);
             o.put_i64(*offset);
@@ -52,7 +51,7 @@ pub fn encode_delete_records_response(
     topics: &[(String, Vec<DeletedRecords>)],
     version: i16,
 ) {
-    let flex = version >= DELETE_RECORDS_FLEX;
+    let flex = is_flexible(DELETE_RECORDS, version);
     out.put_i32(0);
     write_topics_v(out, flex, topics, |o, p| {
         o.put_i32(p.partition);

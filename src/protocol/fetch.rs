@@ -1,10 +1,11 @@
-//! Fetch (key 1) v0–v12; v12 is flexible. Served without fetch sessions (KIP-227): every
+//! Fetch (key 1). Served without fetch sessions (KIP-227): every
 //! answer has session id 0, the sessionless mode a client falls back to.
 //!
 //! The broker writes fetch responses piece by piece (`write_partition_head`, then the bytes
 //! straight from the segment file, then `finish_partition`), so record sets are never decoded
 //! or re-encoded on the way out. The owned `FetchResponse` is for clients and tests.
 
+use super::header::{FETCH, is_flexible};
 use super::{DecodeResult, Reader, Writer, read_array, read_topics};
 
 /// The version gregor's own fetchers (followers, consumers, tools) send: format v2 as stored
@@ -76,7 +77,7 @@ impl FetchRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= 12;
+        let flex = is_flexible(FETCH, version);
         out.put_i32(self.replica_id);
         out.put_i32(self.max_wait_ms);
         out.put_i32(self.min_bytes);
@@ -301,7 +302,7 @@ pub struct FetchResponse {
 
 impl FetchResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= 12;
+        let flex = is_flexible(FETCH, version);
         write_response_head(out, version, self.error_code);
         super::write_topics_v(out, flex, &self.topics, |o, p| {
             let head = PartitionHead {
@@ -388,7 +389,7 @@ mod tests {
             if version >= 9 {
                 req.topics[0].1[0].current_leader_epoch = 4;
             }
-            let flex = version >= 12;
+            let flex = is_flexible(FETCH, version);
             round_trip_with(
                 &req,
                 |v, o| v.encode(o, version),

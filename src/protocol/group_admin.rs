@@ -1,16 +1,13 @@
-//! Looking at and removing groups: DescribeGroups (15) v0–v5, ListGroups (16) v0–v4,
-//! DeleteGroups (42) v0–v2 (flexible from v5, v3 and v2); and the "consumer" protocol's subscription and assignment, which
+//! Looking at and removing groups: DescribeGroups (15), ListGroups (16),
+//! DeleteGroups (42); and the "consumer" protocol's subscription and assignment, which
 //! the coordinator reads (to know a group's topics) and writes (to show a spec-protocol
 //! group's ownership in Kafka's own shape).
 
 use super::group_membership::bytes;
+use super::header::{DELETE_GROUPS, DESCRIBE_GROUPS, LIST_GROUPS, is_flexible};
 use super::{
     DecodeResult, Reader, Writer, read_array, read_topics, write_array, write_array_v, write_topics,
 };
-
-const DESCRIBE_FLEX: i16 = 5;
-const LIST_FLEX: i16 = 3;
-const DELETE_FLEX: i16 = 2;
 
 /// DescribeGroups request: v3+ add `include_authorized_operations` (gregor has no ACLs and
 /// answers operations unknown).
@@ -30,7 +27,7 @@ impl DescribeGroupsRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= DESCRIBE_FLEX;
+        let flex = is_flexible(DESCRIBE_GROUPS, version);
         write_array_v(out, flex, &self.groups, |o, g| o.put_str(flex, g));
         if version >= 3 {
             out.put_i8(0);
@@ -66,7 +63,7 @@ pub struct DescribedGroup {
 const OPERATIONS_UNKNOWN: i32 = i32::MIN;
 
 pub fn encode_describe_groups(out: &mut Vec<u8>, groups: &[DescribedGroup], version: i16) {
-    let flex = version >= DESCRIBE_FLEX;
+    let flex = is_flexible(DESCRIBE_GROUPS, version);
     if version >= 1 {
         out.put_i32(0);
     }
@@ -149,7 +146,7 @@ pub fn decode_list_groups_request(r: &mut Reader<'_>, v: i16) -> DecodeResult<Op
 }
 
 pub fn encode_list_groups_request(out: &mut Vec<u8>, states: &[&str], v: i16) {
-    let flex = v >= LIST_FLEX;
+    let flex = is_flexible(LIST_GROUPS, v);
     if v >= 4 {
         write_array_v(out, flex, states, |o, s| o.put_str(flex, s));
     }
@@ -161,7 +158,7 @@ pub type ListedGroup = (String, String, String);
 
 /// ListGroups response; the state is written from v4.
 pub fn encode_list_groups(out: &mut Vec<u8>, error_code: i16, groups: &[ListedGroup], v: i16) {
-    let flex = v >= LIST_FLEX;
+    let flex = is_flexible(LIST_GROUPS, v);
     if v >= 1 {
         out.put_i32(0);
     }
@@ -208,14 +205,14 @@ pub fn decode_delete_groups_request(r: &mut Reader<'_>) -> DecodeResult<Vec<Stri
 }
 
 pub fn encode_delete_groups_request(out: &mut Vec<u8>, groups: &[String], v: i16) {
-    let flex = v >= DELETE_FLEX;
+    let flex = is_flexible(DELETE_GROUPS, v);
     write_array_v(out, flex, groups, |o, g| o.put_str(flex, g));
     out.put_tags(flex);
 }
 
 /// DeleteGroups response (v0 and v1 share it; v2 is flexible): an error per group.
 pub fn encode_delete_groups(out: &mut Vec<u8>, results: &[(String, i16)], v: i16) {
-    let flex = v >= DELETE_FLEX;
+    let flex = is_flexible(DELETE_GROUPS, v);
     out.put_i32(0);
     write_array_v(out, flex, results, |o, (g, e)| {
         o.put_str(flex, g);
@@ -287,7 +284,7 @@ mod tests {
             let mut b = Vec::new();
             req.encode(&mut b, v);
             let mut r = Reader::new(&b);
-            r.set_flexible(v >= DESCRIBE_FLEX);
+            r.set_flexible(is_flexible(DESCRIBE_GROUPS, v));
             assert_eq!(DescribeGroupsRequest::decode(&mut r, v).unwrap(), req);
             r.finish().unwrap();
             let groups = vec![DescribedGroup {
@@ -308,7 +305,7 @@ mod tests {
             let mut b = Vec::new();
             encode_describe_groups(&mut b, &groups, v);
             let mut r = Reader::new(&b);
-            r.set_flexible(v >= DESCRIBE_FLEX);
+            r.set_flexible(is_flexible(DESCRIBE_GROUPS, v));
             assert_eq!(decode_describe_groups(&mut r, v).unwrap(), groups);
             r.finish().unwrap();
         }
@@ -336,7 +333,7 @@ mod tests {
             let g = vec![("g".to_owned(), "consumer".to_owned(), "Stable".to_owned())];
             let mut b = Vec::new();
             encode_list_groups(&mut b, 0, &g, v);
-            let mut r = reader(&b, v >= LIST_FLEX);
+            let mut r = reader(&b, is_flexible(LIST_GROUPS, v));
             let mut want = g.clone();
             if v < 4 {
                 want[0].2.clear();
@@ -345,7 +342,7 @@ mod tests {
             r.finish().unwrap();
             let mut b = Vec::new();
             encode_list_groups_request(&mut b, &["Stable"], v);
-            let mut r = reader(&b, v >= LIST_FLEX);
+            let mut r = reader(&b, is_flexible(LIST_GROUPS, v));
             let states = decode_list_groups_request(&mut r, v).unwrap();
             assert_eq!(states, (v >= 4).then(|| vec!["Stable".to_owned()]));
             r.finish().unwrap();
@@ -354,13 +351,13 @@ mod tests {
             let res = vec![("g".to_owned(), 69)];
             let mut b = Vec::new();
             encode_delete_groups(&mut b, &res, v);
-            let mut r = reader(&b, v >= DELETE_FLEX);
+            let mut r = reader(&b, is_flexible(DELETE_GROUPS, v));
             assert_eq!(decode_delete_groups(&mut r).unwrap(), res);
             r.finish().unwrap();
             let names = vec!["g".to_owned()];
             let mut b = Vec::new();
             encode_delete_groups_request(&mut b, &names, v);
-            let mut r = reader(&b, v >= DELETE_FLEX);
+            let mut r = reader(&b, is_flexible(DELETE_GROUPS, v));
             assert_eq!(decode_delete_groups_request(&mut r).unwrap(), names);
             r.finish().unwrap();
         }

@@ -1,16 +1,12 @@
-//! Kafka's group membership APIs: JoinGroup (11) v0–v9 (flexible from v6), Heartbeat (12)
-//! v0–v4, LeaveGroup (13) v0–v5 and SyncGroup (14) v0–v5 (flexible from v4). Decoders read
-//! the encoding the reader is in; encoders write compact types and tag buffers for flexible
-//! versions (`flex`).
+//! Kafka's group membership APIs: JoinGroup (11), Heartbeat (12), LeaveGroup (13) and
+//! SyncGroup (14). Decoders read the encoding the reader is in; encoders write compact types
+//! and tag buffers for the versions `header::SUPPORTED_APIS` calls flexible (`flex`).
 //!
 //! Member metadata and assignments are opaque bytes here: the coordinator relays them, the
 //! clients' own assignors read them (`consumer_protocol` decodes the "consumer" kind).
 
+use super::header::{HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP, is_flexible};
 use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
-
-/// First flexible versions.
-const JOIN_FLEX: i16 = 6;
-const MEMBER_FLEX: i16 = 4;
 
 /// One protocol a joining member supports, with its metadata (for "consumer": a subscription).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +73,7 @@ impl JoinGroupRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= JOIN_FLEX;
+        let flex = is_flexible(JOIN_GROUP, version);
         out.put_str(flex, &self.group_id);
         out.put_i32(self.session_timeout_ms);
         if version >= 1 {
@@ -138,7 +134,7 @@ impl JoinGroupResponse {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= JOIN_FLEX;
+        let flex = is_flexible(JOIN_GROUP, version);
         if version >= 2 {
             out.put_i32(0);
         }
@@ -240,8 +236,8 @@ impl GenerationMember {
         })
     }
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= MEMBER_FLEX;
+    /// The fields alone, in the encoding of the request they are part of.
+    pub fn encode(&self, out: &mut Vec<u8>, version: i16, flex: bool) {
         out.put_str(flex, &self.group_id);
         out.put_i32(self.generation_id);
         out.put_str(flex, &self.member_id);
@@ -258,8 +254,9 @@ impl GenerationMember {
     }
 
     pub fn encode_heartbeat(&self, out: &mut Vec<u8>, version: i16) {
-        self.encode(out, version);
-        out.put_tags(version >= MEMBER_FLEX);
+        let flex = is_flexible(HEARTBEAT, version);
+        self.encode(out, version, flex);
+        out.put_tags(flex);
     }
 }
 
@@ -299,8 +296,8 @@ impl SyncGroupRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= MEMBER_FLEX;
-        self.member.encode(out, version);
+        let flex = is_flexible(SYNC_GROUP, version);
+        self.member.encode(out, version, flex);
         if version >= 5 {
             out.put_nstr(flex, self.protocol_type.as_deref());
             out.put_nstr(flex, self.protocol_name.as_deref());
@@ -326,7 +323,7 @@ pub struct SyncGroupResponse {
 
 impl SyncGroupResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= MEMBER_FLEX;
+        let flex = is_flexible(SYNC_GROUP, version);
         if version >= 1 {
             out.put_i32(0);
         }
@@ -381,7 +378,7 @@ pub fn decode_error_response(r: &mut Reader<'_>, version: i16) -> DecodeResult<i
 
 pub fn encode_heartbeat_response(out: &mut Vec<u8>, error_code: i16, version: i16) {
     encode_error_response(out, error_code, version);
-    out.put_tags(version >= MEMBER_FLEX);
+    out.put_tags(is_flexible(HEARTBEAT, version));
 }
 
 pub fn decode_heartbeat_response(r: &mut Reader<'_>, version: i16) -> DecodeResult<i16> {
@@ -434,7 +431,7 @@ impl LeaveGroupRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= MEMBER_FLEX;
+        let flex = is_flexible(LEAVE_GROUP, version);
         out.put_str(flex, &self.group_id);
         if version >= 3 {
             write_array_v(out, flex, &self.members, |o, m| {
@@ -462,7 +459,7 @@ pub struct LeaveGroupResponse {
 
 impl LeaveGroupResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= MEMBER_FLEX;
+        let flex = is_flexible(LEAVE_GROUP, version);
         encode_error_response(out, self.error_code, version);
         if version >= 3 {
             write_array_v(out, flex, &self.members, |o, (m, e)| {

@@ -2,6 +2,7 @@
 //! schemas byte for byte.
 
 use super::*;
+use crate::protocol::header::{HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP, is_flexible};
 use crate::protocol::round_trip_with as check;
 
 #[test]
@@ -24,7 +25,7 @@ fn join_round_trips_at_every_version() {
             &req,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= JOIN_FLEX);
+                r.set_flexible(is_flexible(JOIN_GROUP, v));
                 JoinGroupRequest::decode(r, v)
             },
         );
@@ -45,7 +46,7 @@ fn join_round_trips_at_every_version() {
             &resp,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= JOIN_FLEX);
+                r.set_flexible(is_flexible(JOIN_GROUP, v));
                 JoinGroupResponse::decode(r, v)
             },
         );
@@ -90,7 +91,7 @@ fn sync_heartbeat_and_leave_round_trip() {
             &member,
             |x, b| x.encode_heartbeat(b, v),
             |r| {
-                r.set_flexible(v >= MEMBER_FLEX);
+                r.set_flexible(is_flexible(HEARTBEAT, v));
                 GenerationMember::decode_heartbeat(r, v)
             },
         );
@@ -104,7 +105,7 @@ fn sync_heartbeat_and_leave_round_trip() {
             &sync,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= MEMBER_FLEX);
+                r.set_flexible(is_flexible(SYNC_GROUP, v));
                 SyncGroupRequest::decode(r, v)
             },
         );
@@ -118,7 +119,7 @@ fn sync_heartbeat_and_leave_round_trip() {
             &resp,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= MEMBER_FLEX);
+                r.set_flexible(is_flexible(SYNC_GROUP, v));
                 SyncGroupResponse::decode(r, v)
             },
         );
@@ -134,7 +135,7 @@ fn sync_heartbeat_and_leave_round_trip() {
             &leave,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= MEMBER_FLEX);
+                r.set_flexible(is_flexible(LEAVE_GROUP, v));
                 LeaveGroupRequest::decode(r, v)
             },
         );
@@ -152,7 +153,7 @@ fn sync_heartbeat_and_leave_round_trip() {
             &lr,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= MEMBER_FLEX);
+                r.set_flexible(is_flexible(LEAVE_GROUP, v));
                 LeaveGroupResponse::decode(r, v)
             },
         );

@@ -1,14 +1,10 @@
-//! Committed consumer offsets and where to find them: OffsetCommit (key 8) v0–v8 (flexible
-//! from v8), OffsetFetch (key 9) v0–v7 (from v6) and FindCoordinator (key 10) v0–v3 (from v3;
-//! 0.8's GroupCoordinator is its v0).
+//! Committed consumer offsets and where to find them: OffsetCommit (key 8), OffsetFetch (key 9)
+//! and FindCoordinator (key 10; 0.8's GroupCoordinator is its v0).
 //!
 //! A field's versions are written beside it, as the published JSON schemas give them.
 
+use super::header::{FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH, is_flexible};
 use super::{DecodeResult, Reader, Writer, read_topics, read_topics_n, write_topics_v};
-
-const COMMIT_FLEX: i16 = 8;
-const FETCH_FLEX: i16 = 6;
-const FIND_FLEX: i16 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitPartition {
@@ -89,7 +85,7 @@ impl OffsetCommitRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= COMMIT_FLEX;
+        let flex = is_flexible(OFFSET_COMMIT, version);
         out.put_str(flex, &self.group_id);
         if version >= 1 {
             out.put_i32(self.generation_id);
@@ -125,7 +121,7 @@ pub struct OffsetCommitResponse {
 
 impl OffsetCommitResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= COMMIT_FLEX;
+        let flex = is_flexible(OFFSET_COMMIT, version);
         if version >= 3 {
             out.put_i32(0);
         }
@@ -181,7 +177,7 @@ impl OffsetFetchRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= FETCH_FLEX;
+        let flex = is_flexible(OFFSET_FETCH, version);
         out.put_str(flex, &self.group_id);
         match &self.topics {
             Some(t) => write_topics_v(out, flex, t, |o, p| o.put_i32(*p)),
@@ -214,7 +210,7 @@ pub struct OffsetFetchResponse {
 
 impl OffsetFetchResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= FETCH_FLEX;
+        let flex = is_flexible(OFFSET_FETCH, version);
         if version >= 3 {
             out.put_i32(0);
         }
@@ -285,7 +281,7 @@ impl FindCoordinatorRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= FIND_FLEX;
+        let flex = is_flexible(FIND_COORDINATOR, version);
         out.put_str(flex, &self.key);
         if version >= 1 {
             out.put_i8(self.key_type);
@@ -306,7 +302,7 @@ pub struct FindCoordinatorResponse {
 
 impl FindCoordinatorResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= FIND_FLEX;
+        let flex = is_flexible(FIND_COORDINATOR, version);
         if version >= 1 {
             out.put_i32(0);
         }

@@ -28,7 +28,7 @@ fn commit_requests_round_trip_at_every_version() {
             &req,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= COMMIT_FLEX);
+                r.set_flexible(is_flexible(OFFSET_COMMIT, v));
                 OffsetCommitRequest::decode(r, v)
             },
         );
@@ -39,7 +39,7 @@ fn commit_requests_round_trip_at_every_version() {
             &resp,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= COMMIT_FLEX);
+                r.set_flexible(is_flexible(OFFSET_COMMIT, v));
                 OffsetCommitResponse::decode(r, v)
             },
         );
@@ -88,7 +88,7 @@ fn fetch_round_trips_and_null_topics_mean_all() {
             &req,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= FETCH_FLEX);
+                r.set_flexible(is_flexible(OFFSET_FETCH, v));
                 OffsetFetchRequest::decode(r, v)
             },
         );
@@ -109,7 +109,7 @@ fn fetch_round_trips_and_null_topics_mean_all() {
             &resp,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= FETCH_FLEX);
+                r.set_flexible(is_flexible(OFFSET_FETCH, v));
                 OffsetFetchResponse::decode(r, v)
             },
         );
@@ -140,7 +140,7 @@ fn find_coordinator_round_trips() {
             &req,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= FIND_FLEX);
+                r.set_flexible(is_flexible(FIND_COORDINATOR, v));
                 FindCoordinatorRequest::decode(r, v)
             },
         );
@@ -155,7 +155,7 @@ fn find_coordinator_round_trips() {
             &resp,
             |x, b| x.encode(b, v),
             |r| {
-                r.set_flexible(v >= FIND_FLEX);
+                r.set_flexible(is_flexible(FIND_COORDINATOR, v));
                 FindCoordinatorResponse::decode(r, v)
             },
         );

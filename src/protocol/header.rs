@@ -34,123 +34,108 @@ pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
 pub const OFFSET_DELETE: i16 = 47;
 pub const DESCRIBE_CLUSTER: i16 = 60;
 
-/// Kafka's name of an API (`ApiKeys`), as its request metrics are labelled.
-pub fn api_name(key: i16) -> Option<&'static str> {
-    Some(match key {
-        PRODUCE => "Produce",
-        FETCH => "Fetch",
-        LIST_OFFSETS => "ListOffsets",
-        METADATA => "Metadata",
-        LEADER_AND_ISR => "LeaderAndIsr",
-        STOP_REPLICA => "StopReplica",
-        UPDATE_METADATA => "UpdateMetadata",
-        CONTROLLED_SHUTDOWN => "ControlledShutdown",
-        OFFSET_COMMIT => "OffsetCommit",
-        OFFSET_FETCH => "OffsetFetch",
-        FIND_COORDINATOR => "FindCoordinator",
-        JOIN_GROUP => "JoinGroup",
-        HEARTBEAT => "Heartbeat",
-        LEAVE_GROUP => "LeaveGroup",
-        SYNC_GROUP => "SyncGroup",
-        DESCRIBE_GROUPS => "DescribeGroups",
-        LIST_GROUPS => "ListGroups",
-        API_VERSIONS => "ApiVersions",
-        CREATE_TOPICS => "CreateTopics",
-        DELETE_TOPICS => "DeleteTopics",
-        DELETE_RECORDS => "DeleteRecords",
-        INIT_PRODUCER_ID => "InitProducerId",
-        OFFSET_FOR_LEADER_EPOCH => "OffsetForLeaderEpoch",
-        DESCRIBE_CONFIGS => "DescribeConfigs",
-        ALTER_CONFIGS => "AlterConfigs",
-        CREATE_PARTITIONS => "CreatePartitions",
-        DELETE_GROUPS => "DeleteGroups",
-        INCREMENTAL_ALTER_CONFIGS => "IncrementalAlterConfigs",
-        OFFSET_DELETE => "OffsetDelete",
-        DESCRIBE_CLUSTER => "DescribeCluster",
-        _ => return None,
-    })
-}
-
-/// One API this broker serves: its key, the versions served, and the first version that uses
-/// the flexible encoding (KIP-482; `NEVER` when none served is).
+/// One API this broker serves: its key, Kafka's name for it (`ApiKeys`, as request metrics
+/// are labelled), the versions served, the first version that uses the flexible encoding
+/// (KIP-482; `NEVER` when none served is), and whether only brokers send it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Api {
     pub key: i16,
+    pub name: &'static str,
     pub min: i16,
     pub max: i16,
     pub first_flexible: i16,
+    /// The requests only brokers send. They keep the 0.8 layouts (UpdateMetadata: Kafka's v3,
+    /// for the listeners; `doc/protocol.md`), not Kafka's current ones, since only gregor's
+    /// brokers send them; on a broker with a separate inter-broker listener they are refused
+    /// on every other listener.
+    pub inter_broker: bool,
 }
 
 /// `first_flexible` of an API whose served versions are all classic.
 pub const NEVER: i16 = i16::MAX;
 
-const fn api(key: i16, min: i16, max: i16, first_flexible: i16) -> Api {
+const fn api(key: i16, name: &'static str, min: i16, max: i16, first_flexible: i16) -> Api {
     Api {
         key,
+        name,
         min,
         max,
         first_flexible,
+        inter_broker: false,
     }
 }
 
-/// Every API this broker serves. ApiVersions answers with exactly this list (decision B of
-/// the protocol sheet: advertise what we implement), and the dispatcher admits exactly these
-/// versions, reading each body in the encoding this table gives. Minimums stay 0: librdkafka
-/// before 2.12 turns features on only for exact advertised versions.
+const fn from_brokers(key: i16, name: &'static str, min: i16, max: i16, flex: i16) -> Api {
+    Api {
+        inter_broker: true,
+        ..api(key, name, min, max, flex)
+    }
+}
+
+/// Every API this broker serves, the one place that says so. ApiVersions answers with exactly
+/// this list (decision B of the protocol sheet: advertise what we implement), the dispatcher
+/// admits exactly these versions, and every codec reads and writes the encoding this table
+/// gives (`is_flexible`). Minimums stay 0: librdkafka before 2.12 turns features on only for
+/// exact advertised versions.
 pub const SUPPORTED_APIS: &[Api] = &[
-    api(PRODUCE, 0, 9, 9),
-    api(FETCH, 0, 12, 12),
-    api(LIST_OFFSETS, 0, 7, 6),
-    api(METADATA, 0, 12, 9),
-    api(LEADER_AND_ISR, 0, 0, NEVER),
-    api(STOP_REPLICA, 0, 0, NEVER),
-    api(UPDATE_METADATA, 3, 3, NEVER),
-    api(CONTROLLED_SHUTDOWN, 0, 1, NEVER),
-    api(OFFSET_COMMIT, 0, 8, 8),
-    api(OFFSET_FETCH, 0, 7, 6),
-    api(FIND_COORDINATOR, 0, 3, 3),
-    api(JOIN_GROUP, 0, 9, 6),
-    api(HEARTBEAT, 0, 4, 4),
-    api(LEAVE_GROUP, 0, 5, 4),
-    api(SYNC_GROUP, 0, 5, 4),
-    api(DESCRIBE_GROUPS, 0, 5, 5),
-    api(LIST_GROUPS, 0, 4, 3),
-    api(API_VERSIONS, 0, 3, 3),
-    api(CREATE_TOPICS, 0, 7, 5),
-    api(DELETE_TOPICS, 0, 6, 4),
-    api(DELETE_RECORDS, 0, 2, 2),
-    api(INIT_PRODUCER_ID, 0, 4, 2),
-    api(OFFSET_FOR_LEADER_EPOCH, 2, 4, 4),
-    api(DESCRIBE_CONFIGS, 0, 4, 4),
-    api(ALTER_CONFIGS, 0, 2, 2),
-    api(CREATE_PARTITIONS, 0, 3, 2),
-    api(DELETE_GROUPS, 0, 2, 2),
-    api(INCREMENTAL_ALTER_CONFIGS, 0, 1, 1),
-    api(OFFSET_DELETE, 0, 0, NEVER),
-    api(DESCRIBE_CLUSTER, 0, 1, 0),
+    api(PRODUCE, "Produce", 0, 9, 9),
+    api(FETCH, "Fetch", 0, 12, 12),
+    api(LIST_OFFSETS, "ListOffsets", 0, 7, 6),
+    api(METADATA, "Metadata", 0, 12, 9),
+    from_brokers(LEADER_AND_ISR, "LeaderAndIsr", 0, 0, NEVER),
+    from_brokers(STOP_REPLICA, "StopReplica", 0, 0, NEVER),
+    from_brokers(UPDATE_METADATA, "UpdateMetadata", 3, 3, NEVER),
+    from_brokers(CONTROLLED_SHUTDOWN, "ControlledShutdown", 0, 1, NEVER),
+    api(OFFSET_COMMIT, "OffsetCommit", 0, 8, 8),
+    api(OFFSET_FETCH, "OffsetFetch", 0, 7, 6),
+    api(FIND_COORDINATOR, "FindCoordinator", 0, 3, 3),
+    api(JOIN_GROUP, "JoinGroup", 0, 9, 6),
+    api(HEARTBEAT, "Heartbeat", 0, 4, 4),
+    api(LEAVE_GROUP, "LeaveGroup", 0, 5, 4),
+    api(SYNC_GROUP, "SyncGroup", 0, 5, 4),
+    api(DESCRIBE_GROUPS, "DescribeGroups", 0, 5, 5),
+    api(LIST_GROUPS, "ListGroups", 0, 4, 3),
+    api(API_VERSIONS, "ApiVersions", 0, 3, 3),
+    api(CREATE_TOPICS, "CreateTopics", 0, 7, 5),
+    api(DELETE_TOPICS, "DeleteTopics", 0, 6, 4),
+    api(DELETE_RECORDS, "DeleteRecords", 0, 2, 2),
+    api(INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2),
+    api(OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, 4),
+    api(DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, 4),
+    api(ALTER_CONFIGS, "AlterConfigs", 0, 2, 2),
+    api(CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2),
+    api(DELETE_GROUPS, "DeleteGroups", 0, 2, 2),
+    api(
+        INCREMENTAL_ALTER_CONFIGS,
+        "IncrementalAlterConfigs",
+        0,
+        1,
+        1,
+    ),
+    api(OFFSET_DELETE, "OffsetDelete", 0, 0, NEVER),
+    api(DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
 ];
 
-/// The requests only brokers send. They keep the 0.8 layouts (UpdateMetadata: Kafka's v3,
-/// for the listeners; `doc/protocol.md`), not Kafka's current ones, since only gregor's
-/// brokers send them; on a broker with a separate inter-broker listener they are refused on
-/// every other listener.
-pub const INTER_BROKER_APIS: [i16; 4] = [
-    LEADER_AND_ISR,
-    STOP_REPLICA,
-    UPDATE_METADATA,
-    CONTROLLED_SHUTDOWN,
-];
+/// Kafka's name of an API, as its request metrics are labelled.
+pub fn api_name(key: i16) -> Option<&'static str> {
+    lookup(key).map(|a| a.name)
+}
+
+/// Whether only brokers send this API (`Api::inter_broker`).
+pub fn is_inter_broker(key: i16) -> bool {
+    lookup(key).is_some_and(|a| a.inter_broker)
+}
 
 fn lookup(api_key: i16) -> Option<&'static Api> {
     SUPPORTED_APIS.iter().find(|a| a.key == api_key)
 }
 
-/// Whether (key, version) is in `SUPPORTED_APIS`.
 /// The oldest version of `api_key` served (0 for a key not served).
 pub fn oldest_version(api_key: i16) -> i16 {
     lookup(api_key).map_or(0, |a| a.min)
 }
 
+/// Whether (key, version) is in `SUPPORTED_APIS`.
 pub fn is_supported(api_key: i16, api_version: i16) -> bool {
     lookup(api_key).is_some_and(|a| (a.min..=a.max).contains(&api_version))
 }

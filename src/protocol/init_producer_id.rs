@@ -1,6 +1,7 @@
-//! InitProducerId (key 22) v0–v4; v2 is flexible. Gives an idempotent producer its id and
+//! InitProducerId (key 22). Gives an idempotent producer its id and
 //! epoch; from v3 a producer may ask for its epoch to be bumped (KIP-360).
 
+use super::header::{INIT_PRODUCER_ID, is_flexible};
 use super::{DecodeResult, Reader, Writer};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +32,7 @@ impl InitProducerIdRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= 2;
+        let flex = is_flexible(INIT_PRODUCER_ID, version);
         out.put_nstr(flex, self.transactional_id.as_deref());
         out.put_i32(self.transaction_timeout_ms);
         if version >= 3 {
@@ -55,7 +56,7 @@ impl InitProducerIdResponse {
         out.put_i16(self.error_code);
         out.put_i64(self.producer_id);
         out.put_i16(self.producer_epoch);
-        out.put_tags(version >= 2);
+        out.put_tags(is_flexible(INIT_PRODUCER_ID, version));
     }
 
     pub fn decode(r: &mut Reader<'_>, _version: i16) -> DecodeResult<Self> {
@@ -84,7 +85,7 @@ mod tests {
                 producer_id: if version >= 3 { 5 } else { -1 },
                 producer_epoch: if version >= 3 { 2 } else { -1 },
             };
-            let flex = version >= 2;
+            let flex = is_flexible(INIT_PRODUCER_ID, version);
             round_trip_with(
                 &req,
                 |v, o| v.encode(o, version),

@@ -1,6 +1,7 @@
-//! Metadata (key 3) v0–v12; v9 is flexible. v0 takes an empty topic list to mean "all
+//! Metadata (key 3). v0 takes an empty topic list to mean "all
 //! topics"; from v1 a null list means all and an empty one none.
 
+use super::header::{METADATA, is_flexible};
 use super::{BROKER_MIN, BrokerInfo, Decode, DecodeResult, Encode, Reader, Writer, read_array};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,7 +14,7 @@ pub struct MetadataRequest {
 
 impl MetadataRequest {
     pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= 9;
+        let flex = is_flexible(METADATA, version);
         let topics = match (&self.topics, version) {
             (None, 0) => Some(&[][..]),
             (t, _) => t.as_deref(),
@@ -130,7 +131,7 @@ const OPERATIONS_NOT_ASKED: i32 = i32::MIN;
 
 impl MetadataResponse {
     pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= 9;
+        let flex = is_flexible(METADATA, version);
         if version >= 3 {
             out.put_i32(0); // throttle_time_ms
         }
@@ -326,7 +327,7 @@ mod tests {
     #[test]
     fn round_trips_at_every_version() {
         for version in 0..=12 {
-            let flex = version >= 9;
+            let flex = is_flexible(METADATA, version);
             for topics in [None, Some(vec!["a".to_owned(), "bb".to_owned()])] {
                 let req = MetadataRequest {
                     topics,

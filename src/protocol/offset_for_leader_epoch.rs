@@ -1,11 +1,11 @@
-//! OffsetForLeaderEpoch (23) v2–v4 (KIP-101, KIP-320): where a leader epoch ends in the
+//! OffsetForLeaderEpoch (23) (KIP-101, KIP-320): where a leader epoch ends in the
 //! leader's log. Followers ask it when they start following (v3+ names them by
-//! `replica_id`); consumers ask it to check that the log they read was not cut. v2 is the
-//! oldest Kafka 4 serves; flexible from v4.
+//! `replica_id`); consumers ask it to check that the log they read was not cut. The oldest
+//! version served is the oldest Kafka 4 serves.
 
+use super::header::{OFFSET_FOR_LEADER_EPOCH, is_flexible};
 use super::{DecodeResult, Reader, Writer, read_topics, write_topics_v};
 
-pub const OFFSET_FOR_LEADER_EPOCH_FLEX: i16 = 4;
 /// The version our replica fetchers send: the first to carry `replica_id`.
 pub const CLIENT_VERSION: i16 = 3;
 
@@ -46,7 +46,7 @@ impl OffsetForLeaderEpochRequest {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= OFFSET_FOR_LEADER_EPOCH_FLEX;
+        let flex = is_flexible(OFFSET_FOR_LEADER_EPOCH, version);
         if version >= 3 {
             out.put_i32(self.replica_id);
         }
@@ -71,7 +71,7 @@ pub struct EpochEndOffset {
 }
 
 pub fn encode_response(out: &mut Vec<u8>, topics: &[(String, Vec<EpochEndOffset>)], version: i16) {
-    let flex = version >= OFFSET_FOR_LEADER_EPOCH_FLEX;
+    let flex = is_flexible(OFFSET_FOR_LEADER_EPOCH, version);
     out.put_i32(0);
     write_topics_v(out, flex, topics, |o, p| {
         o.put_i16(p.error_code);
@@ -129,14 +129,14 @@ mod tests {
             let mut b = Vec::new();
             req.encode(&mut b, v);
             let mut r = Reader::new(&b);
-            r.set_flexible(v >= OFFSET_FOR_LEADER_EPOCH_FLEX);
+            r.set_flexible(is_flexible(OFFSET_FOR_LEADER_EPOCH, v));
             let back = OffsetForLeaderEpochRequest::decode(&mut r, v).unwrap();
             assert_eq!(back.topics, req.topics, "v{v}");
             assert_eq!(back.replica_id, if v >= 3 { 2 } else { -2 });
             let mut o = Vec::new();
             encode_response(&mut o, &resp, v);
             let mut r = Reader::new(&o);
-            r.set_flexible(v >= OFFSET_FOR_LEADER_EPOCH_FLEX);
+            r.set_flexible(is_flexible(OFFSET_FOR_LEADER_EPOCH, v));
             assert_eq!(decode_response(&mut r).unwrap(), resp, "v{v}");
         }
     }

@@ -1,7 +1,8 @@
-//! ListOffsets ("Offsets", key 2) v0–v7; v6 is flexible. v0 answers with offsets before a
+//! ListOffsets ("Offsets", key 2). v0 answers with offsets before a
 //! time, newest first (0.8's segment-granular rule); v1+ with the one offset of the first
 //! message at or after a timestamp, found through the time index.
 
+use super::header::{LIST_OFFSETS, is_flexible};
 use super::{
     Decode, DecodeResult, Encode, Reader, Writer, read_array, read_topics, write_topics_v,
 };
@@ -31,7 +32,7 @@ pub struct ListOffsetsRequest {
 
 impl ListOffsetsRequest {
     pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= 6;
+        let flex = is_flexible(LIST_OFFSETS, version);
         out.put_i32(self.replica_id);
         if version >= 2 {
             out.put_i8(0); // isolation_level: read uncommitted
@@ -115,7 +116,7 @@ pub struct ListOffsetsResponse {
 
 impl ListOffsetsResponse {
     pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= 6;
+        let flex = is_flexible(LIST_OFFSETS, version);
         if version >= 2 {
             out.put_i32(0); // throttle_time_ms
         }
@@ -193,7 +194,7 @@ mod tests {
     #[test]
     fn round_trips_at_every_version() {
         for version in 0..=7 {
-            let flex = version >= 6;
+            let flex = is_flexible(LIST_OFFSETS, version);
             let req = ListOffsetsRequest {
                 replica_id: -1,
                 topics: vec![(

@@ -1,10 +1,11 @@
-//! Produce (key 0) v0–v9; v9 is flexible.
+//! Produce (key 0).
 //!
 //! The request decoder does not copy record sets: each partition entry records where its set
 //! lies in the frame, so the broker can validate it and write offsets into it in place. v3 and
 //! later carry format v2 batches, earlier versions magic 0/1 message sets (the broker checks
 //! which, `handle_produce`).
 
+use super::header::{PRODUCE, is_flexible};
 use std::ops::Range;
 
 use super::{DecodeResult, Reader, Writer, read_topics, write_topics_v};
@@ -63,7 +64,7 @@ pub fn encode_request(
     timeout_ms: i32,
     topics: &[TopicSets<'_>],
 ) {
-    let flex = version >= 9;
+    let flex = is_flexible(PRODUCE, version);
     if version >= 3 {
         out.put_nstr(flex, None);
     }
@@ -104,7 +105,7 @@ pub struct ProduceResponse {
 
 impl ProduceResponse {
     pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = version >= 9;
+        let flex = is_flexible(PRODUCE, version);
         write_topics_v(out, flex, &self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i16(p.error_code);
@@ -182,7 +183,7 @@ mod tests {
             encode_request(&mut buf, version, -1, 500, &[("t", vec![(3, &b"xyz"[..])])]);
             let dec = |buf: &[u8]| {
                 let mut r = Reader::new(buf);
-                r.set_flexible(version >= 9);
+                r.set_flexible(is_flexible(PRODUCE, version));
                 ProduceRequest::decode(&mut r, version).and_then(|q| r.finish().map(|_| q))
             };
             let req = dec(&buf).unwrap();
@@ -215,7 +216,7 @@ mod tests {
                 &resp,
                 |v, o| v.encode(o, version),
                 |r| {
-                    r.set_flexible(version >= 9);
+                    r.set_flexible(is_flexible(PRODUCE, version));
                     ProduceResponse::decode(r, version)
                 },
             );

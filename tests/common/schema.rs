@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use gregor::protocol::header::{INTER_BROKER_APIS, SUPPORTED_APIS};
+use gregor::protocol::header::SUPPORTED_APIS;
 
 fn unhex(s: &str) -> Vec<u8> {
     (0..s.len())
@@ -42,7 +42,7 @@ pub fn check_against_schemas(
     }
     let served: BTreeSet<(i16, i16)> = SUPPORTED_APIS
         .iter()
-        .filter(|a| !INTER_BROKER_APIS.contains(&a.key))
+        .filter(|a| !a.inter_broker)
         .flat_map(|a| (a.min..=a.max).map(move |v| (a.key, v)))
         .collect();
     assert_eq!(checked, served, "{out}");
