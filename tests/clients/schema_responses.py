@@ -7,6 +7,7 @@ again with the broker's encoder, and the bytes must be the same.
 The values are what gregor's broker puts in the fields it does not track (throttle 0, no
 aborted transactions, authorized operations unknown: the schemas' default), so a difference is a
 difference in layout."""
+import os
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteGroupsResponse
 from kafka.protocol.admin import DeleteTopicsResponse, DescribeGroupsResponse, ListGroupsResponse
 from kafka.protocol.consumer import FetchResponse, HeartbeatResponse, JoinGroupResponse
@@ -16,11 +17,22 @@ from kafka.protocol.metadata import ApiVersionsResponse, FindCoordinatorResponse
 from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 
 
+# The versions gregor serves, from its API table (header::SUPPORTED_APIS), as the Rust test
+# passes them: GREGOR_SERVED="KEY:MIN-MAX,...".
+SERVED = {int(k): tuple(map(int, r.split("-")))
+          for k, r in (e.split(":") for e in os.environ["GREGOR_SERVED"].split(","))}
+
+
+def served(key):
+    low, high = SERVED[key]
+    return range(low, high + 1)
+
+
 def out(key, version, resp):
     print(key, version, bytes(resp.encode()).hex())
 
 
-for v in range(0, 10):
+for v in served(0):
     T = ProduceResponse.TopicProduceResponse
     P = T.PartitionProduceResponse
     parts = [P(index=1, error_code=0, base_offset=42, log_append_time_ms=-1, log_start_offset=3,
@@ -30,7 +42,7 @@ for v in range(0, 10):
     out(0, v, ProduceResponse(version=v, responses=[T(name="t", partition_responses=parts)],
                               throttle_time_ms=0))
 
-for v in range(0, 13):
+for v in served(1):
     T = FetchResponse.FetchableTopicResponse
     P = T.PartitionData
     records = bytes(range(40))
@@ -43,7 +55,7 @@ for v in range(0, 13):
     out(1, v, FetchResponse(version=v, throttle_time_ms=0, error_code=0, session_id=0,
                             responses=[T(topic="t", partitions=parts)]))
 
-for v in range(0, 8):
+for v in served(2):
     T = ListOffsetsResponse.ListOffsetsTopicResponse
     P = T.ListOffsetsPartitionResponse
     parts = [P(partition_index=3, error_code=0, old_style_offsets=[17, 0], timestamp=-1,
@@ -53,7 +65,7 @@ for v in range(0, 8):
     out(2, v, ListOffsetsResponse(version=v, throttle_time_ms=0,
                                   topics=[T(name="t", partitions=parts)]))
 
-for v in range(0, 13):
+for v in served(3):
     B = MetadataResponse.MetadataResponseBroker
     T = MetadataResponse.MetadataResponseTopic
     P = T.MetadataResponsePartition
@@ -69,14 +81,14 @@ for v in range(0, 13):
         topics=[T(error_code=0, name="t", topic_id="0102030405060708090a0b0c0d0e0f10",
                   is_internal=False, partitions=parts)]))
 
-for v in range(0, 9):
+for v in served(8):
     T = OffsetCommitResponse.OffsetCommitResponseTopic
     P = T.OffsetCommitResponsePartition
     out(8, v, OffsetCommitResponse(version=v, throttle_time_ms=0, topics=[
         T(name="t", partitions=[P(partition_index=0, error_code=0),
                                 P(partition_index=1, error_code=22)])]))
 
-for v in range(0, 8):
+for v in served(9):
     T = OffsetFetchResponse.OffsetFetchResponseTopic
     P = T.OffsetFetchResponsePartition
     parts = [P(partition_index=0, committed_offset=42, committed_leader_epoch=-1, metadata="md",
@@ -86,12 +98,12 @@ for v in range(0, 8):
     out(9, v, OffsetFetchResponse(version=v, throttle_time_ms=0,
                                   topics=[T(name="t", partitions=parts)], error_code=0))
 
-for v in range(0, 4):
+for v in served(10):
     out(10, v, FindCoordinatorResponse(version=v, throttle_time_ms=0, error_code=0,
                                        error_message=None, node_id=2, host="127.0.0.1",
                                        port=9093))
 
-for v in range(0, 10):
+for v in served(11):
     M = JoinGroupResponse.JoinGroupResponseMember
     out(11, v, JoinGroupResponse(
         version=v, throttle_time_ms=0, error_code=0, generation_id=4,
@@ -101,22 +113,22 @@ for v in range(0, 10):
                    metadata=b"\x00\x01\x00\x00"),
                  M(member_id="m2", group_instance_id=None, metadata=b"")]))
 
-for v in range(0, 5):
+for v in served(12):
     out(12, v, HeartbeatResponse(version=v, throttle_time_ms=0, error_code=27))
 
-for v in range(0, 6):
+for v in served(13):
     M = LeaveGroupResponse.MemberResponse
     out(13, v, LeaveGroupResponse(version=v, throttle_time_ms=0, error_code=0, members=[
         M(member_id="m1", group_instance_id=None, error_code=0),
         M(member_id="", group_instance_id="i2", error_code=25)] if v >= 3 else []))
 
-for v in range(0, 6):
+for v in served(14):
     out(14, v, SyncGroupResponse(version=v, throttle_time_ms=0, error_code=0,
                                  protocol_type="consumer" if v >= 5 else None,
                                  protocol_name="range" if v >= 5 else None,
                                  assignment=b"\x00\x00\x00\x00\x00\x01"))
 
-for v in range(0, 6):
+for v in served(15):
     G = DescribeGroupsResponse.DescribedGroup
     M = G.DescribedGroupMember
     members = [M(member_id="m1", group_instance_id="i1" if v >= 4 else None, client_id="c",
@@ -125,13 +137,13 @@ for v in range(0, 6):
         G(error_code=0, error_message=None, group_id="g", group_state="Stable",
           protocol_type="consumer", protocol_data="range", members=members)]))
 
-for v in range(0, 5):
+for v in served(16):
     G = ListGroupsResponse.ListedGroup
     out(16, v, ListGroupsResponse(version=v, throttle_time_ms=0, error_code=0, groups=[
         G(group_id="g", protocol_type="consumer", group_state="Stable", group_type="classic"),
         G(group_id="h", protocol_type="gregor", group_state="Empty", group_type="classic")]))
 
-for v in range(0, 4):
+for v in served(18):
     K = ApiVersionsResponse.ApiVersion
     out(18, v, ApiVersionsResponse(version=v, error_code=0, throttle_time_ms=0,
                                    api_keys=[K(api_key=0, min_version=0, max_version=9),
@@ -139,7 +151,7 @@ for v in range(0, 4):
                                    supported_features=[], finalized_features_epoch=-1,
                                    finalized_features=[], zk_migration_ready=False))
 
-for v in range(0, 5):
+for v in served(22):
     out(22, v, InitProducerIdResponse(version=v, throttle_time_ms=0, error_code=0,
                                       producer_id=4000, producer_epoch=2))
 
@@ -150,12 +162,12 @@ out(47, 0, OffsetDeleteResponse(version=0, error_code=0, throttle_time_ms=0, top
     R(name="t", partitions=[R.OffsetDeleteResponsePartition(partition_index=0, error_code=0),
                             R.OffsetDeleteResponsePartition(partition_index=2, error_code=86)])]))
 
-for v in range(0, 3):
+for v in served(42):
     R = DeleteGroupsResponse.DeletableGroupResult
     out(42, v, DeleteGroupsResponse(version=v, throttle_time_ms=0, results=[
         R(group_id="g", error_code=0), R(group_id="h", error_code=69)]))
 
-for v in range(0, 8):
+for v in served(19):
     R = CreateTopicsResponse.CreatableTopicResult
     C = R.CreatableTopicConfigs
     out(19, v, CreateTopicsResponse(version=v, throttle_time_ms=0, topics=[
@@ -167,21 +179,21 @@ for v in range(0, 8):
           error_message="topic `u` already exists" if v >= 1 else None, num_partitions=-1,
           replication_factor=-1, configs=None)]))
 
-for v in range(0, 7):
+for v in served(20):
     R = DeleteTopicsResponse.DeletableTopicResult
     out(20, v, DeleteTopicsResponse(version=v, throttle_time_ms=0, responses=[
         R(name="t", topic_id="00000000000000000000000000000000", error_code=0, error_message=None),
         R(name="u", topic_id="00000000000000000000000000000000", error_code=3,
           error_message="topic `u` does not exist" if v >= 5 else None)]))
 
-for v in range(0, 4):
+for v in served(37):
     R = CreatePartitionsResponse.CreatePartitionsTopicResult
     out(37, v, CreatePartitionsResponse(version=v, throttle_time_ms=0, results=[
         R(name="t", error_code=0, error_message=None),
         R(name="u", error_code=37, error_message="not more")]))
 from kafka.protocol.admin import DescribeClusterResponse, DescribeConfigsResponse
 
-for v in range(0, 5):
+for v in served(32):
     R = DescribeConfigsResponse.DescribeConfigsResult
     C = R.DescribeConfigsResourceResult
     configs = [C(name="message.timestamp.type", value="CreateTime", read_only=False,
@@ -195,7 +207,7 @@ for v in range(0, 5):
         R(error_code=0, error_message=None, resource_type=2, resource_name="t", configs=configs),
         R(error_code=3, error_message="topic `u` does not exist", resource_type=2,
           resource_name="u", configs=[])]))
-for v in range(0, 2):
+for v in served(60):
     B = DescribeClusterResponse.DescribeClusterBroker
     out(60, v, DescribeClusterResponse(version=v, throttle_time_ms=0, error_code=0,
                                        error_message=None, endpoint_type=1, cluster_id="c",
@@ -204,8 +216,8 @@ for v in range(0, 2):
         B(broker_id=2, host="127.0.0.1", port=9093, rack=None, is_fenced=False)]))
 from kafka.protocol.admin import AlterConfigsResponse, IncrementalAlterConfigsResponse
 
-for key, cls, versions in ((33, AlterConfigsResponse, 3), (44, IncrementalAlterConfigsResponse, 2)):
-    for v in range(0, versions):
+for key, cls in ((33, AlterConfigsResponse), (44, IncrementalAlterConfigsResponse)):
+    for v in served(key):
         R = cls.AlterConfigsResourceResponse
         out(key, v, cls(version=v, throttle_time_ms=0, responses=[
             R(error_code=0, error_message=None, resource_type=2, resource_name="t"),
@@ -213,7 +225,7 @@ for key, cls, versions in ((33, AlterConfigsResponse, 3), (44, IncrementalAlterC
               resource_name="u")]))
 from kafka.protocol.admin import DeleteRecordsResponse
 
-for v in range(0, 3):
+for v in served(21):
     T = DeleteRecordsResponse.DeleteRecordsTopicResult
     P = T.DeleteRecordsPartitionResult
     out(21, v, DeleteRecordsResponse(version=v, throttle_time_ms=0, topics=[
@@ -221,7 +233,7 @@ for v in range(0, 3):
                                 P(partition_index=1, low_watermark=-1, error_code=1)])]))
 from kafka.protocol.consumer import OffsetForLeaderEpochResponse
 
-for v in range(2, 5):
+for v in served(23):
     T = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
     P = T.EpochEndOffset
     out(23, v, OffsetForLeaderEpochResponse(version=v, throttle_time_ms=0, topics=[
