@@ -47,6 +47,7 @@ pub struct BrokerConfig {
     pub num_partitions: i32,
     pub default_replication_factor: i32,
     pub auto_create_topics_enable: bool,
+    pub delete_topic_enable: bool,
     pub log_segment_bytes: u64,
     /// Retention by age; `None` keeps segments forever.
     pub log_retention: Option<Duration>,
@@ -196,6 +197,7 @@ impl BrokerConfig {
             num_partitions: p.get("num.partitions")?,
             default_replication_factor: p.get("default.replication.factor")?,
             auto_create_topics_enable: p.get("auto.create.topics.enable")?,
+            delete_topic_enable: p.get("delete.topic.enable")?,
             log_segment_bytes: p.get("log.segment.bytes")?,
             log_retention: (retention_ms >= 0).then(|| Duration::from_millis(retention_ms as u64)),
             log_retention_bytes: (retention_bytes >= 0).then_some(retention_bytes as u64),

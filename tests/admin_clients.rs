@@ -305,3 +305,22 @@ fn confluent_deletes_records_and_every_replica_keeps_the_new_start() {
 fn kafka_python_deletes_records_and_every_replica_keeps_the_new_start() {
     delete_records_through("kafka-python");
 }
+
+/// `delete.topic.enable=false`: Kafka 4.4's kafka-topics.sh is refused with
+/// TOPIC_DELETION_DISABLED and the topic stays; gregor's own tool says the same.
+#[test]
+fn a_cluster_that_disables_deletion_refuses_kafkas_topic_tool() {
+    let c = Cluster::start("admin-no-delete", 1, &[("delete.topic.enable", "false")]);
+    c.create_topic("kept", 1, 1);
+    let b = c.bootstrap();
+    let mut cmd = common::java::kafka_tool("org.apache.kafka.tools.TopicCommand");
+    cmd.args(["--bootstrap-server", &b, "--delete", "--topic", "kept"]);
+    let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(120));
+    assert!(
+        !ok && format!("{out}{err}").contains("TopicDeletionDisabledException"),
+        "kafka-topics --delete: ok={ok}\n{out}\n{err}"
+    );
+    let (ok, _, err) = common::gregor_cli(&["topics", "-b", &b, "--delete", "--topic", "kept"], "");
+    assert!(!ok && err.contains("error 73"), "{err}");
+    assert!(paths::topic_assignment(&c.zk, "kept").unwrap().is_some());
+}

@@ -1,5 +1,6 @@
 //! gregor's group and partition tools take what Kafka's kafka-consumer-groups.sh and
-//! kafka-reassign-partitions.sh take for the same job, and do the same with it.
+//! kafka-reassign-partitions.sh take for the same job, and do the same with it; and Kafka's
+//! own group tool (4.4) works against gregor.
 
 mod common;
 
@@ -166,4 +167,73 @@ fn reassign_takes_kafkas_reassignment_json_file() {
         &["reassign", "--zookeeper", zk, "--execute"],
         "--reassignment-json-file",
     );
+}
+
+/// Kafka 4.4's kafka-consumer-groups.sh lists groups with their type (ListGroups v5): a group
+/// it made itself by resetting offsets and a spec-protocol group are `Classic`, and asking for
+/// KIP-848 `consumer` groups lists none instead of failing with "the cluster does not support
+/// [Consumer] in LIST_GROUPS API version 4".
+#[test]
+fn kafkas_group_tool_lists_groups_with_their_type() {
+    let c = Cluster::start("spell-group-types", 1, &[]);
+    c.create_topic("t", 1, 1);
+    let b = c.bootstrap();
+    ok(&["produce", "-b", &b, "--topic", "t"], &"x\n".repeat(3));
+    let tool = |args: &[&str]| {
+        let mut cmd =
+            common::java::kafka_tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand");
+        cmd.args(["--bootstrap-server", &b]).args(args);
+        let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(120));
+        assert!(ok, "kafka-consumer-groups {args:?} failed:\n{out}\n{err}");
+        out
+    };
+    tool(&[
+        "--reset-offsets",
+        "--group",
+        "kg",
+        "--topic",
+        "t",
+        "--to-earliest",
+        "--execute",
+    ]);
+    ok(
+        &[
+            "consume",
+            "-b",
+            &b,
+            "--topic",
+            "t",
+            "--group",
+            "sg",
+            "--from-beginning",
+            "--max-messages",
+            "3",
+        ],
+        "",
+    );
+    let listed = |out: &str| -> Vec<(String, String)> {
+        out.lines()
+            .skip_while(|l| !l.starts_with("GROUP"))
+            .skip(1)
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                Some((w.next()?.to_owned(), w.next()?.to_owned()))
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    let all = tool(&["--list", "--type"]);
+    assert_eq!(
+        listed(&all),
+        [
+            ("kg".into(), "Classic".into()),
+            ("sg".into(), "Classic".into())
+        ],
+        "{all}"
+    );
+    let classic = tool(&["--list", "--type", "classic"]);
+    assert_eq!(listed(&classic).len(), 2, "{classic}");
+    let consumer = tool(&["--list", "--type", "consumer"]);
+    assert_eq!(listed(&consumer), [], "{consumer}");
 }

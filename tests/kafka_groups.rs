@@ -442,7 +442,7 @@ fn join_sync_heartbeat_leave_commit_and_every_error_code() {
         listed
             .1
             .iter()
-            .any(|(g, kind, _)| g == "g" && kind == "consumer")
+            .any(|g| g.group_id == "g" && g.protocol_type == "consumer")
     );
 
     // LeaveGroup v3 in a batch: one error per member; the group then rebalances at once.

@@ -169,3 +169,35 @@ fn the_configuration_table_is_the_key_table() {
          run GREGOR_UPDATE_README=1 cargo test --test readme to write it"
     );
 }
+
+/// `doc/protocol.md`'s table of APIs gives each the versions of the API table
+/// (`header::SUPPORTED_APIS`), and its list of first flexible versions is the table's, so the
+/// reader's page cannot drift from what the broker serves.
+#[test]
+fn the_protocol_page_lists_the_versions_of_the_api_table() {
+    use gregor::protocol::header::{NEVER, SUPPORTED_APIS};
+    let page = std::fs::read_to_string(Path::new(ROOT).join("doc/protocol.md")).unwrap();
+    for api in SUPPORTED_APIS {
+        let versions = if api.min == api.max {
+            api.min.to_string()
+        } else {
+            format!("{}–{}", api.min, api.max)
+        };
+        let row = format!("| {} | {} | {versions} |", api.key, api.name);
+        assert!(page.contains(&row), "doc/protocol.md has no row `{row}`");
+    }
+    let start = page.find("Flexible versions (KIP-482").expect("the flexible list");
+    let list: String = page[start..]
+        .split_once(": ")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(l, _)| l.replace('\n', " "))
+        .expect("the flexible list's parenthesis");
+    let listed: std::collections::BTreeSet<String> =
+        list.split(", ").map(|s| s.trim().to_owned()).collect();
+    let want: std::collections::BTreeSet<String> = SUPPORTED_APIS
+        .iter()
+        .filter(|a| a.first_flexible != NEVER)
+        .map(|a| format!("{} {}", a.name, a.first_flexible))
+        .collect();
+    assert_eq!(listed, want, "doc/protocol.md's flexible versions");
+}

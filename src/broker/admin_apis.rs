@@ -226,6 +226,10 @@ impl KafkaApis {
                     ErrorCode::UnknownTopicId,
                     Some("no topic has this id".into()),
                 ),
+                Some(_) if !self.config.delete_topic_enable => (
+                    ErrorCode::TopicDeletionDisabled,
+                    Some("topic deletion is disabled (delete.topic.enable=false)".into()),
+                ),
                 Some(n) => match admin::delete_topic(&self.zk, n) {
                     Ok(()) => {
                         log::info!(

@@ -8,8 +8,8 @@ use super::apis::KafkaApis;
 use crate::coordinator::group_protocol::Join;
 use crate::network::{Action, ConnectionContext};
 use crate::protocol::group_admin::{
-    DescribeGroupsRequest, decode_delete_groups_request, decode_list_groups_request,
-    encode_delete_groups, encode_describe_groups, encode_list_groups,
+    DescribeGroupsRequest, ListGroupsRequest, decode_delete_groups_request, encode_delete_groups,
+    encode_describe_groups, encode_list_groups,
 };
 use crate::protocol::group_membership::{
     GenerationMember, JoinGroupRequest, LeaveGroupRequest, LeaveGroupResponse, SyncGroupRequest,
@@ -85,15 +85,19 @@ impl KafkaApis {
                 encode_describe_groups(out, &self.coordinator.describe_groups(&req.groups), v);
             }
             header::LIST_GROUPS => {
-                let states = decode_list_groups_request(&mut r, v)?;
+                let req = ListGroupsRequest::decode(&mut r, v)?;
                 let (code, mut groups) = match self.coordinator.list_groups() {
                     Ok(g) => (ErrorCode::None, g),
                     Err(e) => (e, Vec::new()),
                 };
-                if let Some(states) = states {
-                    // Kafka matches state names without regard to case.
-                    groups.retain(|g| states.iter().any(|s| s.eq_ignore_ascii_case(&g.2)));
-                }
+                // Kafka matches state and type names without regard to case.
+                let admits = |filter: &Option<Vec<String>>, name: &str| {
+                    filter
+                        .as_ref()
+                        .is_none_or(|f| f.iter().any(|s| s.eq_ignore_ascii_case(name)))
+                };
+                groups
+                    .retain(|g| admits(&req.states, &g.state) && admits(&req.types, &g.group_type));
                 encode_list_groups(out, code.code(), &groups, v);
             }
             header::DELETE_GROUPS => {

@@ -96,7 +96,7 @@ pub fn run(a: GroupsArgs) -> Result<(), String> {
         let (code, groups) = decode_list_groups(&mut Reader::new(&raw), 2)
             .map_err(|e| format!("bad answer: {e}"))?;
         check(code)?;
-        let names: Vec<String> = groups.into_iter().map(|(g, _, _)| g).collect();
+        let names: Vec<String> = groups.into_iter().map(|g| g.group_id).collect();
         for g in describe(&mut c, &names)? {
             let kind = if g.protocol_type.is_empty() {
                 "-"

@@ -198,6 +198,7 @@ pub const BROKER: &[Key] = &[
     key("num.partitions", INT, "1", "Partitions of a topic created without a count.").min(1),
     key("default.replication.factor", INT, "1", "Replicas of a topic created without a count.").min(1),
     key("auto.create.topics.enable", BOOLEAN, "true", "Whether a Metadata or Produce request for an unknown topic creates it."),
+    key("delete.topic.enable", BOOLEAN, "true", "Whether DeleteTopics may delete topics; false answers it TOPIC_DELETION_DISABLED (73)."),
     key("log.segment.bytes", INT, "1073741824", "The size at which a segment file is rolled.").min(14).topic("segment.bytes"),
     key("log.retention.hours", INT, "168", "Retention by age in hours, when `log.retention.ms` is unset."),
     derived("log.retention.ms", LONG, "Retention by age; -1 keeps segments forever. By default `log.retention.hours`.").min(-1).topic("retention.ms"),

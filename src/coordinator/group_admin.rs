@@ -10,7 +10,8 @@ use super::kafka_group::GroupState;
 use super::{Coordinator, Term};
 use crate::protocol::ErrorCode;
 use crate::protocol::group_admin::{
-    DescribedGroup, DescribedMember, decode_assignment, encode_assignment,
+    CLASSIC_GROUP_TYPE, DescribedGroup, DescribedMember, ListedGroup, decode_assignment,
+    encode_assignment,
 };
 use crate::zk::groups;
 
@@ -36,7 +37,10 @@ impl Coordinator {
 
     /// Every group: (name, protocol type, Kafka's state name). A spec-protocol group with
     /// sessions is Stable between rebalances as far as a Kafka client can tell; without, Empty.
-    pub fn list_groups(&self) -> Result<Vec<(String, String, String)>, ErrorCode> {
+    /// Every group is listed as Kafka's `classic` type (ListGroups v5): a Kafka-protocol group
+    /// is one, and a spec-protocol group is told apart by its protocol type, since Kafka's
+    /// tools know no third kind (KIP-848's `consumer` groups are to come).
+    pub fn list_groups(&self) -> Result<Vec<ListedGroup>, ErrorCode> {
         // Every broker answers ListGroups with the groups it coordinates, as Kafka's do: the
         // admin clients ask every broker and fail on any error, so a broker that is not the
         // coordinator answers none, with no error.
@@ -58,7 +62,15 @@ impl Coordinator {
             let kind = d.protocol_type.clone().unwrap_or_default();
             out.insert(name.clone(), (kind, d.state.name().to_owned()));
         }
-        Ok(out.into_iter().map(|(n, (k, s))| (n, k, s)).collect())
+        Ok(out
+            .into_iter()
+            .map(|(group_id, (protocol_type, state))| ListedGroup {
+                group_id,
+                protocol_type,
+                state,
+                group_type: CLASSIC_GROUP_TYPE.to_owned(),
+            })
+            .collect())
     }
 
     /// OffsetDelete's check: the topics whose committed offsets the group still uses (Kafka's

@@ -75,6 +75,8 @@ error_codes! {
     InvalidProducerEpoch = 47,
     UnknownProducerId = 59,
     FetchSessionIdNotFound = 70,
+    /// DeleteTopics on a cluster with `delete.topic.enable=false`.
+    TopicDeletionDisabled = 73,
     /// The leader epoch a request names is older than the partition's (KIP-320).
     FencedLeaderEpoch = 74,
     /// The leader epoch a request names is newer than this broker knows of yet.

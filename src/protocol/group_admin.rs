@@ -133,63 +133,94 @@ pub fn decode_describe_groups(
     Ok(groups)
 }
 
-/// ListGroups request: empty before v3, a tag buffer from v3, and from v4 the states to list
-/// (empty: all). `None` when every state is wanted.
-pub fn decode_list_groups_request(r: &mut Reader<'_>, v: i16) -> DecodeResult<Option<Vec<String>>> {
-    let states = if v >= 4 {
-        Some(r.string_array("states_filter")?).filter(|s| !s.is_empty())
-    } else {
-        None
-    };
-    r.tags()?;
-    Ok(states)
+/// ListGroups request: the states to list (v4+) and the group types (v5+, KIP-848); `None`
+/// for a filter that is absent or empty, which lists every group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListGroupsRequest {
+    pub states: Option<Vec<String>>,
+    pub types: Option<Vec<String>>,
 }
 
-pub fn encode_list_groups_request(out: &mut Vec<u8>, states: &[&str], v: i16) {
-    let flex = is_flexible(LIST_GROUPS, v);
-    if v >= 4 {
-        write_array_v(out, flex, states, |o, s| o.put_str(flex, s));
+impl ListGroupsRequest {
+    pub fn decode(r: &mut Reader<'_>, v: i16) -> DecodeResult<Self> {
+        let mut filter = |name, from: i16| -> DecodeResult<Option<Vec<String>>> {
+            Ok(if v >= from {
+                Some(r.string_array(name)?).filter(|s| !s.is_empty())
+            } else {
+                None
+            })
+        };
+        let states = filter("states_filter", 4)?;
+        let types = filter("types_filter", 5)?;
+        r.tags()?;
+        Ok(ListGroupsRequest { states, types })
     }
-    out.put_tags(flex);
+
+    pub fn encode(&self, out: &mut Vec<u8>, v: i16) {
+        let flex = is_flexible(LIST_GROUPS, v);
+        for (filter, from) in [(&self.states, 4), (&self.types, 5)] {
+            if v >= from {
+                let names = filter.as_deref().unwrap_or_default();
+                write_array_v(out, flex, names, |o, s| o.put_str(flex, s));
+            }
+        }
+        out.put_tags(flex);
+    }
 }
 
-/// A group as ListGroups lists it: `(group id, protocol type, state)`.
-pub type ListedGroup = (String, String, String);
+/// Kafka's name of the group type its classic group protocol makes.
+pub const CLASSIC_GROUP_TYPE: &str = "classic";
 
-/// ListGroups response; the state is written from v4.
+/// A group as ListGroups lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListedGroup {
+    pub group_id: String,
+    pub protocol_type: String,
+    /// v4+.
+    pub state: String,
+    /// v5+: Kafka's group type (`classic`, `consumer`, …).
+    pub group_type: String,
+}
+
+/// ListGroups response.
 pub fn encode_list_groups(out: &mut Vec<u8>, error_code: i16, groups: &[ListedGroup], v: i16) {
     let flex = is_flexible(LIST_GROUPS, v);
     if v >= 1 {
         out.put_i32(0);
     }
     out.put_i16(error_code);
-    write_array_v(out, flex, groups, |o, (g, t, state)| {
-        o.put_str(flex, g);
-        o.put_str(flex, t);
+    write_array_v(out, flex, groups, |o, g| {
+        o.put_str(flex, &g.group_id);
+        o.put_str(flex, &g.protocol_type);
         if v >= 4 {
-            o.put_str(flex, state);
+            o.put_str(flex, &g.state);
+        }
+        if v >= 5 {
+            o.put_str(flex, &g.group_type);
         }
         o.put_tags(flex);
     });
     out.put_tags(flex);
 }
 
-/// The state is empty before v4, which does not carry it.
+/// Fields a version does not carry are empty.
 pub fn decode_list_groups(r: &mut Reader<'_>, v: i16) -> DecodeResult<(i16, Vec<ListedGroup>)> {
     if v >= 1 {
         r.i32("throttle_time_ms")?;
     }
     let code = r.i16("error_code")?;
     let groups = read_array(r, "groups", 2, |r| {
-        let g = (
-            r.string("group_id")?.to_owned(),
-            r.string("protocol_type")?.to_owned(),
-            if v >= 4 {
-                r.string("group_state")?.to_owned()
-            } else {
-                String::new()
-            },
-        );
+        let mut g = ListedGroup {
+            group_id: r.string("group_id")?.to_owned(),
+            protocol_type: r.string("protocol_type")?.to_owned(),
+            ..ListedGroup::default()
+        };
+        if v >= 4 {
+            g.state = r.string("group_state")?.to_owned();
+        }
+        if v >= 5 {
+            g.group_type = r.string("group_type")?.to_owned();
+        }
         r.tags()?;
         Ok(g)
     })?;
@@ -329,22 +360,35 @@ mod tests {
 
     #[test]
     fn list_and_delete_round_trip() {
-        for v in 0..=4 {
-            let g = vec![("g".to_owned(), "consumer".to_owned(), "Stable".to_owned())];
+        for v in 0..=5 {
+            let g = vec![ListedGroup {
+                group_id: "g".into(),
+                protocol_type: "consumer".into(),
+                state: "Stable".into(),
+                group_type: CLASSIC_GROUP_TYPE.into(),
+            }];
             let mut b = Vec::new();
             encode_list_groups(&mut b, 0, &g, v);
             let mut r = reader(&b, is_flexible(LIST_GROUPS, v));
             let mut want = g.clone();
             if v < 4 {
-                want[0].2.clear();
+                want[0].state.clear();
+            }
+            if v < 5 {
+                want[0].group_type.clear();
             }
             assert_eq!(decode_list_groups(&mut r, v).unwrap(), (0, want));
             r.finish().unwrap();
+            let req = ListGroupsRequest {
+                states: Some(vec!["Stable".into()]),
+                types: Some(vec!["classic".into()]),
+            };
             let mut b = Vec::new();
-            encode_list_groups_request(&mut b, &["Stable"], v);
+            req.encode(&mut b, v);
             let mut r = reader(&b, is_flexible(LIST_GROUPS, v));
-            let states = decode_list_groups_request(&mut r, v).unwrap();
-            assert_eq!(states, (v >= 4).then(|| vec!["Stable".to_owned()]));
+            let got = ListGroupsRequest::decode(&mut r, v).unwrap();
+            assert_eq!(got.states, req.states.clone().filter(|_| v >= 4));
+            assert_eq!(got.types, req.types.clone().filter(|_| v >= 5));
             r.finish().unwrap();
         }
         for v in 0..=2 {

@@ -94,7 +94,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(LEAVE_GROUP, "LeaveGroup", 0, 5, 4),
     api(SYNC_GROUP, "SyncGroup", 0, 5, 4),
     api(DESCRIBE_GROUPS, "DescribeGroups", 0, 5, 5),
-    api(LIST_GROUPS, "ListGroups", 0, 4, 3),
+    api(LIST_GROUPS, "ListGroups", 0, 5, 3),
     api(API_VERSIONS, "ApiVersions", 0, 3, 3),
     api(CREATE_TOPICS, "CreateTopics", 0, 7, 5),
     api(DELETE_TOPICS, "DeleteTopics", 0, 6, 4),

@@ -65,11 +65,9 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
         15 => DescribeGroupsRequest::decode(&mut r, v)
             .map_err(e)?
             .encode(&mut out, v),
-        16 => {
-            let states = group_admin::decode_list_groups_request(&mut r, v).map_err(e)?;
-            let states: Vec<&str> = states.iter().flatten().map(String::as_str).collect();
-            group_admin::encode_list_groups_request(&mut out, &states, v);
-        }
+        16 => group_admin::ListGroupsRequest::decode(&mut r, v)
+            .map_err(e)?
+            .encode(&mut out, v),
         47 => OffsetDeleteRequest::decode(&mut r)
             .map_err(e)?
             .encode(&mut out),
