@@ -10,10 +10,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use gregor::client::{admin, metadata};
+use gregor::client::metadata;
 use gregor::network::BlockingChannel;
 use gregor::protocol::message;
 use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::zk::admin;
 use gregor::zk::{ZkClient, paths};
 
 fn main() {

@@ -14,10 +14,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use gregor::client::consumer::{ConsumerConfig, GroupConsumer};
+use gregor::client::metadata;
 use gregor::client::producer::{Producer, ProducerConfig};
-use gregor::client::{admin, metadata};
 use gregor::protocol::coordinator::Subscription;
 use gregor::zk::ZkClient;
+use gregor::zk::admin;
 use parking_lot::Mutex;
 
 /// What a member's polling thread reports: Starts seen, and when the latest Start was first

@@ -1,14 +1,27 @@
-//! gregor: a replicated, partitioned commit log in the style of Kafka 0.8.
+//! gregor: a replicated, partitioned commit log in the style of Kafka 0.8 — a
+//! ZooKeeper-elected controller, ISR replication, and a central consumer coordinator — that
+//! Kafka's clients and tools use unchanged.
 //!
 //! # Layout
 //!
-//! - [`protocol`]: every byte that crosses a socket (Kafka v0 APIs, controller commands).
-//! - [`log`]: segment files, offset index, recovery, retention, high-watermark checkpoints.
-//! - [`zk`]: the ZooKeeper layout, a session that survives expiry, and `ZkElection`.
-//! - [`network`]: the blocking socket server and a blocking client channel.
-//! - [`broker`]: startup, request handlers, `ReplicaManager`, the metadata cache.
-//! - [`config`]: `server.properties` with Kafka's key names.
+//! Lowest layer first; each module uses only those above it in this list (`tests/layers.rs`).
+//!
+//! - [`protocol`]: every byte that crosses a socket — Kafka's APIs, classic and flexible, with
+//!   the one table of what is served ([`protocol::header::SUPPORTED_APIS`]), the controller's
+//!   commands and the spec coordinator's protocol.
 //! - [`metrics`]: Prometheus metrics under the names Kafka's dashboards expect.
+//! - [`network`]: the blocking socket servers and a blocking client channel.
+//! - [`config`]: `server.properties`, read through one table of keys ([`config::keys`]).
+//! - [`zk`]: gregor's own ZooKeeper client, the layout Kafka uses in it, elections, and the
+//!   admin operations that write it.
+//! - [`log`]: segment files, indexes, recovery, retention, checkpoints, leader epochs,
+//!   idempotent producers' state.
+//! - [`controller`]: the spec's controller (replication design, sections A–D).
+//! - [`coordinator`]: the spec's consumer coordinator, serving its own protocol and Kafka's
+//!   group protocol.
+//! - [`broker`]: startup, the request handlers, `ReplicaManager`, replica fetchers, the
+//!   metadata cache.
+//! - [`client`]: gregor's own producer and consumers (the `gregor` tools use them).
 //!
 //! Everything is synchronous: blocking sockets, one thread per connection, `crossbeam-channel`
 //! between threads and `parking_lot` locks around shared state.

@@ -52,13 +52,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // A broker logs its work; the tools only their warnings. The ZooKeeper client crate's own
-    // lines are left out of both (RUST_LOG overrides): they carry no broker context, and at
-    // every start it reports the end of the throwaway session `zk::client` opens to learn its
-    // session id as a WARN and an ERROR. `zk::client` logs what the sessions do itself.
+    // A broker logs its work; the tools only their warnings (RUST_LOG overrides).
     let default = match cli.command {
-        Command::Broker(_) => "info,zookeeper=off",
-        _ => "warn,zookeeper=off",
+        Command::Broker(_) => "info",
+        _ => "warn",
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default))
         .format_timestamp_millis()

@@ -1026,7 +1026,7 @@ fn a_broker_not_yet_informed_by_the_controller_does_not_call_a_topic_unknown() {
     let zk = format!("{}{}", zk_address(), chroot("uninformed"));
     let controller = FakeController::claim(&zk);
     let b = TestBroker::start(1, &zk, &[("auto.create.topics.enable", "false")]);
-    gregor::client::admin::create_topic(&controller.zk, "exists", 1, 1, None).unwrap();
+    gregor::zk::admin::create_topic(&controller.zk, "exists", 1, 1, None).unwrap();
     let mut c = b.client();
     let m = c.metadata(&["exists"]);
     assert_eq!(m.topics[0].error_code, ErrorCode::LeaderNotAvailable.code());

@@ -156,7 +156,7 @@ fn a_forged_controller_epoch_on_a_shared_listener_is_not_believed() {
     assert_eq!(r.error_code, 11, "an epoch ZooKeeper never reached");
     assert_eq!(c.update_metadata(i32::MAX, vec![state], vec![b.info()]), 11);
     // The real controller is not locked out: a new topic gets its leader and takes writes.
-    gregor::client::admin::create_topic(&b.broker.zk, "real", 1, 1, None).unwrap();
+    gregor::zk::admin::create_topic(&b.broker.zk, "real", 1, 1, None).unwrap();
     wait_until(
         Duration::from_secs(20),
         "the new topic to take writes",

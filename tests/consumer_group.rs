@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::{TestBroker, chroot, die_with_parent, wait_until, zk_address};
-use gregor::client::admin;
 use gregor::client::consumer::{ConsumerConfig, GroupConsumer};
 use gregor::client::producer::{Producer, ProducerConfig};
 use gregor::coordinator::assignment::{Interest, TopicFilter, range_assignment, shares};
 use gregor::protocol::coordinator::{self as proto, RegisterRequest, Subscription};
 use gregor::protocol::{ErrorCode, Writer};
+use gregor::zk::admin;
 use gregor::zk::paths::{self, COORDINATOR, ElectedBroker};
 use gregor::zk::{ZkClient, groups};
 use parking_lot::Mutex;

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::*;
-use gregor::client::admin;
 use gregor::controller::leader_and_isr::{Update, update_leader_and_isr};
 use gregor::protocol::ErrorCode;
+use gregor::zk::admin;
 use gregor::zk::paths::{self, LeaderAndIsr, PartitionReassignment, ReassignmentRequest};
 
 const LONG: Duration = Duration::from_secs(40);

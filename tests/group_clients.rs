@@ -442,7 +442,7 @@ fn reads_added_partitions_without_a_metadata_refresh(client: &str) {
     wait_until(LIMIT, "the member to get both partitions", || {
         m.assignment() == partitions("gt", 2)
     });
-    gregor::client::admin::add_partitions(&c.zk, "gt", 4).unwrap();
+    gregor::zk::admin::add_partitions(&c.zk, "gt", 4).unwrap();
     c.wait_all_led("gt");
     wait_until(
         Duration::from_secs(30),

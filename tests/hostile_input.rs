@@ -551,7 +551,7 @@ fn a_bad_checkpoint_file_is_ignored_and_the_data_kept() {
     let mut b = TestBroker::start(1, &zk, &[]);
     // Assigned in ZooKeeper, or start-up would delete it as no longer this broker's.
     let zkc = gregor::zk::ZkClient::connect(&zk, Duration::from_secs(10)).unwrap();
-    gregor::client::admin::create_topic(&zkc, TOPIC, 0, 0, Some("1")).unwrap();
+    gregor::zk::admin::create_topic(&zkc, TOPIC, 0, 0, Some("1")).unwrap();
     let mut c = b.client();
     let id = b.broker.id();
     let states = vec![tps(TOPIC, 0, partition_state(id, 1, &[id], &[id], 1))];

@@ -388,21 +388,21 @@ fn restart_keeps_flushed_messages_and_the_high_watermark() {
     let d = tempfile::tempdir().unwrap();
     let cfg = manager_config(d.path());
     {
-        let lm = LogManager::open(&cfg).unwrap();
+        let lm = LogManager::open(&(&cfg).into()).unwrap();
         let log = lm.get_or_create("orders", 2).unwrap();
         append_range(&log, 0, 250, 10);
         lm.checkpoint_high_watermarks(&[(("orders".into(), 2), 240)])
             .unwrap();
         lm.shutdown();
     }
-    let lm = LogManager::open(&cfg).unwrap();
+    let lm = LogManager::open(&(&cfg).into()).unwrap();
     let log = lm.get("orders", 2).expect("log reloaded");
     assert_eq!(log.log_end_offset(), 250);
     assert_eq!(lm.checkpointed_high_watermark(&log), 240);
     assert_eq!(read_all(&log, 0).len(), 250);
     // A bad checkpoint file is reported and ignored, never fatal.
     std::fs::write(d.path().join("replication-offset-checkpoint"), "junk").unwrap();
-    let lm = LogManager::open(&cfg).unwrap();
+    let lm = LogManager::open(&(&cfg).into()).unwrap();
     assert_eq!(
         lm.checkpointed_high_watermark(&lm.get("orders", 2).unwrap()),
         0
@@ -416,7 +416,7 @@ fn recovery_threads_reopen_every_log_and_report_a_broken_one() {
     let d = tempfile::tempdir().unwrap();
     let cfg = manager_config(d.path());
     {
-        let lm = LogManager::open(&cfg).unwrap();
+        let lm = LogManager::open(&(&cfg).into()).unwrap();
         for p in 0..40 {
             append_range(&lm.get_or_create("t", p).unwrap(), 0, p as usize + 1, 10);
         }
@@ -425,7 +425,7 @@ fn recovery_threads_reopen_every_log_and_report_a_broken_one() {
     let mut cfg = cfg;
     for threads in [1, 3, 8] {
         cfg.num_recovery_threads_per_data_dir = threads;
-        let lm = LogManager::open(&cfg).unwrap();
+        let lm = LogManager::open(&(&cfg).into()).unwrap();
         for p in 0..40 {
             let log = lm.get("t", p).expect("log reloaded");
             assert_eq!(log.log_end_offset(), p as i64 + 1, "threads {threads}");
@@ -437,7 +437,7 @@ fn recovery_threads_reopen_every_log_and_report_a_broken_one() {
     std::fs::remove_dir_all(&broken).unwrap();
     std::fs::create_dir(&broken).unwrap();
     std::fs::create_dir(broken.join("00000000000000000000.log")).unwrap();
-    assert!(LogManager::open(&cfg).is_err());
+    assert!(LogManager::open(&(&cfg).into()).is_err());
 }
 
 /// A batch is kept whole or not at all: truncating to an offset inside one removes it and

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::wait_until;
-use gregor::client::admin;
+use gregor::zk::admin;
 use gregor::zk::{paths, pipeline};
 
 const PARTITIONS: i32 = 10_000;

@@ -37,7 +37,7 @@ fn builder(values: &[&str]) -> BatchBuilder {
 /// keeps its log (a broker deletes partitions not assigned to it).
 fn assign_to_broker_1(zk: &str, topic: &str) {
     let zk = gregor::zk::ZkClient::connect(zk, std::time::Duration::from_secs(6)).unwrap();
-    gregor::client::admin::create_topic(&zk, topic, 1, 1, Some("1")).unwrap();
+    gregor::zk::admin::create_topic(&zk, topic, 1, 1, Some("1")).unwrap();
     zk.close();
 }
 

@@ -17,8 +17,8 @@ mod lab_checks;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use gregor::client::admin;
 use gregor::protocol::ErrorCode;
+use gregor::zk::admin;
 use parking_lot::Mutex;
 
 use common::{Client, poll_until, wait_until};

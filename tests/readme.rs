@@ -186,7 +186,9 @@ fn the_protocol_page_lists_the_versions_of_the_api_table() {
         let row = format!("| {} | {} | {versions} |", api.key, api.name);
         assert!(page.contains(&row), "doc/protocol.md has no row `{row}`");
     }
-    let start = page.find("Flexible versions (KIP-482").expect("the flexible list");
+    let start = page
+        .find("Flexible versions (KIP-482")
+        .expect("the flexible list");
     let list: String = page[start..]
         .split_once(": ")
         .and_then(|(_, rest)| rest.split_once(')'))

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use gregor::broker::Broker;
-use gregor::client::admin;
 use gregor::zk::ZkClient;
+use gregor::zk::admin;
 use gregor::zk::paths;
 
 use common::{

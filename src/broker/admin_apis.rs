@@ -1,5 +1,5 @@
 //! CreateTopics, DeleteTopics and CreatePartitions: the topic admin APIs. Each writes the
-//! same ZooKeeper nodes `gregor topics --zookeeper` writes (`client::admin`), so the
+//! same ZooKeeper nodes `gregor topics --zookeeper` writes (`zk::admin`), so the
 //! controller's watches stay the one path that creates and deletes partitions
 //! (`on_topic_change` and topic deletion in the spec). The answer waits, up to the request's
 //! `timeout_ms`, until this broker's metadata shows the change, so a client may use a topic
@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use super::apis::KafkaApis;
 use super::partition::Role;
-use crate::client::admin::{self, AdminError};
 use crate::network::Action;
 use crate::protocol::ErrorCode;
 use crate::protocol::admin_topics::{
@@ -23,6 +22,7 @@ use crate::protocol::delete_records::{
     DeleteRecordsRequest, DeletedRecords, HIGH_WATERMARK, encode_delete_records_response,
 };
 use crate::protocol::map_topics;
+use crate::zk::admin::{self, AdminError};
 use crate::zk::{ids, paths, topic_config};
 
 /// Kafka's error code for each admin failure, with the message to show.

@@ -12,7 +12,6 @@ use super::metadata_cache::MetadataCache;
 use super::partition::Partition;
 use super::producer_ids::ProducerIdManager;
 use super::replica_manager::ReplicaManager;
-use crate::client::admin;
 use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
 use crate::coordinator::Coordinator;
@@ -39,6 +38,7 @@ use crate::protocol::metadata::MetadataRequest;
 use crate::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
 use crate::protocol::offsets::ListOffsetsRequest;
 use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer};
+use crate::zk::admin;
 use crate::zk::{ZkClient, paths};
 
 pub struct KafkaApis {

@@ -15,7 +15,6 @@ use prometheus::proto::MetricFamily;
 
 use super::Broker;
 use super::partition::Role;
-use crate::client::metadata::list_offset;
 use crate::metrics::Family;
 use crate::network::BlockingChannel;
 use crate::protocol::offsets::LATEST_TIME;
@@ -123,7 +122,7 @@ fn high_watermarks(b: &Broker, wanted: &[(String, i32)]) -> Offsets {
             continue;
         };
         for (topic, partition) in tps {
-            match list_offset(&mut chan, topic, *partition, LATEST_TIME) {
+            match chan.list_offset(topic, *partition, LATEST_TIME) {
                 Ok(end) => {
                     ends.insert((topic.clone(), *partition), end);
                 }

@@ -11,9 +11,7 @@ use crate::protocol::controller::{PartitionState, UpdateMetadataRequest};
 use crate::protocol::metadata::{MetadataResponse, PartitionMetadata, TopicMetadata};
 use crate::protocol::{BrokerEndPoints, BrokerInfo, ErrorCode};
 
-/// Leader value the controller sends for a partition of a topic being deleted (0.8.2's
-/// LeaderDuringDelete): the cache drops the partition.
-pub const LEADER_DURING_DELETE: i32 = -2;
+pub use crate::protocol::controller::LEADER_DURING_DELETE;
 
 struct Cache {
     brokers: Vec<BrokerEndPoints>,

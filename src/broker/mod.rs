@@ -43,7 +43,7 @@ use crate::config::BrokerConfig;
 use crate::config::Listeners;
 use crate::controller::KafkaController;
 use crate::coordinator::{Coordinator, CoordinatorConfig};
-use crate::log::LogManager;
+use crate::log::{LogConfig, LogManager, LogSettings};
 use crate::metrics::BrokerMetrics;
 use crate::metrics::http::MetricsServer;
 use crate::network::{ConnectionQuotas, ListenerSpec, RequestPool, SocketServer};
@@ -97,7 +97,8 @@ impl Broker {
         let err = |what: &str, e: &dyn std::fmt::Display| {
             StartupError(format!("broker {id}: {what}: {e}"))
         };
-        let log_manager = LogManager::open(&config).map_err(|e| err("cannot open log dirs", &e))?;
+        let log_manager =
+            LogManager::open(&(&*config).into()).map_err(|e| err("cannot open log dirs", &e))?;
         let zk = ZkClient::connect(&config.zookeeper_connect, config.zookeeper_session_timeout)
             .map_err(|e| {
                 err(
@@ -365,4 +366,24 @@ fn advertised_endpoints(ls: &Listeners, servers: &[SocketServer]) -> Vec<EndPoin
             }),
         })
         .collect()
+}
+
+/// The log manager's share of the broker's configuration.
+impl From<&BrokerConfig> for LogSettings {
+    fn from(cfg: &BrokerConfig) -> LogSettings {
+        LogSettings {
+            dirs: cfg.log_dirs.clone(),
+            log: LogConfig {
+                segment_bytes: cfg.log_segment_bytes,
+                index_interval_bytes: cfg.log_index_interval_bytes,
+                flush_interval_messages: cfg.log_flush_interval_messages,
+            },
+            recovery_threads_per_dir: cfg.num_recovery_threads_per_data_dir,
+            retention: cfg.log_retention,
+            retention_bytes: cfg.log_retention_bytes,
+            retention_check_interval: cfg.log_retention_check_interval,
+            flush_interval: cfg.log_flush_interval,
+            producer_id_expiration: cfg.producer_id_expiration,
+        }
+    }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use gregor::client::metadata::{fetch_metadata_with, list_offset};
+use gregor::client::metadata::fetch_metadata_with;
 use gregor::network::BlockingChannel;
 use gregor::protocol::group_offsets::{
     CommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
@@ -115,8 +115,8 @@ pub fn reset_offsets(a: &GroupsArgs, c: &mut BlockingChannel, group: &str) -> Re
             TIMEOUT,
         )
         .map_err(|e| format!("leader of {topic}-{partition}: {e}"))?;
-        let earliest = list_offset(&mut l, topic, *partition, EARLIEST_TIME)?;
-        let latest = list_offset(&mut l, topic, *partition, LATEST_TIME)?;
+        let earliest = l.list_offset(topic, *partition, EARLIEST_TIME)?;
+        let latest = l.list_offset(topic, *partition, LATEST_TIME)?;
         let current = committed.get(&(topic.clone(), *partition)).copied();
         let wanted = match target {
             Target::Earliest => earliest,

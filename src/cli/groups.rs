@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use gregor::client::metadata::{fetch_metadata, find_coordinator, list_offset};
+use gregor::client::metadata::{fetch_metadata, find_coordinator};
 use gregor::network::BlockingChannel;
 use gregor::protocol::group_admin::{
     DescribeGroupsRequest, DescribedGroup, decode_assignment, decode_describe_groups,
@@ -266,7 +266,7 @@ fn log_end_offsets(
         let Ok(mut c) = BlockingChannel::connect(&addr, CLIENT_ID, TIMEOUT) else {
             continue;
         };
-        if let Ok(end) = list_offset(&mut c, topic, *partition, LATEST_TIME) {
+        if let Ok(end) = c.list_offset(topic, *partition, LATEST_TIME) {
             out.insert((topic.clone(), *partition), end);
         }
     }

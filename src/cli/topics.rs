@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use gregor::client::admin::{self, PartitionDescription};
+use gregor::zk::admin::{self, PartitionDescription};
 use gregor::zk::paths::{self, ReassignmentRequest};
 use gregor::zk::{ZkClient, topic_config};
 

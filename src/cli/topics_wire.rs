@@ -2,7 +2,6 @@
 //! through the admin APIs (CreateTopics, CreatePartitions, DeleteTopics) and Metadata, with
 //! no ZooKeeper access. The broker answers a change once its metadata shows it.
 
-use gregor::client::admin::{PartitionDescription, split_assignment};
 use gregor::client::metadata::fetch_metadata_with;
 use gregor::network::BlockingChannel;
 use gregor::protocol::admin_configs::{
@@ -15,6 +14,7 @@ use gregor::protocol::admin_topics::{
     decode_delete_topics_response,
 };
 use gregor::protocol::{ErrorCode, header};
+use gregor::zk::admin::{PartitionDescription, split_assignment};
 use gregor::zk::paths::LeaderAndIsr;
 
 use super::topics::{TopicsArgs, name_filter, print_description};

@@ -6,9 +6,8 @@ use std::time::Duration;
 use crate::network::BlockingChannel;
 use crate::protocol::ErrorCode;
 use crate::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
-use crate::protocol::header::{FIND_COORDINATOR, LIST_OFFSETS, METADATA};
+use crate::protocol::header::{FIND_COORDINATOR, METADATA};
 use crate::protocol::metadata::{MetadataRequest, MetadataResponse};
-use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition};
 
 /// The Metadata version gregor's clients and tools ask with: whole replica and ISR lists,
 /// and the replicas on dead brokers named (`offline_replicas`), where v0 cut them out.
@@ -139,44 +138,4 @@ pub fn partition_leaders(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-/// The offset ListOffsets gives for `time` (-1 latest, -2 earliest) of one partition, asked of
-/// its leader on `chan`.
-pub fn list_offset(
-    chan: &mut BlockingChannel,
-    topic: &str,
-    partition: i32,
-    time: i64,
-) -> Result<i64, String> {
-    let req = ListOffsetsRequest {
-        replica_id: -1,
-        topics: vec![(
-            topic.to_owned(),
-            vec![OffsetsPartition {
-                partition,
-                time,
-                max_num_offsets: 1,
-                current_leader_epoch: -1,
-            }],
-        )],
-    };
-    let r: ListOffsetsResponse = chan
-        .request(LIST_OFFSETS, &req)
-        .map_err(|e| e.to_string())?;
-    let p = r
-        .topics
-        .first()
-        .and_then(|(_, v)| v.first())
-        .ok_or("empty ListOffsets answer")?;
-    if p.error_code != 0 {
-        return Err(format!(
-            "{topic}-{partition}: ListOffsets answered {:?}",
-            ErrorCode::from_code(p.error_code)
-        ));
-    }
-    p.offsets
-        .first()
-        .copied()
-        .ok_or_else(|| "empty ListOffsets answer".into())
 }

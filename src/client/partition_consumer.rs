@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::metadata::{list_offset, partition_leaders};
+use super::metadata::partition_leaders;
 use crate::network::BlockingChannel;
 use crate::protocol::ErrorCode;
 use crate::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
@@ -70,8 +70,8 @@ impl PartitionConsumer {
         }
         for (p, addr) in c.leaders.clone() {
             let offset = match start {
-                StartAt::Earliest => list_offset(c.chan(&addr)?, topic, p, EARLIEST_TIME)?,
-                StartAt::Latest => list_offset(c.chan(&addr)?, topic, p, LATEST_TIME)?,
+                StartAt::Earliest => c.chan(&addr)?.list_offset(topic, p, EARLIEST_TIME)?,
+                StartAt::Latest => c.chan(&addr)?.list_offset(topic, p, LATEST_TIME)?,
                 StartAt::Offset(n) => n,
             };
             c.next.insert(p, offset);

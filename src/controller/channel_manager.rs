@@ -14,8 +14,8 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::context::{ControllerContext, TopicPartition};
-use crate::broker::metadata_cache::LEADER_DURING_DELETE;
 use crate::network::BlockingChannel;
+use crate::protocol::controller::LEADER_DURING_DELETE;
 use crate::protocol::controller::{
     LeaderAndIsrRequest, PartitionErrorsResponse, PartitionState, StopReplicaRequest,
     TopicPartitionState, UpdateMetadataRequest,

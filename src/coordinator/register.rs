@@ -10,9 +10,9 @@ use std::time::Duration;
 use super::assignment::TopicFilter;
 use super::session::{ConsumerSession, OffsetReset, SessionParams, write_register_response};
 use super::{Coordinator, Term};
-use crate::client::admin::validate_topic_name;
 use crate::protocol::ErrorCode;
 use crate::protocol::coordinator::{RegisterRequest, Subscription};
+use crate::zk::admin::validate_topic_name;
 use crate::zk::groups::{self, ConsumerRegistration};
 
 const PING_INTERVAL_MS: std::ops::RangeInclusive<i32> = 10..=60_000;

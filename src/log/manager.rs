@@ -16,10 +16,27 @@ use parking_lot::{Mutex, RwLock};
 
 use super::checkpoint::{self, TopicPartition};
 use super::partition_log::{Log, LogConfig, parse_partition_dir, partition_dir};
-use crate::config::BrokerConfig;
 
 /// The maintenance thread wakes at least this often to look at flush deadlines.
 const MAINTENANCE_TICK: Duration = Duration::from_millis(200);
+
+/// What the log manager is told of the broker's configuration (the broker fills it from its
+/// `log.*` keys).
+#[derive(Debug, Clone)]
+pub struct LogSettings {
+    pub dirs: Vec<PathBuf>,
+    /// Each log's own settings.
+    pub log: LogConfig,
+    pub recovery_threads_per_dir: usize,
+    /// Retention by age and by size per partition; `None`: unbounded.
+    pub retention: Option<Duration>,
+    pub retention_bytes: Option<u64>,
+    pub retention_check_interval: Duration,
+    /// Force an fsync of a log written to longer ago than this; `None`: leave it to the OS.
+    pub flush_interval: Option<Duration>,
+    /// `producer.id.expiration.ms`: idle idempotent producers are forgotten after it.
+    pub producer_id_expiration: Duration,
+}
 
 pub struct LogManager {
     dirs: Vec<PathBuf>,
@@ -41,15 +58,11 @@ pub struct LogManager {
 
 impl LogManager {
     /// Creates the data directories and opens (recovering) every partition found in them.
-    pub fn open(cfg: &BrokerConfig) -> io::Result<Arc<LogManager>> {
-        let config = LogConfig {
-            segment_bytes: cfg.log_segment_bytes,
-            index_interval_bytes: cfg.log_index_interval_bytes,
-            flush_interval_messages: cfg.log_flush_interval_messages,
-        };
+    pub fn open(cfg: &LogSettings) -> io::Result<Arc<LogManager>> {
+        let config = cfg.log.clone();
         let mut logs = HashMap::new();
         let mut checkpointed = HashMap::new();
-        for dir in &cfg.log_dirs {
+        for dir in &cfg.dirs {
             std::fs::create_dir_all(dir)?;
             match checkpoint::read(dir, checkpoint::HIGH_WATERMARKS) {
                 Ok(m) => checkpointed.extend(m),
@@ -76,7 +89,7 @@ impl LogManager {
                 };
                 found.push((entry.path(), topic, partition));
             }
-            let opened = open_all(found, &config, cfg.num_recovery_threads_per_data_dir)?;
+            let opened = open_all(found, &config, cfg.recovery_threads_per_dir)?;
             for l in opened {
                 // Records deleted by DeleteRecords stay deleted across a restart.
                 if let Some(&start) = starts.get(&(l.topic.clone(), l.partition)) {
@@ -85,18 +98,14 @@ impl LogManager {
                 logs.insert((l.topic.clone(), l.partition), Arc::new(l));
             }
         }
-        log::info!(
-            "loaded {} partition logs from {:?}",
-            logs.len(),
-            cfg.log_dirs
-        );
+        log::info!("loaded {} partition logs from {:?}", logs.len(), cfg.dirs);
         Ok(Arc::new(LogManager {
-            dirs: cfg.log_dirs.clone(),
+            dirs: cfg.dirs.clone(),
             config,
-            retention: cfg.log_retention,
-            retention_bytes: cfg.log_retention_bytes,
-            retention_check_interval: cfg.log_retention_check_interval,
-            flush_interval: cfg.log_flush_interval,
+            retention: cfg.retention,
+            retention_bytes: cfg.retention_bytes,
+            retention_check_interval: cfg.retention_check_interval,
+            flush_interval: cfg.flush_interval,
             producer_id_expiration: cfg.producer_id_expiration,
             logs: RwLock::new(logs),
             checkpointed,

@@ -16,6 +16,6 @@ pub mod read_limits;
 pub mod segment;
 pub mod time_index;
 
-pub use manager::LogManager;
+pub use manager::{LogManager, LogSettings};
 pub use partition_log::{Log, LogConfig, LogError};
 pub use read_limits::FirstEntry;

@@ -15,18 +15,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::protocol::record_batch::{BatchMeta, last_seq};
+
 /// Batches remembered per producer: the most a producer keeps in flight per partition.
 pub const MAX_BATCHES: usize = 5;
 /// Snapshots kept per partition.
 const SNAPSHOTS_KEPT: usize = 2;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BatchMeta {
-    pub first_seq: i32,
-    pub last_seq: i32,
-    pub first_offset: i64,
-    pub last_offset: i64,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Producer {
@@ -81,12 +75,6 @@ struct Refusal {
 /// The sequence after `seq` (sequences wrap from `i32::MAX` to 0).
 pub fn next_seq(seq: i32) -> i32 {
     if seq == i32::MAX { 0 } else { seq + 1 }
-}
-
-/// The last sequence of a batch of `count` records starting at `first`.
-pub fn last_seq(first: i32, count: i32) -> i32 {
-    let n = i64::from(first) + i64::from(count) - 1;
-    (n % (i64::from(i32::MAX) + 1)) as i32
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use super::partition_log::{Log, LogError};
 use super::read_limits::FirstEntry;
 use super::segment::Segment;
-use crate::network::FileSlice;
+use crate::protocol::FileSlice;
 
 /// The segment to read and the offset to stop before.
 type Located = (Arc<Segment>, Option<i64>);

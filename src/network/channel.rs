@@ -5,7 +5,9 @@ use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::protocol::header::RequestHeader;
+use crate::protocol::ErrorCode;
+use crate::protocol::header::{LIST_OFFSETS, RequestHeader};
+use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition};
 use crate::protocol::{Decode, DecodeError, Encode, Reader};
 
 /// Largest response accepted (a fetch of many partitions can be large, but not unbounded).
@@ -163,6 +165,41 @@ impl BlockingChannel {
         let version = crate::protocol::header::oldest_version(api_key);
         let body = self.round_trip_raw(api_key, version, &|b| req.encode(b))?;
         Ok(crate::protocol::decode_all(&body)?)
+    }
+
+    /// The offset ListOffsets gives for `time` (-1 latest, -2 earliest) of one partition, asked of
+    /// its leader on this channel.
+    pub fn list_offset(&mut self, topic: &str, partition: i32, time: i64) -> Result<i64, String> {
+        let req = ListOffsetsRequest {
+            replica_id: -1,
+            topics: vec![(
+                topic.to_owned(),
+                vec![OffsetsPartition {
+                    partition,
+                    time,
+                    max_num_offsets: 1,
+                    current_leader_epoch: -1,
+                }],
+            )],
+        };
+        let r: ListOffsetsResponse = self
+            .request(LIST_OFFSETS, &req)
+            .map_err(|e| e.to_string())?;
+        let p = r
+            .topics
+            .first()
+            .and_then(|(_, v)| v.first())
+            .ok_or("empty ListOffsets answer")?;
+        if p.error_code != 0 {
+            return Err(format!(
+                "{topic}-{partition}: ListOffsets answered {:?}",
+                ErrorCode::from_code(p.error_code)
+            ));
+        }
+        p.offsets
+            .first()
+            .copied()
+            .ok_or_else(|| "empty ListOffsets answer".into())
     }
 }
 

@@ -9,28 +9,8 @@ use std::io::{self, Write};
 use std::net::TcpStream;
 use std::ops::{Deref, DerefMut};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Arc;
 
-/// `len` bytes of a file from `pos`; `file` keeps the descriptor open until they are sent
-/// (a segment deleted meanwhile stays readable through it).
-#[derive(Clone)]
-pub struct FileSlice {
-    pub file: Arc<dyn AsRawFd + Send + Sync>,
-    pub pos: u64,
-    pub len: usize,
-}
-
-impl std::fmt::Debug for FileSlice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "FileSlice(fd {}, {}+{})",
-            self.file.as_raw_fd(),
-            self.pos,
-            self.len
-        )
-    }
-}
+pub use crate::protocol::FileSlice;
 
 #[derive(Debug, Default)]
 pub struct Response {
@@ -145,6 +125,7 @@ mod tests {
     use super::*;
     use std::io::Read;
     use std::net::TcpListener;
+    use std::sync::Arc;
 
     #[test]
     fn a_frame_past_2_gib_is_an_error_not_a_wrapped_size() {

@@ -47,6 +47,10 @@ impl<'a> Decode<'a> for PartitionState {
     }
 }
 
+/// The leader an UpdateMetadata names for a partition of a topic being deleted (0.8.2's
+/// LeaderDuringDelete): the broker's metadata cache drops the partition.
+pub const LEADER_DURING_DELETE: i32 = -2;
+
 /// (topic, partition, state) as the commands carry it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicPartitionState {

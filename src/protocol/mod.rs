@@ -15,6 +15,7 @@ pub mod coordinator;
 pub mod delete_records;
 pub mod errors;
 pub mod fetch;
+mod file_slice;
 pub mod group_admin;
 pub mod group_membership;
 pub mod group_offsets;
@@ -30,6 +31,7 @@ pub mod record_batch;
 pub mod records;
 
 pub use errors::ErrorCode;
+pub use file_slice::FileSlice;
 pub use primitives::{DecodeError, DecodeResult, Reader, Writer};
 
 /// A body that can be written to a frame.

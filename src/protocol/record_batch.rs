@@ -13,6 +13,7 @@
 //! broker never decodes and re-encodes a batch it stores.
 
 use byteorder::{BigEndian, ByteOrder};
+use serde::{Deserialize, Serialize};
 
 use super::compression;
 use super::message::{MessageError, SetError};
@@ -226,12 +227,28 @@ pub struct ProducerMeta {
     pub max_timestamp: i64,
 }
 
+/// One batch of an idempotent producer: its sequence and offset ranges, as the partition's
+/// producer state (`log::producer_state`) remembers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchMeta {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub first_offset: i64,
+    pub last_offset: i64,
+}
+
+/// The last sequence of a batch of `count` records starting at `first`.
+pub fn last_seq(first: i32, count: i32) -> i32 {
+    let n = i64::from(first) + i64::from(count) - 1;
+    (n % (i64::from(i32::MAX) + 1)) as i32
+}
+
 impl ProducerMeta {
     /// The batch's sequence and offset ranges once its first offset is `first`.
-    pub fn batch_at(&self, first: i64) -> crate::log::producer_state::BatchMeta {
-        crate::log::producer_state::BatchMeta {
+    pub fn batch_at(&self, first: i64) -> BatchMeta {
+        BatchMeta {
             first_seq: self.base_sequence,
-            last_seq: crate::log::producer_state::last_seq(self.base_sequence, self.count),
+            last_seq: last_seq(self.base_sequence, self.count),
             first_offset: first,
             last_offset: first + i64::from(self.last_offset_delta),
         }

@@ -28,7 +28,7 @@ mod workload;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use gregor::client::admin;
+use gregor::zk::admin;
 
 use cluster::{Cluster, PARTITIONS, TOPIC, wait_healthy};
 use common::poll_until;

@@ -7,9 +7,9 @@ use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gregor::client::admin;
 use gregor::protocol::ErrorCode;
 use gregor::zk::ZkClient;
+use gregor::zk::admin;
 use gregor::zk::paths::{self, LeaderAndIsr};
 
 use super::{

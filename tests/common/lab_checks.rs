@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use gregor::client::admin;
 use gregor::protocol::fetch::{CLIENT_VERSION, DEBUGGING_REPLICA_ID};
 use gregor::protocol::records::decode_deep;
+use gregor::zk::admin;
 use parking_lot::Mutex;
 
 use crate::common::{self, Client, poll_until, wait_until};

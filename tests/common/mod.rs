@@ -281,7 +281,7 @@ pub fn spawn_broker_process(dir: &Path, properties: &str) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gregor"));
     cmd.args(["broker", "--config"])
         .arg(&props)
-        .env("RUST_LOG", "info,zookeeper=off")
+        .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log);

@@ -14,7 +14,7 @@ use crossbeam_channel::{
 };
 
 use super::{Batch, Shared};
-use crate::client::metadata::{fetch_metadata, list_offset};
+use crate::client::metadata::fetch_metadata;
 use crate::network::BlockingChannel;
 use crate::protocol::ErrorCode;
 use crate::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
@@ -211,7 +211,7 @@ fn fetch_once(
     stop: &AtomicBool,
 ) -> Result<(), String> {
     for (tp, offset) in parts.iter_mut().filter(|(_, o)| *o < 0) {
-        *offset = list_offset(chan, &tp.0, tp.1, *offset)?;
+        *offset = chan.list_offset(&tp.0, tp.1, *offset)?;
         shared.note_start(generation, tp, *offset);
     }
     let mut by_topic: Vec<(String, Vec<FetchPartition>)> = Vec::new();
@@ -266,7 +266,7 @@ fn fetch_once(
                 }
                 ErrorCode::OffsetOutOfRange => {
                     let time = shared.reset_time();
-                    parts[i].1 = list_offset(chan, &topic, pr.partition, time)?;
+                    parts[i].1 = chan.list_offset(&topic, pr.partition, time)?;
                     log::warn!(
                         "[consumer {}] {topic}-{}: offset out of range, reset to {}",
                         shared.consumer_id,
