@@ -194,7 +194,7 @@ fn a_leader_and_isr_write_outside_the_electing_session_is_refused() {
     };
     zk.ensure_path(&paths::topic_path("t")).unwrap();
     paths::write_leader_and_isr(&zk, "t", 0, &state, None).unwrap();
-    let tp = ("t".to_owned(), 0);
+    let tp = gregor::protocol::TopicPartition::new("t", 0);
     let shrink = |cur: &LeaderAndIsr| Some((cur.leader, vec![1, 3]));
     let earlier_session = zk.session_id() ^ 1;
     let r = update_leader_and_isr(&zk, (2, earlier_session), &tp, None, shrink);
@@ -221,7 +221,7 @@ fn a_conditional_leader_and_isr_write_that_loses_a_race_is_retried() {
     zk.ensure_path(&paths::topic_path("t")).unwrap();
     paths::write_leader_and_isr(&zk, "t", 0, &first, None).unwrap();
     let mut seen = Vec::new();
-    let tp = ("t".to_owned(), 0);
+    let tp = gregor::protocol::TopicPartition::new("t", 0);
     let r = update_leader_and_isr(&zk, (2, zk.session_id()), &tp, None, |cur| {
         seen.push(cur.clone());
         if seen.len() == 1 {
@@ -277,7 +277,7 @@ fn a_stale_cached_leader_and_isr_costs_a_reread_never_a_wrong_write() {
         ..old.clone()
     };
     paths::write_leader_and_isr(&zk, "t", 0, &now, Some(v0)).unwrap();
-    let tp = ("t".to_owned(), 0);
+    let tp = gregor::protocol::TopicPartition::new("t", 0);
     // Broker 1 died: elect the first other ISR member. From the stale copy that is 2, which
     // is no longer in the ISR; the conditional write fails and the fresh state gives 3.
     let elect = |cur: &LeaderAndIsr| {

@@ -229,7 +229,7 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
                     controller_id: 0,
                     controller_epoch: 0,
                     delete_partitions: false,
-                    partitions: vec![(TOPIC.into(), 0)],
+                    partitions: vec![gregor::protocol::TopicPartition::new(TOPIC, 0)],
                 }),
             ),
             false,

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use gregor::config::BrokerConfig;
 use gregor::log::{Log, LogConfig, LogError, LogManager};
+use gregor::protocol::TopicPartition;
 use gregor::protocol::message::{self, encode_entry};
 
 fn config(segment_bytes: u64) -> LogConfig {
@@ -391,7 +392,7 @@ fn restart_keeps_flushed_messages_and_the_high_watermark() {
         let lm = LogManager::open(&(&cfg).into()).unwrap();
         let log = lm.get_or_create("orders", 2).unwrap();
         append_range(&log, 0, 250, 10);
-        lm.checkpoint_high_watermarks(&[(("orders".into(), 2), 240)])
+        lm.checkpoint_high_watermarks(&[(TopicPartition::new("orders", 2), 240)])
             .unwrap();
         lm.shutdown();
     }

@@ -231,7 +231,7 @@ fn samples() -> Vec<Vec<u8>> {
             controller_id: 1,
             controller_epoch: 1,
             delete_partitions: true,
-            partitions: vec![("t".into(), 0)],
+            partitions: vec![gregor::protocol::TopicPartition::new("t", 0)],
         }
         .encode(b)
     });

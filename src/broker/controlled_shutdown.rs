@@ -6,6 +6,7 @@
 //! ZooKeeper until its session expires), so the wait also watches `/controller`: once another
 //! controller is elected, the request goes to it at once instead of waiting out the old one.
 
+use crate::protocol::TopicPartition;
 use std::time::Duration;
 
 use crossbeam_channel::RecvTimeoutError;
@@ -60,7 +61,7 @@ impl Broker {
         log::warn!("[Broker {id}] proceeding with shutdown without moving every leader");
     }
 
-    fn ask_controller_to_move_leaders(&self) -> Result<Vec<(String, i32)>, Attempt> {
+    fn ask_controller_to_move_leaders(&self) -> Result<Vec<TopicPartition>, Attempt> {
         let failed = |e: String| Attempt::Failed(e);
         let (data, asked) = self
             .zk

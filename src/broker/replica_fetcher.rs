@@ -29,7 +29,7 @@ mod truncation;
 
 use compare::{append_fetched, cut_to};
 
-pub type TopicPartition = (String, i32);
+use crate::protocol::TopicPartition;
 
 /// Pause after a failed fetch (broker gone, partition moving) before trying again.
 const BACKOFF: Duration = Duration::from_millis(200);
@@ -90,7 +90,7 @@ impl ReplicaFetcherManager {
     /// our log is cut where our latest leader epoch ends in the leader's (`truncation`), then
     /// what it holds beyond `from` is checked against the leader's before more is appended.
     pub fn add_partition(&self, leader: &BrokerInfo, partition: Arc<Partition>, from: i64) {
-        let tp = (partition.topic.clone(), partition.partition);
+        let tp = TopicPartition::new(partition.topic.clone(), partition.partition);
         self.remove_partition(&tp);
         let mut fetchers = self.fetchers.lock();
         let f = fetchers
@@ -101,8 +101,8 @@ impl ReplicaFetcherManager {
         log::info!(
             "[Broker {} {}-{}] fetching from broker {} at offset {from}",
             self.settings.broker_id,
-            tp.0,
-            tp.1,
+            tp.topic,
+            tp.partition,
             leader.id
         );
         f.partitions.lock().insert(
@@ -233,7 +233,14 @@ impl Fetcher {
 
     fn build_request(&self, s: &FetchSettings) -> FetchRequest {
         let mut by_topic: HashMap<String, Vec<FetchPartition>> = HashMap::new();
-        for ((t, p), f) in self.partitions.lock().iter() {
+        for (
+            TopicPartition {
+                topic: t,
+                partition: p,
+            },
+            f,
+        ) in self.partitions.lock().iter()
+        {
             if f.ask_epoch.is_some() {
                 continue; // not before our log is cut where the leader's parts from it
             }
@@ -281,7 +288,7 @@ impl Fetcher {
         for (topic, ps) in resp.topics {
             for p in ps {
                 let asked = requested.get(&(topic.as_str(), p.partition)).copied();
-                let tp = (topic.clone(), p.partition);
+                let tp = TopicPartition::new(topic.clone(), p.partition);
                 let Some(f) = parts.get_mut(&tp) else {
                     continue;
                 };
@@ -296,8 +303,8 @@ impl Fetcher {
                             Ok(()) => f.partition.metrics.replicated(p.message_set.len() as u64),
                             Err(e) => log::error!(
                                 "{tag} {}-{}: cannot append fetched data: {e}",
-                                tp.0,
-                                tp.1
+                                tp.topic,
+                                tp.partition
                             ),
                         }
                         // The leader's log start, moved by DeleteRecords or retention.
@@ -305,13 +312,17 @@ impl Fetcher {
                             && let Err(e) =
                                 f.partition.log.delete_records_before(p.log_start_offset)
                         {
-                            log::error!("{tag} {}-{}: cannot move the log start: {e}", tp.0, tp.1);
+                            log::error!(
+                                "{tag} {}-{}: cannot move the log start: {e}",
+                                tp.topic,
+                                tp.partition
+                            );
                         }
                     }
                     ErrorCode::OffsetOutOfRange => {
                         out_of_range.push((tp, f.fetch_offset, f.partition.clone()));
                     }
-                    e => log::debug!("{tag} {}-{}: leader answered {e:?}", tp.0, tp.1),
+                    e => log::debug!("{tag} {}-{}: leader answered {e:?}", tp.topic, tp.partition),
                 }
             }
         }
@@ -330,8 +341,8 @@ impl Fetcher {
                 Ok(()) => progress = true,
                 Err(e) => log::warn!(
                     "{tag} {}-{}: offset out of range and cannot ask the leader: {e}",
-                    tp.0,
-                    tp.1
+                    tp.topic,
+                    tp.partition
                 ),
             }
         }

@@ -28,7 +28,7 @@ use crate::protocol::{BrokerInfo, ErrorCode};
 use crate::zk::ZkClient;
 use crate::zk::paths;
 
-pub type TopicPartition = (String, i32);
+use crate::protocol::TopicPartition;
 
 /// The protocol's answer to a batch the producer state refuses.
 fn producer_error_code(e: ProducerError) -> ErrorCode {
@@ -100,7 +100,7 @@ impl ReplicaManager {
     pub fn get_partition(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
         self.partitions
             .read()
-            .get(&(topic.to_owned(), partition))
+            .get(&TopicPartition::new(topic.to_owned(), partition))
             .cloned()
     }
 
@@ -141,7 +141,7 @@ impl ReplicaManager {
         let set_p: HashSet<TopicPartition> = cmd
             .partition_states
             .iter()
-            .map(|s| (s.topic.clone(), s.partition))
+            .map(|s| TopicPartition::new(s.topic.clone(), s.partition))
             .collect();
         let mut errors = Vec::new();
         let configs = self.read_topic_configs(cmd);
@@ -220,7 +220,7 @@ impl ReplicaManager {
             if was != Role::Leader {
                 // step 2.1.1: stop the fetcher to the current leader.
                 self.fetchers
-                    .remove_partition(&(s.topic.clone(), s.partition));
+                    .remove_partition(&TopicPartition::new(s.topic.clone(), s.partition));
                 // step 2.1.2: become the leader, remembering the zk version of the
                 // leaderAndISR path (stored above) for later conditional ISR writes.
                 st.role = Role::Leader;
@@ -244,7 +244,7 @@ impl ReplicaManager {
             if was != Role::Follower(leader) {
                 // step 2.2.1: stop the fetcher to the current leader.
                 self.fetchers
-                    .remove_partition(&(s.topic.clone(), s.partition));
+                    .remove_partition(&TopicPartition::new(s.topic.clone(), s.partition));
                 // step 2.2.2: become a follower of L: record L, and fetch from L from our
                 // high watermark. What we hold above it is compared with L's log as it
                 // arrives and cut only where it differs (or where L's log ends): cutting it
@@ -315,31 +315,35 @@ impl ReplicaManager {
         ));
         self.partitions
             .write()
-            .insert((s.topic.clone(), s.partition), p.clone());
+            .insert(TopicPartition::new(s.topic.clone(), s.partition), p.clone());
         Ok(p)
     }
 
     fn delete_partitions_not_in(&self, keep: &HashSet<TopicPartition>) {
         for log in self.log_manager.all() {
-            let tp = (log.topic.clone(), log.partition);
+            let tp = TopicPartition::new(log.topic.clone(), log.partition);
             if !keep.contains(&tp) {
                 log::info!(
                     "[Broker {}] INIT: deleting local partition {}-{} not in the command",
                     self.broker_id,
-                    tp.0,
-                    tp.1
+                    tp.topic,
+                    tp.partition
                 );
-                self.remove_partition(&tp.0, tp.1, true);
+                self.remove_partition(&tp.topic, tp.partition, true);
             }
         }
     }
 
     fn remove_partition(&self, topic: &str, partition: i32, delete: bool) {
         self.fetchers
-            .remove_partition(&(topic.to_owned(), partition));
+            .remove_partition(&TopicPartition::new(topic.to_owned(), partition));
         let mut parts = self.partitions.write();
-        parts.remove(&(topic.to_owned(), partition));
-        if delete && !parts.keys().any(|(t, _)| t == topic) {
+        parts.remove(&TopicPartition::new(topic.to_owned(), partition));
+        if delete
+            && !parts
+                .keys()
+                .any(|TopicPartition { topic: t, .. }| t == topic)
+        {
             self.metrics.forget_topic(topic);
         }
         drop(parts);
@@ -368,7 +372,7 @@ impl ReplicaManager {
         // step 1: the partitions of the command; step 2.1: delete each from local storage,
         // if present (or only stop serving it when delete_partitions is false).
         let mut errors = Vec::new();
-        for (topic, partition) in &cmd.partitions {
+        for TopicPartition { topic, partition } in &cmd.partitions {
             self.remove_partition(topic, *partition, cmd.delete_partitions);
             log::info!(
                 "[Broker {} {topic}-{partition}] stopped replica (delete={})",
@@ -505,7 +509,7 @@ impl ReplicaManager {
             .all()
             .iter()
             .map(|l| {
-                let tp = (l.topic.clone(), l.partition);
+                let tp = TopicPartition::new(l.topic.clone(), l.partition);
                 let hw = parts.get(&tp).map_or_else(
                     || self.log_manager.checkpointed_high_watermark(l),
                     |p| p.high_watermark(),

@@ -6,6 +6,7 @@
 //! ZooKeeper round trip; a watch lost with a session is made good by a re-read every
 //! `RECHECK`.
 
+use crate::protocol::TopicPartition;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -28,7 +29,7 @@ impl ReplicaManager {
         self.partitions
             .read()
             .iter()
-            .filter(|((t, _), _)| t == topic)
+            .filter(|(TopicPartition { topic: t, .. }, _)| t == topic)
             .map(|(_, p)| p.clone())
             .collect()
     }

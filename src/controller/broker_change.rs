@@ -6,10 +6,11 @@ use crate::zk::ZkResult;
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;
-use super::context::{TopicPartition, broker_changes};
+use super::context::broker_changes;
 use super::election_rules::{Election, offline_partition_leader};
 use super::leader_and_isr::{refresh, update_many_in_context};
 use super::topic_change::init_leaders;
+use crate::protocol::TopicPartition;
 use crate::protocol::{BrokerEndPoints, BrokerInfo};
 use crate::zk::paths;
 

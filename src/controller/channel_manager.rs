@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use super::context::{ControllerContext, TopicPartition};
+use super::context::ControllerContext;
 use crate::network::BlockingChannel;
+use crate::protocol::TopicPartition;
 use crate::protocol::controller::LEADER_DURING_DELETE;
 use crate::protocol::controller::{
     LeaderAndIsrRequest, PartitionErrorsResponse, PartitionState, StopReplicaRequest,
@@ -252,7 +253,7 @@ impl CommandBatch {
             states.extend(
                 self.deleted
                     .into_iter()
-                    .map(|(topic, partition)| TopicPartitionState {
+                    .map(|TopicPartition { topic, partition }| TopicPartitionState {
                         topic,
                         partition,
                         state: PartitionState {

@@ -7,7 +7,7 @@ use crate::protocol::controller::{PartitionState, TopicPartitionState};
 use crate::protocol::{BrokerEndPoints, BrokerInfo};
 use crate::zk::paths::LeaderAndIsr;
 
-pub type TopicPartition = (String, i32);
+use crate::protocol::TopicPartition;
 
 /// Brokers that joined and left between two registrations snapshots (id → session). A broker
 /// whose session changed restarted in between: it both left and joined.
@@ -71,13 +71,16 @@ impl ControllerContext {
     }
 
     pub fn topics(&self) -> BTreeSet<String> {
-        self.assignments.keys().map(|(t, _)| t.clone()).collect()
+        self.assignments
+            .keys()
+            .map(|TopicPartition { topic: t, .. }| t.clone())
+            .collect()
     }
 
     pub fn partitions_of(&self, topic: &str) -> Vec<TopicPartition> {
         self.assignments
             .keys()
-            .filter(|(t, _)| t == topic)
+            .filter(|TopicPartition { topic: t, .. }| t == topic)
             .cloned()
             .collect()
     }
@@ -108,8 +111,8 @@ impl ControllerContext {
     pub fn partition_state(&self, tp: &TopicPartition) -> Option<TopicPartitionState> {
         let (l, version) = self.leaders.get(tp)?;
         Some(TopicPartitionState {
-            topic: tp.0.clone(),
-            partition: tp.1,
+            topic: tp.topic.clone(),
+            partition: tp.partition,
             state: PartitionState {
                 controller_epoch: l.controller_epoch,
                 leader: l.leader,

@@ -4,8 +4,9 @@ use crate::zk::{ZkError, ZkResult};
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;
-use super::context::{ControllerContext, TopicPartition};
+use super::context::ControllerContext;
 use super::topic_change::init_leaders;
+use crate::protocol::TopicPartition;
 use crate::zk::paths;
 
 impl ControllerState {
@@ -38,7 +39,7 @@ impl ControllerState {
                 continue;
             };
             for (p, ar) in assignment {
-                let tp = (topic.clone(), p);
+                let tp = TopicPartition::new(topic.clone(), p);
                 self.ctx.assignments.insert(tp.clone(), ar);
                 partitions.push(tp);
             }

@@ -2,6 +2,7 @@
 //! under `/isr_change_notification`; the controller re-reads those partitions and sends every
 //! broker UpdateMetadata, so Metadata answers (and `gregor status`) show the ISR leaders keep.
 
+use crate::protocol::TopicPartition;
 use crate::zk::ZkResult;
 
 use super::channel_manager::CommandBatch;
@@ -23,7 +24,7 @@ impl ControllerState {
             let path = format!("{}/{child}", paths::ISR_CHANGE_NOTIFICATION);
             if let Some(list) = paths::read_json::<PartitionList>(&self.zk, &path)? {
                 for p in list.partitions {
-                    let tp = (p.topic, p.partition);
+                    let tp = TopicPartition::new(p.topic, p.partition);
                     if self.ctx.assignments.contains_key(&tp) {
                         changed.push(tp);
                     }

@@ -3,7 +3,8 @@
 
 use crate::zk::{ZkError, ZkResult};
 
-use super::context::{ControllerContext, TopicPartition};
+use super::context::ControllerContext;
+use crate::protocol::TopicPartition;
 use crate::zk::paths::{self, LeaderAndIsr};
 use crate::zk::{ZkClient, pipeline};
 
@@ -38,7 +39,7 @@ pub fn update_leader_and_isr(
         let cached = known.is_some();
         let current = match known.take() {
             Some(k) => Some(k),
-            None => paths::leader_and_isr(zk, &tp.0, tp.1)?,
+            None => paths::leader_and_isr(zk, &tp.topic, tp.partition)?,
         };
         let Some((current, version)) = current else {
             return Ok(Update::Missing);
@@ -53,13 +54,13 @@ pub fn update_leader_and_isr(
         let new = successor(&current, leader, isr, controller_epoch);
         // step 3.3
         in_session(zk, session)?;
-        match paths::write_leader_and_isr(zk, &tp.0, tp.1, &new, Some(version)) {
+        match paths::write_leader_and_isr(zk, &tp.topic, tp.partition, &new, Some(version)) {
             Ok(v) => return Ok(Update::Written(new, v)),
             Err(ZkError::BadVersion) => {
                 log::info!(
                     "leaderAndISR of {}-{} changed since version {version}; reading it again",
-                    tp.0,
-                    tp.1
+                    tp.topic,
+                    tp.partition
                 );
             }
             // A node we knew of is gone (its topic was deleted): as if never there.
@@ -239,7 +240,10 @@ fn write_group(
     let writes: Vec<_> = group
         .iter()
         .map(|d| {
-            let (t, p) = &tps[d.at];
+            let TopicPartition {
+                topic: t,
+                partition: p,
+            } = &tps[d.at];
             (t.as_str(), *p, &d.new, d.current.1)
         })
         .collect();
@@ -250,7 +254,10 @@ fn write_group(
             .map(|(d, v)| Update::Written(d.new.clone(), v))
             .collect()),
         Err((failed, e)) => {
-            let (t, p) = &tps[group[failed].at];
+            let TopicPartition {
+                topic: t,
+                partition: p,
+            } = &tps[group[failed].at];
             log::info!(
                 "leaderAndISR transaction of {} writes refused at {t}-{p} ({e:?}); writing them one by one",
                 group.len()
@@ -274,8 +281,8 @@ fn record(ctx: &mut ControllerContext, tp: &TopicPartition, u: Update) -> bool {
             log::info!(
                 "[Controller epoch {}] {}-{}: leader {} isr {:?} leader epoch {}",
                 ctx.epoch,
-                tp.0,
-                tp.1,
+                tp.topic,
+                tp.partition,
                 l.leader,
                 l.isr,
                 l.leader_epoch
@@ -308,7 +315,12 @@ pub fn read_many(
 fn read_group(zk: &ZkClient, tps: &[TopicPartition]) -> ZkResult<Vec<Option<(LeaderAndIsr, i32)>>> {
     let nodes: Vec<String> = tps
         .iter()
-        .map(|(t, p)| paths::leader_and_isr_path(t, *p))
+        .map(
+            |TopicPartition {
+                 topic: t,
+                 partition: p,
+             }| paths::leader_and_isr_path(t, *p),
+        )
         .collect();
     zk.get_data_each(&nodes)?
         .into_iter()

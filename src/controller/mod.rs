@@ -30,9 +30,10 @@ use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use parking_lot::Mutex;
 
 use crate::protocol::ErrorCode;
+use crate::protocol::TopicPartition;
 use crate::zk::{ElectionListener, ZkClient, ZkElection, paths};
 use channel_manager::{CommandBatch, ControllerChannelManager};
-use context::{ControllerContext, TopicPartition};
+use context::ControllerContext;
 
 /// How long a ControlledShutdown request waits for the controller thread.
 const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -235,7 +236,7 @@ impl KafkaController {
     }
 
     /// Runs a controlled shutdown of `broker` on the event thread.
-    pub fn controlled_shutdown(&self, broker: i32) -> Result<Vec<(String, i32)>, ErrorCode> {
+    pub fn controlled_shutdown(&self, broker: i32) -> Result<Vec<TopicPartition>, ErrorCode> {
         let (tx, rx) = bounded(1);
         let _ = self.events.send(Event::ControlledShutdown(broker, tx));
         match rx.recv_timeout(CONTROLLED_SHUTDOWN_TIMEOUT) {

@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use crate::zk::{WatchedEventType, ZkResult};
 
 use super::channel_manager::CommandBatch;
-use super::context::TopicPartition;
 use super::election_rules::{preferred_leader, reassigned_leader};
 use super::leader_and_isr::update_in_context;
 use super::{ControllerState, Event};
+use crate::protocol::TopicPartition;
 use crate::zk::paths::{self, PartitionList, ReassignmentRequest};
 
 impl ControllerState {
@@ -34,13 +34,13 @@ impl ControllerState {
         };
         let mut remaining = Vec::new();
         for r in &req.partitions {
-            let tp = (r.topic.clone(), r.partition);
+            let tp = TopicPartition::new(r.topic.clone(), r.partition);
             if !self.ctx.assignments.contains_key(&tp) || r.replicas.is_empty() {
                 log::warn!(
                     "[Controller {}] dropping reassignment of unknown partition {}-{}",
                     self.broker_id,
-                    tp.0,
-                    tp.1
+                    tp.topic,
+                    tp.partition
                 );
                 continue;
             }
@@ -77,12 +77,14 @@ impl ControllerState {
         // Watch before reading: an ISR change between the read and a later watch would be
         // missed, and the reassignment would wait forever.
         let tx = self.events.clone();
-        self.zk
-            .exists_w(&paths::leader_and_isr_path(&tp.0, tp.1), move |ev| {
+        self.zk.exists_w(
+            &paths::leader_and_isr_path(&tp.topic, tp.partition),
+            move |ev| {
                 if ev.event_type == WatchedEventType::NodeDataChanged {
                     let _ = tx.send(Event::ReassignPartitions);
                 }
-            })?;
+            },
+        )?;
         super::leader_and_isr::refresh(&self.zk, &mut self.ctx, std::slice::from_ref(tp))?;
         let isr = self
             .ctx
@@ -99,7 +101,7 @@ impl ControllerState {
                 self.ctx
                     .assignments
                     .insert(tp.clone(), union_ordered.clone());
-                self.write_assignment(&tp.0)?;
+                self.write_assignment(&tp.topic)?;
                 update_in_context(&self.zk, &mut self.ctx, tp, |cur| {
                     Some((cur.leader, cur.isr.clone()))
                 })?;
@@ -107,8 +109,8 @@ impl ControllerState {
                 log::info!(
                     "[Controller {}] reassigning {}-{}: {oar:?} -> {rar:?}, waiting for {rar:?} to join the ISR",
                     self.broker_id,
-                    tp.0,
-                    tp.1
+                    tp.topic,
+                    tp.partition
                 );
             }
             // step 2: wait for the ISR (the watch set above fires on the leader's ISR write).
@@ -142,13 +144,13 @@ impl ControllerState {
         }
         // step 5: AR := RAR.
         self.ctx.assignments.insert(tp.clone(), rar.to_vec());
-        self.write_assignment(&tp.0)?;
+        self.write_assignment(&tp.topic)?;
         batch.leader_and_isr(&self.ctx, rar, tp);
         log::info!(
             "[Controller {}] reassignment of {}-{} to {rar:?} complete",
             self.broker_id,
-            tp.0,
-            tp.1
+            tp.topic,
+            tp.partition
         );
         Ok(true)
     }
@@ -158,8 +160,16 @@ impl ControllerState {
             .ctx
             .assignments
             .iter()
-            .filter(|((t, _), _)| t == topic)
-            .map(|((_, p), ar)| (*p, ar.clone()))
+            .filter(|(TopicPartition { topic: t, .. }, _)| t == topic)
+            .map(
+                |(
+                    TopicPartition {
+                        topic: _,
+                        partition: p,
+                    },
+                    ar,
+                )| (*p, ar.clone()),
+            )
             .collect();
         paths::write_topic_assignment(&self.zk, topic, &a)
     }
@@ -179,7 +189,7 @@ impl ControllerState {
         };
         let eligible = self.ctx.eligible_brokers();
         for p in &req.partitions {
-            let tp = (p.topic.clone(), p.partition);
+            let tp = TopicPartition::new(p.topic.clone(), p.partition);
             let Some(ar) = self.ctx.assignments.get(&tp).cloned() else {
                 continue;
             };

@@ -8,9 +8,9 @@ use crate::zk::ZkResult;
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;
-use super::context::TopicPartition;
 use super::election_rules::{Election, controlled_shutdown_leader};
 use super::leader_and_isr::update_many_in_context;
+use crate::protocol::TopicPartition;
 
 impl ControllerState {
     /// Returns the partitions `leaving` still leads (no other live ISR member to take over).

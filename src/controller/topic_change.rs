@@ -6,8 +6,8 @@ use crate::zk::{ZkError, ZkResult};
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;
-use super::context::TopicPartition;
 use super::election_rules::{Election, init_leader};
+use crate::protocol::TopicPartition;
 use crate::zk::paths::{self, LeaderAndIsr};
 use crate::zk::{ZkClient, pipeline};
 
@@ -24,7 +24,7 @@ impl ControllerState {
                 continue;
             };
             for (p, ar) in assignment {
-                let tp = (topic.clone(), p);
+                let tp = TopicPartition::new(topic.clone(), p);
                 self.ctx.assignments.insert(tp.clone(), ar);
                 added.push(tp);
             }
@@ -69,7 +69,7 @@ impl ControllerState {
         };
         let mut added = Vec::new();
         for (p, ar) in assignment {
-            let tp = (topic.to_owned(), p);
+            let tp = TopicPartition::new(topic.to_owned(), p);
             if !self.ctx.assignments.contains_key(&tp) {
                 self.ctx.assignments.insert(tp.clone(), ar);
                 added.push(tp);
@@ -170,8 +170,8 @@ pub fn init_leaders(
                 log::info!(
                     "[Controller epoch {}] {}-{}: initial leader {} isr {:?}",
                     c.ctx.epoch,
-                    tp.0,
-                    tp.1,
+                    tp.topic,
+                    tp.partition,
                     l.leader,
                     l.isr
                 );
@@ -188,8 +188,8 @@ pub fn init_leaders(
                 log::info!(
                     "[Controller epoch {}] {}-{}: topic deleted before its first leader",
                     c.ctx.epoch,
-                    tp.0,
-                    tp.1
+                    tp.topic,
+                    tp.partition
                 );
                 continue;
             }
@@ -219,7 +219,7 @@ fn first_write(
     tp: &TopicPartition,
     l: &LeaderAndIsr,
 ) -> ZkResult<FirstWrite> {
-    let version = match paths::leader_and_isr(zk, &tp.0, tp.1)? {
+    let version = match paths::leader_and_isr(zk, &tp.topic, tp.partition)? {
         Some((cur, v)) if !(cur.leader == -1 && cur.isr.is_empty()) => {
             return Ok(FirstWrite::Existing(cur, v));
         }
@@ -227,7 +227,7 @@ fn first_write(
         None => None,
     };
     super::leader_and_isr::in_session(zk, session)?;
-    match paths::write_leader_and_isr(zk, &tp.0, tp.1, l, version) {
+    match paths::write_leader_and_isr(zk, &tp.topic, tp.partition, l, version) {
         Ok(v) => Ok(FirstWrite::Written(v)),
         Err(ZkError::NodeExists) | Err(ZkError::BadVersion) => Ok(FirstWrite::Raced),
         Err(ZkError::NoNode) => Ok(FirstWrite::TopicGone),

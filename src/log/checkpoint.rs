@@ -15,12 +15,19 @@ pub const HIGH_WATERMARKS: &str = "replication-offset-checkpoint";
 pub const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
 const VERSION: u32 = 0;
 
-pub type TopicPartition = (String, i32);
+use crate::protocol::TopicPartition;
 
 pub fn write(dir: &Path, name: &str, hws: &[(TopicPartition, i64)]) -> io::Result<()> {
     let tmp = dir.join(format!("{name}.tmp"));
     let mut text = format!("{VERSION}\n{}\n", hws.len());
-    for ((t, p), hw) in hws {
+    for (
+        TopicPartition {
+            topic: t,
+            partition: p,
+        },
+        hw,
+    ) in hws
+    {
         text.push_str(&format!("{t} {p} {hw}\n"));
     }
     let mut f = std::fs::File::create(&tmp)?;
@@ -59,7 +66,7 @@ pub fn read(dir: &Path, name: &str) -> Result<HashMap<TopicPartition, i64>, Stri
         let hw: i64 = hw
             .parse()
             .map_err(|_| bad(&format!("bad offset in `{line}`")))?;
-        map.insert((t.to_owned(), p), hw);
+        map.insert(TopicPartition::new(t.to_owned(), p), hw);
     }
     if map.len() != count {
         return Err(bad("fewer entries than the count line says"));
@@ -77,11 +84,14 @@ mod tests {
         write(
             d.path(),
             HIGH_WATERMARKS,
-            &[(("a".into(), 0), 5), (("b".into(), 3), 9)],
+            &[
+                (TopicPartition::new("a", 0), 5),
+                (TopicPartition::new("b", 3), 9),
+            ],
         )
         .unwrap();
         let m = read(d.path(), HIGH_WATERMARKS).unwrap();
-        assert_eq!(m[&("b".to_owned(), 3)], 9);
+        assert_eq!(m[&TopicPartition::new("b", 3)], 9);
         std::fs::write(d.path().join(HIGH_WATERMARKS), "0\n2\na 0 5\n").unwrap();
         assert!(read(d.path(), HIGH_WATERMARKS).is_err());
         std::fs::write(d.path().join(HIGH_WATERMARKS), "garbage").unwrap();

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use parking_lot::{Mutex, RwLock};
 
-use super::checkpoint::{self, TopicPartition};
+use super::checkpoint;
 use super::partition_log::{Log, LogConfig, parse_partition_dir, partition_dir};
+use crate::protocol::TopicPartition;
 
 /// The maintenance thread wakes at least this often to look at flush deadlines.
 const MAINTENANCE_TICK: Duration = Duration::from_millis(200);
@@ -92,10 +93,14 @@ impl LogManager {
             let opened = open_all(found, &config, cfg.recovery_threads_per_dir)?;
             for l in opened {
                 // Records deleted by DeleteRecords stay deleted across a restart.
-                if let Some(&start) = starts.get(&(l.topic.clone(), l.partition)) {
+                if let Some(&start) = starts.get(&TopicPartition::new(l.topic.clone(), l.partition))
+                {
                     l.delete_records_before(start)?;
                 }
-                logs.insert((l.topic.clone(), l.partition), Arc::new(l));
+                logs.insert(
+                    TopicPartition::new(l.topic.clone(), l.partition),
+                    Arc::new(l),
+                );
             }
         }
         log::info!("loaded {} partition logs from {:?}", logs.len(), cfg.dirs);
@@ -118,7 +123,7 @@ impl LogManager {
     pub fn get(&self, topic: &str, partition: i32) -> Option<Arc<Log>> {
         self.logs
             .read()
-            .get(&(topic.to_owned(), partition))
+            .get(&TopicPartition::new(topic.to_owned(), partition))
             .cloned()
     }
 
@@ -128,7 +133,7 @@ impl LogManager {
             return Ok(l);
         }
         let mut logs = self.logs.write();
-        let key = (topic.to_owned(), partition);
+        let key = TopicPartition::new(topic.to_owned(), partition);
         if let Some(l) = logs.get(&key) {
             return Ok(l.clone());
         }
@@ -155,7 +160,10 @@ impl LogManager {
 
     /// Removes a partition's log and its directory.
     pub fn delete(&self, topic: &str, partition: i32) -> io::Result<bool> {
-        let removed = self.logs.write().remove(&(topic.to_owned(), partition));
+        let removed = self
+            .logs
+            .write()
+            .remove(&TopicPartition::new(topic.to_owned(), partition));
         match removed {
             Some(l) => {
                 std::fs::remove_dir_all(&l.dir)?;
@@ -174,7 +182,7 @@ impl LogManager {
     pub fn checkpointed_high_watermark(&self, log: &Log) -> i64 {
         let hw = self
             .checkpointed
-            .get(&(log.topic.clone(), log.partition))
+            .get(&TopicPartition::new(log.topic.clone(), log.partition))
             .copied()
             .unwrap_or(0);
         hw.min(log.log_end_offset()).max(log.log_start_offset())

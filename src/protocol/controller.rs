@@ -6,6 +6,7 @@
 //! Deviation (doc/protocol.md): LeaderAndIsr ends with an `init` boolean, the spec's INIT flag
 //! (section D step 4), and the receiver's `broker_epoch`, which 0.8's layout did not have.
 
+use super::TopicPartition;
 use super::{
     BROKER_MIN, BrokerEndPoints, BrokerInfo, Decode, DecodeResult, Encode, EndPoint, Reader,
     Writer, read_array, write_array,
@@ -156,7 +157,7 @@ pub struct StopReplicaRequest {
     pub controller_id: i32,
     pub controller_epoch: i32,
     pub delete_partitions: bool,
-    pub partitions: Vec<(String, i32)>,
+    pub partitions: Vec<TopicPartition>,
 }
 
 impl Encode for StopReplicaRequest {
@@ -164,9 +165,9 @@ impl Encode for StopReplicaRequest {
         out.put_i32(self.controller_id);
         out.put_i32(self.controller_epoch);
         out.put_i8(self.delete_partitions as i8);
-        write_array(out, &self.partitions, |o, (t, p)| {
-            o.put_string(t);
-            o.put_i32(*p);
+        write_array(out, &self.partitions, |o, tp| {
+            o.put_string(&tp.topic);
+            o.put_i32(tp.partition);
         });
     }
 }
@@ -178,7 +179,7 @@ impl<'a> Decode<'a> for StopReplicaRequest {
             controller_epoch: r.i32("controller_epoch")?,
             delete_partitions: r.bool("delete_partitions")?,
             partitions: read_array(r, "partitions", 6, |r| {
-                Ok((r.string("topic")?.to_owned(), r.i32("partition")?))
+                Ok(TopicPartition::new(r.string("topic")?, r.i32("partition")?))
             })?,
         })
     }
@@ -283,16 +284,24 @@ impl<'a> Decode<'a> for ControlledShutdownRequest {
 pub struct ControlledShutdownResponse {
     pub error_code: i16,
     /// Partitions the broker still leads.
-    pub partitions_remaining: Vec<(String, i32)>,
+    pub partitions_remaining: Vec<TopicPartition>,
 }
 
 impl Encode for ControlledShutdownResponse {
     fn encode(&self, out: &mut Vec<u8>) {
         out.put_i16(self.error_code);
-        write_array(out, &self.partitions_remaining, |o, (t, p)| {
-            o.put_string(t);
-            o.put_i32(*p);
-        });
+        write_array(
+            out,
+            &self.partitions_remaining,
+            |o,
+             TopicPartition {
+                 topic: t,
+                 partition: p,
+             }| {
+                o.put_string(t);
+                o.put_i32(*p);
+            },
+        );
     }
 }
 
@@ -301,7 +310,7 @@ impl<'a> Decode<'a> for ControlledShutdownResponse {
         Ok(ControlledShutdownResponse {
             error_code: r.i16("error_code")?,
             partitions_remaining: read_array(r, "partitions_remaining", 6, |r| {
-                Ok((r.string("topic")?.to_owned(), r.i32("partition")?))
+                Ok(TopicPartition::new(r.string("topic")?, r.i32("partition")?))
             })?,
         })
     }
@@ -346,7 +355,7 @@ mod tests {
             controller_id: 1,
             controller_epoch: 3,
             delete_partitions: true,
-            partitions: vec![("t".into(), 0)],
+            partitions: vec![TopicPartition::new("t", 0)],
         });
         round_trip(&UpdateMetadataRequest {
             controller_id: 1,
@@ -376,7 +385,7 @@ mod tests {
         round_trip(&ControlledShutdownRequest { broker_id: 3 });
         round_trip(&ControlledShutdownResponse {
             error_code: 0,
-            partitions_remaining: vec![("t".into(), 1)],
+            partitions_remaining: vec![TopicPartition::new("t", 1)],
         });
     }
 }

@@ -29,10 +29,12 @@ pub mod primitives;
 pub mod produce;
 pub mod record_batch;
 pub mod records;
+mod topic_partition;
 
 pub use errors::ErrorCode;
 pub use file_slice::FileSlice;
 pub use primitives::{DecodeError, DecodeResult, Reader, Writer};
+pub use topic_partition::TopicPartition;
 
 /// A body that can be written to a frame.
 pub trait Encode {

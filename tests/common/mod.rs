@@ -653,7 +653,10 @@ impl Client {
             controller_id: 0,
             controller_epoch,
             delete_partitions: delete,
-            partitions,
+            partitions: partitions
+                .into_iter()
+                .map(|(t, p)| gregor::protocol::TopicPartition::new(t, p))
+                .collect(),
         };
         self.chan.request(5, &req).unwrap()
     }

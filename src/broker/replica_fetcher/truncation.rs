@@ -51,7 +51,15 @@ impl Fetcher {
             return Ok(());
         }
         let mut topics: Vec<(String, Vec<EpochQuery>)> = Vec::new();
-        for ((t, p), epoch, current) in &asked {
+        for (
+            TopicPartition {
+                topic: t,
+                partition: p,
+            },
+            epoch,
+            current,
+        ) in &asked
+        {
             let q = EpochQuery {
                 partition: *p,
                 current_leader_epoch: *current,
@@ -76,7 +84,7 @@ impl Fetcher {
         let mut parts = self.partitions.lock();
         for (topic, answers) in topics {
             for a in answers {
-                let tp = (topic.clone(), a.partition);
+                let tp = TopicPartition::new(topic.clone(), a.partition);
                 let asked_epoch = asked.iter().find(|x| x.0 == tp).map(|x| x.1);
                 let Some(f) = parts.get_mut(&tp) else {
                     continue;
@@ -85,7 +93,11 @@ impl Fetcher {
                     continue; // followed anew meanwhile
                 }
                 if let Err(e) = apply_epoch_answer(tag, f, &a) {
-                    log::error!("{tag} {}-{}: cannot truncate by epoch: {e}", tp.0, tp.1);
+                    log::error!(
+                        "{tag} {}-{}: cannot truncate by epoch: {e}",
+                        tp.topic,
+                        tp.partition
+                    );
                     f.ask_epoch = None;
                 }
             }
