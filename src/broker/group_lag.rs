@@ -81,7 +81,7 @@ pub(super) fn lag_families(b: &Broker, out: &mut Vec<MetricFamily>) {
 fn committed_offsets(b: &Broker) -> crate::zk::ZkResult<Committed> {
     let mut out = BTreeMap::new();
     for group in groups::all_groups(&b.zk)? {
-        for (topic, parts) in super::group_offsets::committed_partitions(&b.zk, &group)? {
+        for (topic, parts) in super::apis::group_offsets::committed_partitions(&b.zk, &group)? {
             for p in parts {
                 if let Some(o) = paths::committed_offset(&b.zk, &group, &topic, p)? {
                     out.insert((group.clone(), (topic.clone(), p)), o);

@@ -5,20 +5,11 @@
 //! connection thread runs its ping loop), the log manager's maintenance
 //! thread, one high-watermark checkpoint thread, and the ZooKeeper session thread.
 
-mod admin_apis;
 pub mod apis;
-mod config_apis;
 mod controlled_shutdown;
 mod controller_epoch;
-mod coordinator_apis;
 mod fetch_budget;
-mod group_apis;
 mod group_lag;
-pub mod group_offsets;
-mod handle_fetch;
-mod handle_leader_epochs;
-mod handle_list_offsets;
-mod handle_produce;
 pub mod inflation;
 mod isr;
 pub mod metadata_cache;

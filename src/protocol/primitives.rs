@@ -59,6 +59,16 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A reader of a request's body that starts at `body_at` of the whole frame, so positions
+    /// and regions it gives are the frame's (Produce's record sets, modified in place).
+    pub fn body_of(frame: &'a [u8], body_at: usize, flexible: bool) -> Self {
+        Reader {
+            buf: frame,
+            pos: body_at.min(frame.len()),
+            flexible,
+        }
+    }
+
     /// Switches between the classic and the flexible encoding (a body of a flexible version).
     pub fn set_flexible(&mut self, on: bool) {
         self.flexible = on;

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::apis::KafkaApis;
-use super::partition::Role;
+use super::KafkaApis;
+use crate::broker::partition::Role;
 use crate::network::Action;
 use crate::protocol::ErrorCode;
 use crate::protocol::admin_topics::{

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::apis::KafkaApis;
+use super::KafkaApis;
 use crate::config::keys;
 use crate::network::Action;
 use crate::protocol::ErrorCode;

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use std::sync::atomic::Ordering;
 
-use super::apis::KafkaApis;
-use super::fetch_budget::FetchBudget;
-use super::partition::Partition;
+use super::KafkaApis;
+use crate::broker::fetch_budget::FetchBudget;
+use crate::broker::partition::Partition;
 use crate::log::{FirstEntry, LogError};
 use crate::network::{Action, ConnectionContext, Response};
 use crate::protocol::fetch::{self, FetchRequest, PartitionHead};

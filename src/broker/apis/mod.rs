@@ -1,17 +1,32 @@
-//! `KafkaApis`: decodes each request, calls the part of the broker that serves it, and writes
-//! the response. One `handle_*` function per api key.
+//! `KafkaApis`: the dispatcher — it reads each request's header, checks the version against
+//! the API table (`protocol::header::SUPPORTED_APIS`), decodes the body and hands it to the
+//! handler of its family, one file here per family (as mini-redis keeps a file per command):
+//! `produce`, `fetch`, `list_offsets`, `leader_epochs`, `metadata`, `controller` (requests
+//! only brokers send), `topics`, `configs`, `groups`, `group_offsets`, `coordinator` (the
+//! spec's own protocol). Each handler decodes, checks, acts and answers, in that order.
 //!
 //! A request that does not decode, or an api key/version we do not serve, closes the
 //! connection with a log line naming the peer and the problem (the protocol has no error
 //! response for an unparseable request); ApiVersions always gets an answer.
 
+mod configs;
+mod controller;
+mod coordinator;
+mod fetch;
+pub mod group_offsets;
+mod groups;
+mod leader_epochs;
+mod list_offsets;
+mod metadata;
+mod produce;
+mod topics;
+
 use std::sync::Arc;
 
-use super::group_apis::RequestContext;
-use super::metadata_cache::MetadataCache;
-use super::partition::Partition;
-use super::producer_ids::ProducerIdManager;
-use super::replica_manager::ReplicaManager;
+use crate::broker::metadata_cache::MetadataCache;
+use crate::broker::partition::Partition;
+use crate::broker::producer_ids::ProducerIdManager;
+use crate::broker::replica_manager::ReplicaManager;
 use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
 use crate::coordinator::Coordinator;
@@ -22,10 +37,6 @@ use crate::protocol::admin_topics::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
 };
 use crate::protocol::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
-use crate::protocol::controller::{
-    ControlledShutdownRequest, ControlledShutdownResponse, ErrorOnlyResponse, LeaderAndIsrRequest,
-    PartitionErrorsResponse, StopReplicaRequest, UpdateMetadataRequest,
-};
 use crate::protocol::coordinator::is_coordinator_request;
 use crate::protocol::delete_records::DeleteRecordsRequest;
 use crate::protocol::fetch::FetchRequest;
@@ -37,9 +48,17 @@ use crate::protocol::init_producer_id::InitProducerIdRequest;
 use crate::protocol::metadata::MetadataRequest;
 use crate::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
 use crate::protocol::offsets::ListOffsetsRequest;
-use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Reader, Writer};
-use crate::zk::admin;
-use crate::zk::{ZkClient, paths};
+use crate::protocol::{Decode, DecodeResult, ErrorCode, Reader, Writer};
+use crate::zk::ZkClient;
+
+/// What the dispatcher knows of a request besides its body.
+pub struct RequestContext<'a> {
+    pub version: i16,
+    /// Whether the body is in the flexible encoding.
+    pub flexible: bool,
+    pub client_id: &'a str,
+    pub conn: &'a ConnectionContext,
+}
 
 pub struct KafkaApis {
     pub broker_id: i32,
@@ -55,7 +74,7 @@ pub struct KafkaApis {
     /// Gives idempotent producers their ids.
     pub producer_ids: ProducerIdManager,
     /// Bounds the produce data inflated at once across connections.
-    pub inflation: super::inflation::InflationSlots,
+    pub inflation: crate::broker::inflation::InflationSlots,
 }
 
 impl RequestHandler for KafkaApis {
@@ -126,7 +145,7 @@ impl RequestHandler for KafkaApis {
             return self.refuse_broker_request(key, conn, out);
         }
         let result = match key {
-            header::PRODUCE => self.handle_produce(frame, body_at, out),
+            header::PRODUCE => self.handle_produce(frame, (body_at, flex), version, out),
             header::FETCH => decode_v(frame, body_at, flex, |r| FetchRequest::decode(r, version))
                 .map(|req| self.handle_fetch(&req, version, conn, out)),
             header::LIST_OFFSETS => decode_v(frame, body_at, flex, |r| {
@@ -276,172 +295,5 @@ impl KafkaApis {
             }
             None => Err(ErrorCode::UnknownTopicOrPartition),
         }
-    }
-
-    /// Metadata from the cache. A requested topic that does not exist is created when
-    /// `auto.create.topics.enable` is on and the request allows it (v4+; answered
-    /// LEADER_NOT_AVAILABLE until the controller has given it leaders; clients retry), and is
-    /// UNKNOWN_TOPIC_OR_PARTITION otherwise; an illegal name is INVALID_TOPIC. Topic ids (v10+)
-    /// are read from ZooKeeper once per topic.
-    fn handle_metadata(
-        &self,
-        req: &MetadataRequest,
-        version: i16,
-        listener: &str,
-        out: &mut Vec<u8>,
-    ) -> Action {
-        if version >= 10 {
-            for t in self.metadata_cache.topics_without_id(req.topics.as_deref()) {
-                match crate::zk::ids::topic_id(&self.zk, &t) {
-                    Ok(Some(id)) => self.metadata_cache.set_topic_id(&t, id),
-                    Ok(None) => {}
-                    Err(e) => log::warn!(
-                        "[Broker {}] cannot read the id of topic {t}: {e:?}",
-                        self.broker_id
-                    ),
-                }
-            }
-        }
-        let mut resp = self
-            .metadata_cache
-            .metadata(req.topics.as_deref(), version, listener);
-        let informed = self.metadata_cache.informed();
-        for t in resp
-            .topics
-            .iter_mut()
-            .filter(|t| t.error_code == ErrorCode::UnknownTopicOrPartition.code())
-        {
-            if admin::validate_topic_name(&t.topic).is_err() {
-                t.error_code = ErrorCode::InvalidTopic.code();
-            } else if self.config.auto_create_topics_enable && req.allow_auto_topic_creation {
-                t.error_code = self.auto_create(&t.topic).code();
-            } else if !informed {
-                // Just started: the controller's UpdateMetadata has not come yet, so the topic
-                // may well exist. "Unknown" would make librdkafka drop a topic it produces to
-                // (the --hosts chaos run: "partition count changed from 6 to 0", then every
-                // produce failed with "Unknown topic"); this is retriable.
-                t.error_code = ErrorCode::LeaderNotAvailable.code();
-            }
-        }
-        resp.encode_v(out, version);
-        Action::Respond
-    }
-
-    fn auto_create(&self, topic: &str) -> ErrorCode {
-        if matches!(paths::topic_assignment(&self.zk, topic), Ok(Some(_))) {
-            return ErrorCode::LeaderNotAvailable;
-        }
-        let live = self.metadata_cache.live_broker_count().max(1) as i32;
-        let rf = self.config.default_replication_factor.min(live);
-        match admin::create_topic(&self.zk, topic, self.config.num_partitions, rf, None) {
-            Ok(_) => {
-                log::info!(
-                    "[Broker {}] auto-created topic {topic} ({} partitions, replication {rf})",
-                    self.broker_id,
-                    self.config.num_partitions
-                );
-                ErrorCode::LeaderNotAvailable
-            }
-            Err(admin::AdminError::TopicExists(_)) => ErrorCode::LeaderNotAvailable,
-            Err(e) => {
-                log::warn!(
-                    "[Broker {}] auto-creating topic {topic} failed: {e}",
-                    self.broker_id
-                );
-                ErrorCode::LeaderNotAvailable
-            }
-        }
-    }
-
-    /// A request only brokers send (LeaderAndIsr, StopReplica, UpdateMetadata,
-    /// ControlledShutdown) that arrived on a client listener while an inter-broker listener
-    /// exists: answered CLUSTER_AUTHORIZATION_FAILED (what Kafka answers a client without the
-    /// ClusterAction right), nothing carried out.
-    fn refuse_broker_request(
-        &self,
-        key: i16,
-        conn: &ConnectionContext,
-        out: &mut Vec<u8>,
-    ) -> Action {
-        log::warn!(
-            "[Broker {}] refusing api {key} from {} on listener {}: only brokers send it, on {}",
-            self.broker_id,
-            conn.peer,
-            conn.listener,
-            self.config.listeners.inter_broker
-        );
-        let code = ErrorCode::ClusterAuthorizationFailed.code();
-        match key {
-            header::UPDATE_METADATA => ErrorOnlyResponse { error_code: code }.encode(out),
-            header::CONTROLLED_SHUTDOWN => ControlledShutdownResponse {
-                error_code: code,
-                partitions_remaining: Vec::new(),
-            }
-            .encode(out),
-            _ => PartitionErrorsResponse {
-                error_code: code,
-                partitions: Vec::new(),
-            }
-            .encode(out),
-        }
-        Action::Respond
-    }
-
-    fn handle_controlled_shutdown(
-        &self,
-        req: &ControlledShutdownRequest,
-        out: &mut Vec<u8>,
-    ) -> Action {
-        let (code, remaining) = if !self.controller.is_controller() {
-            (ErrorCode::NotController, Vec::new())
-        } else {
-            match self.controller.controlled_shutdown(req.broker_id) {
-                Ok(r) => (ErrorCode::None, r),
-                Err(e) => (e, Vec::new()),
-            }
-        };
-        ControlledShutdownResponse {
-            error_code: code.code(),
-            partitions_remaining: remaining,
-        }
-        .encode(out);
-        Action::Respond
-    }
-
-    fn handle_leader_and_isr(&self, req: &LeaderAndIsrRequest, out: &mut Vec<u8>) -> Action {
-        self.replica_manager
-            .on_leader_and_isr_command(req)
-            .encode(out);
-        Action::Respond
-    }
-
-    fn handle_stop_replica(&self, req: &StopReplicaRequest, out: &mut Vec<u8>) -> Action {
-        self.replica_manager
-            .on_stop_replica_command(req)
-            .encode(out);
-        Action::Respond
-    }
-
-    /// Epoch-checked like the other commands, then the cache takes the new state.
-    fn handle_update_metadata(&self, req: &UpdateMetadataRequest, out: &mut Vec<u8>) -> Action {
-        let check = self.replica_manager.controller_epoch.check(
-            req.controller_epoch,
-            "UpdateMetadata",
-            req.controller_id,
-        );
-        let code = match check {
-            Err(e) => e,
-            Ok(()) => {
-                self.metadata_cache.update(req);
-                // Admin requests wait for their topics to appear in (or leave) the cache.
-                self.replica_manager.notifier.notify();
-                ErrorCode::None
-            }
-        };
-        ErrorOnlyResponse {
-            error_code: code.code(),
-        }
-        .encode(out);
-        Action::Respond
     }
 }

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use crate::zk::ZkResult;
 
-use super::apis::KafkaApis;
+use super::KafkaApis;
 use crate::network::{Action, ConnectionContext};
 use crate::protocol::coordinator::{
     self as proto, ConsultBroker, ConsultResponse, Empty, ErrorResponse, RegisterRequest,

@@ -4,9 +4,9 @@
 //! serves (any other broker answers NOT_COORDINATOR). Version differences are the codec's;
 //! these functions decode, hand over and encode.
 
-use super::apis::KafkaApis;
+use super::{KafkaApis, RequestContext};
 use crate::coordinator::group_protocol::Join;
-use crate::network::{Action, ConnectionContext};
+use crate::network::Action;
 use crate::protocol::group_admin::{
     DescribeGroupsRequest, ListGroupsRequest, decode_delete_groups_request, encode_delete_groups,
     encode_describe_groups, encode_list_groups,
@@ -23,15 +23,6 @@ use crate::zk::paths::{self, COORDINATOR, ElectedBroker};
 /// FindCoordinator's key types (v1+).
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
-
-/// What the dispatcher knows of a request besides its body.
-pub struct RequestContext<'a> {
-    pub version: i16,
-    /// Whether the body is in the flexible encoding.
-    pub flexible: bool,
-    pub client_id: &'a str,
-    pub conn: &'a ConnectionContext,
-}
 
 impl KafkaApis {
     /// Decodes and serves one group API request; `Err` when the body does not decode.

@@ -1,7 +1,7 @@
 //! OffsetForLeaderEpoch (key 23): where an epoch ends in this leader's log, from the
 //! partition's leader-epoch cache (`log::leader_epochs`).
 
-use super::apis::KafkaApis;
+use super::KafkaApis;
 use crate::network::Action;
 use crate::protocol::map_topics;
 use crate::protocol::offset_for_leader_epoch::{

@@ -7,7 +7,7 @@
 //! (NOT_COORDINATOR elsewhere). A commit outside group management and every fetch can be
 //! served by any broker, as in 0.8: the offsets are in ZooKeeper, not in the coordinator.
 
-use super::apis::KafkaApis;
+use super::KafkaApis;
 use crate::network::Action;
 use crate::protocol::group_offsets::{
     FetchedOffset, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,

@@ -4,12 +4,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::apis::KafkaApis;
-use super::inflation;
-use super::partition::{Partition, Role};
-use super::replica_manager::{Payload, ReplicaManager};
+use super::KafkaApis;
+use crate::broker::inflation;
+use crate::broker::partition::{Partition, Role};
+use crate::broker::replica_manager::{Payload, ReplicaManager};
 use crate::network::Action;
-use crate::protocol::header::RequestHeader;
 use crate::protocol::message::{self, SetError};
 use crate::protocol::produce::{ProducePartitionResponse, ProduceRequest, ProduceResponse};
 use crate::protocol::record_batch;
@@ -22,17 +21,13 @@ impl KafkaApis {
     pub(super) fn handle_produce(
         &self,
         frame: &mut [u8],
-        body_at: usize,
+        (body_at, flexible): (usize, bool),
+        version: i16,
         out: &mut Vec<u8>,
     ) -> DecodeResult<Action> {
-        let (req, version) = {
-            let mut r = Reader::new(frame);
-            let h = RequestHeader::decode(&mut r)?;
-            debug_assert_eq!(r.position(), body_at);
-            // Bytes after the last field are ignored, as Kafka does (see `apis::decode_v`).
-            let req = ProduceRequest::decode(&mut r, h.api_version)?;
-            (req, h.api_version)
-        };
+        // The record sets' ranges are the frame's, so they can be modified in place below.
+        // Bytes after the last field are ignored, as Kafka does (see `apis::decode_v`).
+        let req = ProduceRequest::decode(&mut Reader::body_of(frame, body_at, flexible), version)?;
         let mut results: Vec<Appended> = Vec::new();
         let refuse_all = if !matches!(req.acks, -1..=1) {
             Some(Appended::failed(ErrorCode::InvalidRequiredAcks, None))

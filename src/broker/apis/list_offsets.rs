@@ -1,8 +1,8 @@
 //! ListOffsets (key 2): v0 by segment times (0.8's rule), v1+ by message timestamps
 //! through each segment's time index.
 
-use super::apis::KafkaApis;
-use super::partition::Partition;
+use super::KafkaApis;
+use crate::broker::partition::Partition;
 use crate::network::Action;
 use crate::protocol::fetch;
 use crate::protocol::offsets::{

@@ -1,0 +1,86 @@
+//! Metadata (key 3): the brokers and the partitions' leaders from the metadata cache, and
+//! topics created on first mention when `auto.create.topics.enable` allows.
+
+use super::KafkaApis;
+use crate::network::Action;
+use crate::protocol::ErrorCode;
+use crate::protocol::metadata::MetadataRequest;
+use crate::zk::admin;
+use crate::zk::paths;
+
+impl KafkaApis {
+    /// Metadata from the cache. A requested topic that does not exist is created when
+    /// `auto.create.topics.enable` is on and the request allows it (v4+; answered
+    /// LEADER_NOT_AVAILABLE until the controller has given it leaders; clients retry), and is
+    /// UNKNOWN_TOPIC_OR_PARTITION otherwise; an illegal name is INVALID_TOPIC. Topic ids (v10+)
+    /// are read from ZooKeeper once per topic.
+    pub(super) fn handle_metadata(
+        &self,
+        req: &MetadataRequest,
+        version: i16,
+        listener: &str,
+        out: &mut Vec<u8>,
+    ) -> Action {
+        if version >= 10 {
+            for t in self.metadata_cache.topics_without_id(req.topics.as_deref()) {
+                match crate::zk::ids::topic_id(&self.zk, &t) {
+                    Ok(Some(id)) => self.metadata_cache.set_topic_id(&t, id),
+                    Ok(None) => {}
+                    Err(e) => log::warn!(
+                        "[Broker {}] cannot read the id of topic {t}: {e:?}",
+                        self.broker_id
+                    ),
+                }
+            }
+        }
+        let mut resp = self
+            .metadata_cache
+            .metadata(req.topics.as_deref(), version, listener);
+        let informed = self.metadata_cache.informed();
+        for t in resp
+            .topics
+            .iter_mut()
+            .filter(|t| t.error_code == ErrorCode::UnknownTopicOrPartition.code())
+        {
+            if admin::validate_topic_name(&t.topic).is_err() {
+                t.error_code = ErrorCode::InvalidTopic.code();
+            } else if self.config.auto_create_topics_enable && req.allow_auto_topic_creation {
+                t.error_code = self.auto_create(&t.topic).code();
+            } else if !informed {
+                // Just started: the controller's UpdateMetadata has not come yet, so the topic
+                // may well exist. "Unknown" would make librdkafka drop a topic it produces to
+                // (the --hosts chaos run: "partition count changed from 6 to 0", then every
+                // produce failed with "Unknown topic"); this is retriable.
+                t.error_code = ErrorCode::LeaderNotAvailable.code();
+            }
+        }
+        resp.encode_v(out, version);
+        Action::Respond
+    }
+
+    fn auto_create(&self, topic: &str) -> ErrorCode {
+        if matches!(paths::topic_assignment(&self.zk, topic), Ok(Some(_))) {
+            return ErrorCode::LeaderNotAvailable;
+        }
+        let live = self.metadata_cache.live_broker_count().max(1) as i32;
+        let rf = self.config.default_replication_factor.min(live);
+        match admin::create_topic(&self.zk, topic, self.config.num_partitions, rf, None) {
+            Ok(_) => {
+                log::info!(
+                    "[Broker {}] auto-created topic {topic} ({} partitions, replication {rf})",
+                    self.broker_id,
+                    self.config.num_partitions
+                );
+                ErrorCode::LeaderNotAvailable
+            }
+            Err(admin::AdminError::TopicExists(_)) => ErrorCode::LeaderNotAvailable,
+            Err(e) => {
+                log::warn!(
+                    "[Broker {}] auto-creating topic {topic} failed: {e}",
+                    self.broker_id
+                );
+                ErrorCode::LeaderNotAvailable
+            }
+        }
+    }
+}
