@@ -16,21 +16,7 @@ fn groups_describe_reset_and_delete_offsets_as_kafkas_tool_does() {
     let b = c.bootstrap();
     ok(&["produce", "-b", &b, "--topic", "t"], &"x\n".repeat(20));
     // A group with committed offsets and no members: commit through the console consumer.
-    ok(
-        &[
-            "consume",
-            "-b",
-            &b,
-            "--topic",
-            "t",
-            "--group",
-            "g",
-            "--from-beginning",
-            "--max-messages",
-            "20",
-        ],
-        "",
-    );
+    consume_in_group(&b, "g", 20);
     let described = ok(&["groups", "-b", &b, "--describe", "--group", "g"], "");
     assert!(described.contains("GROUP g:"), "{described}");
     let committed = |out: &str| -> Vec<i64> {
@@ -196,21 +182,7 @@ fn kafkas_group_tool_lists_groups_with_their_type() {
         "--to-earliest",
         "--execute",
     ]);
-    ok(
-        &[
-            "consume",
-            "-b",
-            &b,
-            "--topic",
-            "t",
-            "--group",
-            "sg",
-            "--from-beginning",
-            "--max-messages",
-            "3",
-        ],
-        "",
-    );
+    consume_in_group(&b, "sg", 3);
     let listed = |out: &str| -> Vec<(String, String)> {
         out.lines()
             .skip_while(|l| !l.starts_with("GROUP"))
@@ -236,4 +208,25 @@ fn kafkas_group_tool_lists_groups_with_their_type() {
     assert_eq!(listed(&classic).len(), 2, "{classic}");
     let consumer = tool(&["--list", "--type", "consumer"]);
     assert_eq!(listed(&consumer), [], "{consumer}");
+}
+
+/// Reads `n` messages of topic `t` from the start in `group` with `gregor consume`, which
+/// commits them: a group with committed offsets and no members once it returns.
+fn consume_in_group(bootstrap: &str, group: &str, n: usize) {
+    let n = n.to_string();
+    ok(
+        &[
+            "consume",
+            "-b",
+            bootstrap,
+            "--topic",
+            "t",
+            "--group",
+            group,
+            "--from-beginning",
+            "--max-messages",
+            &n,
+        ],
+        "",
+    );
 }
