@@ -174,7 +174,8 @@ impl BrokerConfig {
             Some(ms) => ms.parse().expect("checked as a long"),
             None => retention_hours.saturating_mul(3_600_000),
         };
-        p.derived("log.retention.ms", retention_ms.to_string());
+        // Any negative retention is "forever", which Kafka writes -1.
+        p.derived("log.retention.ms", retention_ms.max(-1).to_string());
         let retention_bytes: i64 = p.get("log.retention.bytes")?;
         let flush_ms = p.take("log.flush.interval.ms")?;
         let zookeeper_session_timeout = p.millis("zookeeper.session.timeout.ms")?;
@@ -340,6 +341,11 @@ mod tests {
         assert_eq!(c.settings.value("metrics.listener"), None);
         assert_eq!(c.topic_default("retention.ms"), "604800000");
         assert_eq!(c.topic_default("max.message.bytes"), "1000012");
+        let mut m = base();
+        m.insert("log.retention.hours".into(), "-1".into());
+        let forever = BrokerConfig::from_map(m).unwrap();
+        assert_eq!(forever.log_retention, None);
+        assert_eq!(forever.topic_default("retention.ms"), "-1");
     }
 
     #[test]
