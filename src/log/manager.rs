@@ -40,14 +40,7 @@ pub struct LogSettings {
 }
 
 pub struct LogManager {
-    dirs: Vec<PathBuf>,
-    config: LogConfig,
-    retention: Option<Duration>,
-    retention_bytes: Option<u64>,
-    retention_check_interval: Duration,
-    flush_interval: Option<Duration>,
-    /// `producer.id.expiration.ms`: idle idempotent producers are forgotten after it.
-    producer_id_expiration: Duration,
+    settings: LogSettings,
     logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
     /// High watermarks read from the checkpoint files at startup.
     checkpointed: HashMap<TopicPartition, i64>,
@@ -60,7 +53,6 @@ pub struct LogManager {
 impl LogManager {
     /// Creates the data directories and opens (recovering) every partition found in them.
     pub fn open(cfg: &LogSettings) -> io::Result<Arc<LogManager>> {
-        let config = cfg.log.clone();
         let mut logs = HashMap::new();
         let mut checkpointed = HashMap::new();
         for dir in &cfg.dirs {
@@ -90,7 +82,7 @@ impl LogManager {
                 };
                 found.push((entry.path(), topic, partition));
             }
-            let opened = open_all(found, &config, cfg.recovery_threads_per_dir)?;
+            let opened = open_all(found, &cfg.log, cfg.recovery_threads_per_dir)?;
             for l in opened {
                 // Records deleted by DeleteRecords stay deleted across a restart.
                 if let Some(&start) = starts.get(&TopicPartition::new(l.topic.clone(), l.partition))
@@ -105,13 +97,7 @@ impl LogManager {
         }
         log::info!("loaded {} partition logs from {:?}", logs.len(), cfg.dirs);
         Ok(Arc::new(LogManager {
-            dirs: cfg.dirs.clone(),
-            config,
-            retention: cfg.retention,
-            retention_bytes: cfg.retention_bytes,
-            retention_check_interval: cfg.retention_check_interval,
-            flush_interval: cfg.flush_interval,
-            producer_id_expiration: cfg.producer_id_expiration,
+            settings: cfg.clone(),
             logs: RwLock::new(logs),
             checkpointed,
             checkpoint_lock: Mutex::new(()),
@@ -139,7 +125,7 @@ impl LogManager {
         }
         // The directory with the fewest logs (counting costs a pass over every log: skipped
         // when there is one directory, the usual case, so 10,000 creations stay linear).
-        let dir = match self.dirs.as_slice() {
+        let dir = match self.settings.dirs.as_slice() {
             [only] => only,
             dirs => dirs
                 .iter()
@@ -150,7 +136,7 @@ impl LogManager {
             partition_dir(dir, topic, partition),
             topic,
             partition,
-            self.config.clone(),
+            self.settings.log.clone(),
         )?;
         log::info!("[{topic}-{partition}] created log in {}", dir.display());
         let l = Arc::new(l);
@@ -193,7 +179,7 @@ impl LogManager {
     pub fn checkpoint_high_watermarks(&self, hws: &[(TopicPartition, i64)]) -> io::Result<()> {
         let _g = self.checkpoint_lock.lock();
         let logs = self.logs.read();
-        for dir in &self.dirs {
+        for dir in &self.settings.dirs {
             let in_dir: Vec<_> = hws
                 .iter()
                 .filter(|(tp, _)| logs.get(tp).is_some_and(|l| l.dir.starts_with(dir)))
@@ -225,16 +211,17 @@ impl LogManager {
 
     fn maintenance_loop(&self, stop: Receiver<()>) {
         let tick = self
+            .settings
             .flush_interval
             .map_or(MAINTENANCE_TICK, |f| f.min(MAINTENANCE_TICK))
-            .min(self.retention_check_interval);
+            .min(self.settings.retention_check_interval);
         let mut last_retention = Instant::now();
         loop {
             match stop.recv_timeout(tick) {
                 Err(RecvTimeoutError::Timeout) => {}
                 _ => return,
             }
-            if let Some(interval) = self.flush_interval {
+            if let Some(interval) = self.settings.flush_interval {
                 for l in self.all() {
                     if l.unflushed_for().is_some_and(|t| t >= interval)
                         && let Err(e) = l.flush()
@@ -243,7 +230,7 @@ impl LogManager {
                     }
                 }
             }
-            if last_retention.elapsed() >= self.retention_check_interval {
+            if last_retention.elapsed() >= self.settings.retention_check_interval {
                 last_retention = Instant::now();
                 self.apply_retention();
             }
@@ -255,11 +242,11 @@ impl LogManager {
         let cutoff = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
-            .saturating_sub(self.producer_id_expiration)
+            .saturating_sub(self.settings.producer_id_expiration)
             .as_millis() as i64;
         for l in self.all() {
-            let retention = l.overrides.retention(self.retention);
-            let retention_bytes = l.overrides.retention_bytes(self.retention_bytes);
+            let retention = l.overrides.retention(self.settings.retention);
+            let retention_bytes = l.overrides.retention_bytes(self.settings.retention_bytes);
             if let Err(e) = l.delete_old_segments(retention, retention_bytes) {
                 log::error!("[{}-{}] retention failed: {e}", l.topic, l.partition);
             }
