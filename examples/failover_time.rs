@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use gregor::client::metadata;
 use gregor::network::BlockingChannel;
 use gregor::protocol::message;
-use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::produce::{ProduceResponse, ProduceSets};
 use gregor::zk::admin;
 use gregor::zk::{ZkClient, paths};
 
@@ -128,10 +128,12 @@ fn main() {
                 continue;
             };
             let sets: Vec<(i32, &[u8])> = parts.iter().map(|p| (*p, &set[..])).collect();
-            let body = |buf: &mut Vec<u8>| {
-                encode_request(buf, 0, 1, 10_000, &[(topic.as_str(), sets.clone())])
+            let body = ProduceSets {
+                acks: 1,
+                timeout_ms: 10_000,
+                topics: &[(topic.as_str(), sets)],
             };
-            let Ok(r) = c.call(0, 0, &body, |r| ProduceResponse::decode(r, 0)) else {
+            let Ok(r) = c.send::<ProduceResponse>(0, 0, &body) else {
                 continue;
             };
             for p in &r.topics[0].1 {

@@ -169,10 +169,16 @@ impl BrokerConfig {
         let zookeeper_connect = p
             .take("zookeeper.connect")?
             .ok_or_else(|| ConfigError("missing required key `zookeeper.connect`".into()))?;
+        // Kafka's precedence: milliseconds, then minutes, then hours.
         let retention_hours: i64 = p.get("log.retention.hours")?;
-        let retention_ms = match p.take("log.retention.ms")? {
-            Some(ms) => ms.parse().expect("checked as a long"),
-            None => retention_hours.saturating_mul(3_600_000),
+        let retention_minutes = p.take("log.retention.minutes")?;
+        let retention_ms = match (p.take("log.retention.ms")?, retention_minutes) {
+            (Some(ms), _) => ms.parse().expect("checked as a long"),
+            (None, Some(min)) => min
+                .parse::<i64>()
+                .expect("checked as an int")
+                .saturating_mul(60_000),
+            (None, None) => retention_hours.saturating_mul(3_600_000),
         };
         // Any negative retention is "forever", which Kafka writes -1.
         p.derived("log.retention.ms", retention_ms.max(-1).to_string());
@@ -346,6 +352,21 @@ mod tests {
         let forever = BrokerConfig::from_map(m).unwrap();
         assert_eq!(forever.log_retention, None);
         assert_eq!(forever.topic_default("retention.ms"), "-1");
+        // Minutes come before hours, milliseconds before both (Kafka's order).
+        let mut m = base();
+        m.insert("log.retention.hours".into(), "1".into());
+        m.insert("log.retention.minutes".into(), "5".into());
+        let minutes = BrokerConfig::from_map(m.clone()).unwrap();
+        assert_eq!(minutes.topic_default("retention.ms"), "300000");
+        assert_eq!(minutes.settings.value("log.retention.minutes"), Some("5"));
+        m.insert("log.retention.ms".into(), "7000".into());
+        assert_eq!(
+            BrokerConfig::from_map(m)
+                .unwrap()
+                .topic_default("retention.ms"),
+            "7000"
+        );
+        assert_eq!(c.settings.value("log.retention.minutes"), None);
     }
 
     #[test]

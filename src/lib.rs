@@ -8,7 +8,9 @@
 //!
 //! - [`protocol`]: every byte that crosses a socket — Kafka's APIs, classic and flexible, with
 //!   the one table of what is served ([`protocol::header::SUPPORTED_APIS`]), the controller's
-//!   commands and the spec coordinator's protocol.
+//!   commands and the spec coordinator's protocol. Every body is read and written one way:
+//!   `Decode` from a `Reader`, `Encode` to an `Out`, each carrying the version and the encoding
+//!   the table gives it.
 //! - [`metrics`]: Prometheus metrics under the names Kafka's dashboards expect.
 //! - [`network`]: the blocking socket servers and a blocking client channel.
 //! - [`config`]: `server.properties`, read through one table of keys ([`config::keys`]).

@@ -9,7 +9,9 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::*;
-use gregor::protocol::ErrorCode;
+use gregor::protocol::api_versions::ApiVersionsResponse;
+use gregor::protocol::produce::{ProduceResponse, ProduceSets};
+use gregor::protocol::{ErrorCode, decode_body};
 use gregor::zk::{ZkClient, paths};
 
 const E_OK: i16 = 0;
@@ -252,21 +254,13 @@ fn acks_all_waits_for_the_isr_and_respects_min_insync_replicas() {
     assert_eq!(c.produce(-1, "solo", 0, &[b"y"]), (E_OK, 0));
     follower.join().unwrap();
     // A follower that never fetches: the produce times out (the data stays in the log).
-    let body = |buf: &mut Vec<u8>| {
-        gregor::protocol::produce::encode_request(
-            buf,
-            0,
-            -1,
-            300,
-            &[("solo", vec![(0, &message_set(&[b"z"])[..])])],
-        )
+    let set = message_set(&[b"z"]);
+    let body = ProduceSets {
+        acks: -1,
+        timeout_ms: 300,
+        topics: &[("solo", vec![(0, &set[..])])],
     };
-    let resp = c
-        .chan
-        .call(0, 0, &body, |r| {
-            gregor::protocol::produce::ProduceResponse::decode(r, 0)
-        })
-        .unwrap();
+    let resp = c.chan.send::<ProduceResponse>(0, 0, &body).unwrap();
     assert_eq!(
         resp.topics[0].1[0].error_code,
         ErrorCode::RequestTimedOut.code()
@@ -296,13 +290,12 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
             client_id: Some("pipeliner"),
         }
         .encode(&mut frames);
-        gregor::protocol::produce::encode_request(
-            &mut frames,
-            0,
-            -1,
-            30_000,
-            &[("pipe", vec![(0, &set[..])])],
-        );
+        let body = ProduceSets {
+            acks: -1,
+            timeout_ms: 30_000,
+            topics: &[("pipe", vec![(0, &set[..])])],
+        };
+        gregor::protocol::encode_body(&body, &mut frames, 0, 0);
         let n = (frames.len() - at - 4) as i32;
         frames[at..at + 4].copy_from_slice(&n.to_be_bytes());
     }
@@ -320,11 +313,7 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     for i in 0..N {
         let frame = gregor::network::channel::read_frame(&mut s).unwrap();
-        let resp = gregor::protocol::produce::ProduceResponse::decode(
-            &mut gregor::protocol::Reader::new(&frame[4..]),
-            0,
-        )
-        .unwrap();
+        let resp: ProduceResponse = decode_body(&frame[4..], 0, 0).unwrap();
         let part = &resp.topics[0].1[0];
         assert_eq!((part.error_code, part.base_offset), (E_OK, i as i64));
     }
@@ -790,11 +779,7 @@ fn api_versions_answers_what_we_serve() {
     let mut c = b.client();
     // v0: the list.
     let raw = c.chan.round_trip_raw(18, 0, &|_| {}).unwrap();
-    let r = gregor::protocol::api_versions::ApiVersionsResponse::decode(
-        &mut gregor::protocol::Reader::new(&raw),
-        0,
-    )
-    .unwrap();
+    let r: ApiVersionsResponse = decode_body(&raw, 18, 0).unwrap();
     assert_eq!(r.error_code, 0);
     assert!(
         r.apis.contains(&(0, 0, 9)) && r.apis.contains(&(1, 0, 12)) && r.apis.contains(&(18, 0, 3))
@@ -809,11 +794,7 @@ fn api_versions_answers_what_we_serve() {
         .chan
         .round_trip_raw(18, 3, &|b| b.extend_from_slice(&body))
         .unwrap();
-    let r3 = gregor::protocol::api_versions::ApiVersionsResponse::decode(
-        &mut gregor::protocol::Reader::new(&raw),
-        3,
-    )
-    .unwrap();
+    let r3: ApiVersionsResponse = decode_body(&raw, 18, 3).unwrap();
     assert_eq!((r3.error_code, &r3.apis), (0, &r.apis));
     // v4 (kafka-python's first try): UNSUPPORTED_VERSION in v0 format, connection kept open.
     let raw = c.chan.round_trip_raw(18, 4, &|_| {}).unwrap();
@@ -987,12 +968,7 @@ fn a_fetch_answer_is_bounded_by_fetch_max_bytes_however_often_it_names_a_partiti
             1,
             vec![("big".into(), vec![FetchPartition::new(0, 0, 1 << 20); 50])],
         );
-        let resp = c
-            .chan
-            .call(1, version, &|buf| req.encode(buf, version), |r| {
-                FetchResponse::decode(r, version)
-            })
-            .unwrap();
+        let resp = c.chan.send::<FetchResponse>(1, version, &req).unwrap();
         let parts = &resp.topics[0].1;
         let total: usize = parts.iter().map(|p| p.message_set.len()).sum();
         assert!(total > 0, "v{version}: the first is answered");

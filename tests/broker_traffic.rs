@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::*;
-use gregor::protocol::Encode;
 use gregor::protocol::controller::{ControlledShutdownRequest, ControlledShutdownResponse};
 use gregor::zk::paths;
 
@@ -109,13 +108,10 @@ fn on_the_client_listener_no_one_may_pose_as_a_follower_or_the_controller() {
             .error_code,
         31
     );
-    let raw = client
+    let shutdown: ControlledShutdownResponse = client
         .chan
-        .round_trip_raw(7, 1, &|b| {
-            ControlledShutdownRequest { broker_id: leader }.encode(b)
-        })
+        .send(7, 1, &ControlledShutdownRequest { broker_id: leader })
         .unwrap();
-    let shutdown: ControlledShutdownResponse = gregor::protocol::decode_all(&raw).unwrap();
     assert_eq!(shutdown.error_code, 31);
 
     // On the inter-broker listener a forged epoch is checked against ZooKeeper: refused as

@@ -541,7 +541,7 @@ fn malformed_coordinator_requests_get_an_error_and_others_keep_being_served() {
     let mut c = TcpStream::connect(&addr).unwrap();
     c.write_all(&with_type(proto::CONSULT, &[])).unwrap();
     let body = gregor::network::channel::read_frame(&mut c).unwrap();
-    let r: proto::ConsultResponse = gregor::protocol::decode_all(&body).unwrap();
+    let r: proto::ConsultResponse = gregor::protocol::decode_classic(&body).unwrap();
     assert_eq!((r.error_code, r.coordinator_id, r.brokers.len()), (0, 1, 1));
 }
 
@@ -814,15 +814,10 @@ fn groups_tool_lists_and_describes_with_lag() {
         }],
         reason: None,
     };
-    let raw = common::Client::connect(b.addr())
+    let resp = common::Client::connect(b.addr())
         .chan
-        .round_trip_raw(11, 5, &|b| join.encode(b, 5))
+        .send::<gregor::protocol::group_membership::JoinGroupResponse>(11, 5, &join)
         .unwrap();
-    let resp = gregor::protocol::group_membership::JoinGroupResponse::decode(
-        &mut gregor::protocol::Reader::new(&raw),
-        5,
-    )
-    .unwrap();
     assert_eq!(resp.error_code, ErrorCode::InconsistentGroupProtocol.code());
     let (ok, out, err) =
         common::gregor_cli(&["groups", "--bootstrap", &addr, "--describe", "g"], "");

@@ -15,7 +15,7 @@ use common::java::JavaProgram;
 use common::{die_with_parent, wait_until};
 use crossbeam_channel::{Receiver, unbounded};
 use gregor::network::BlockingChannel;
-use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::produce::{ProduceResponse, ProduceSets};
 
 const HALF: usize = 30;
 
@@ -45,11 +45,14 @@ fn produce(c: &Cluster, value: &str) {
             else {
                 return false;
             };
-            let r = chan.call(
+            let r = chan.send::<ProduceResponse>(
                 0,
                 7,
-                &|b| encode_request(b, 7, -1, 10_000, &[("t", vec![(0, &set[..])])]),
-                |r| ProduceResponse::decode(r, 7),
+                &ProduceSets {
+                    acks: -1,
+                    timeout_ms: 10_000,
+                    topics: &[("t", vec![(0, &set[..])])],
+                },
             );
             matches!(r, Ok(r) if r.topics[0].1[0].error_code == 0)
         },

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::{Client, run_with_deadline, wait_until};
+use gregor::protocol::ErrorCode;
 use gregor::protocol::group_offsets::*;
-use gregor::protocol::{ErrorCode, Reader};
 use gregor::zk::paths;
 
 fn commit(
@@ -37,11 +37,8 @@ fn commit(
             }],
         )],
     };
-    let raw = c
-        .chan
-        .round_trip_raw(8, version, &|b| req.encode(b, version))
-        .unwrap();
-    OffsetCommitResponse::decode(&mut Reader::new(&raw), version)
+    c.chan
+        .send::<OffsetCommitResponse>(8, version, &req)
         .unwrap()
         .topics[0]
         .1[0]
@@ -53,11 +50,10 @@ fn fetch(c: &mut Client, version: i16, group: &str, topic: &str, p: i32) -> (i64
         group_id: group.into(),
         topics: Some(vec![(topic.into(), vec![p])]),
     };
-    let raw = c
+    let r = c
         .chan
-        .round_trip_raw(9, version, &|b| req.encode(b, version))
+        .send::<OffsetFetchResponse>(9, version, &req)
         .unwrap();
-    let r = OffsetFetchResponse::decode(&mut Reader::new(&raw), version).unwrap();
     let x = &r.topics[0].1[0];
     (x.offset, x.error_code)
 }
@@ -82,18 +78,11 @@ fn offsets_are_committed_and_fetched_in_zookeeper() {
         elected().is_some()
     });
     for asked in [1, 2] {
-        let raw = c
-            .client(asked)
-            .chan
-            .round_trip_raw(10, 0, &|b| {
-                FindCoordinatorRequest {
-                    key: "g".into(),
-                    key_type: 0,
-                }
-                .encode(b, 0)
-            })
-            .unwrap();
-        let gc = FindCoordinatorResponse::decode(&mut Reader::new(&raw), 0).unwrap();
+        let req = FindCoordinatorRequest {
+            key: "g".into(),
+            key_type: 0,
+        };
+        let gc: FindCoordinatorResponse = c.client(asked).chan.send(10, 0, &req).unwrap();
         let id = elected().unwrap();
         assert_eq!(
             (gc.error_code, gc.node_id, gc.port),

@@ -350,7 +350,7 @@ fn consumers_asking_for_huge_answers_and_not_reading_them_cost_no_memory() {
         client_id: Some("slow-reader"),
     }
     .encode(&mut frame);
-    req.encode(&mut frame, version);
+    gregor::protocol::encode_body(&req, &mut frame, 1, version);
     let n = (frame.len() - 4) as i32;
     frame[..4].copy_from_slice(&n.to_be_bytes());
     let mut readers: Vec<TcpStream> = (0..20)

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::cluster::Cluster;
 use common::*;
 use gregor::protocol::ErrorCode;
-use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::produce::{ProduceResponse, ProduceSets};
 
 /// The size of broker `id`'s log of `ph-0`: it grows when the follower fetches a batch.
 fn log_bytes(c: &Cluster, id: i32) -> u64 {
@@ -51,13 +51,15 @@ fn a_waiting_batch_the_new_leader_holds_is_not_answered_not_leader() {
     let waiting = {
         let second = second.clone();
         std::thread::spawn(move || {
-            let body = |b: &mut Vec<u8>| {
-                encode_request(b, 9, -1, 30_000, &[("ph", vec![(0, &second[..])])])
+            let body = ProduceSets {
+                acks: -1,
+                timeout_ms: 30_000,
+                topics: &[("ph", vec![(0, &second[..])])],
             };
             // `None`: the connection ended without an answer.
             client
                 .chan
-                .call(0, 9, &body, |r| ProduceResponse::decode(r, 9))
+                .send::<ProduceResponse>(0, 9, &body)
                 .ok()
                 .map(|r| (r.topics[0].1[0].error_code, r.topics[0].1[0].base_offset))
         })

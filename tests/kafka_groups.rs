@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::{Client, wait_until};
+use gregor::protocol::ErrorCode;
 use gregor::protocol::coordinator::{self as coord, RegisterRequest, Subscription};
 use gregor::protocol::group_admin::*;
 use gregor::protocol::group_membership::*;
 use gregor::protocol::group_offsets::*;
-use gregor::protocol::{ErrorCode, Reader};
 use gregor::zk::{kafka_groups, paths};
 
 const FAST_GROUPS: &[(&str, &str)] = &[
@@ -84,11 +84,7 @@ fn join_req(
 }
 
 fn join(c: &mut Client, v: i16, req: &JoinGroupRequest) -> JoinGroupResponse {
-    let raw = c.chan.round_trip_raw(11, v, &|b| req.encode(b, v)).unwrap();
-    let mut r = Reader::new(&raw);
-    let resp = JoinGroupResponse::decode(&mut r, v).unwrap();
-    r.finish().unwrap();
-    resp
+    c.chan.send(11, v, req).unwrap()
 }
 
 /// A dynamic member's JoinGroup v5: MEMBER_ID_REQUIRED, then the join with the id given.
@@ -129,11 +125,9 @@ fn member(group: &str, generation: i32, id: &str, instance: Option<&str>) -> Gen
 }
 
 fn heartbeat(c: &mut Client, m: &GenerationMember) -> i16 {
-    let raw = c
-        .chan
-        .round_trip_raw(12, 3, &|b| m.encode_heartbeat(b, 3))
-        .unwrap();
-    decode_error_response(&mut Reader::new(&raw), 3).unwrap()
+    let req = HeartbeatRequest { member: m.clone() };
+    let r: HeartbeatResponse = c.chan.send(12, 3, &req).unwrap();
+    r.error_code
 }
 
 fn sync(c: &mut Client, m: &GenerationMember, assignments: &[(&str, &[u8])]) -> SyncGroupResponse {
@@ -146,8 +140,7 @@ fn sync(c: &mut Client, m: &GenerationMember, assignments: &[(&str, &[u8])]) -> 
             .map(|(id, a)| ((*id).to_owned(), a.to_vec()))
             .collect(),
     };
-    let raw = c.chan.round_trip_raw(14, 3, &|b| req.encode(b, 3)).unwrap();
-    SyncGroupResponse::decode(&mut Reader::new(&raw), 3).unwrap()
+    c.chan.send::<SyncGroupResponse>(14, 3, &req).unwrap()
 }
 
 fn commit(c: &mut Client, v: i16, m: &GenerationMember, offset: i64) -> i16 {
@@ -168,8 +161,8 @@ fn commit(c: &mut Client, v: i16, m: &GenerationMember, offset: i64) -> i16 {
             }],
         )],
     };
-    let raw = c.chan.round_trip_raw(8, v, &|b| req.encode(b, v)).unwrap();
-    OffsetCommitResponse::decode(&mut Reader::new(&raw), v)
+    c.chan
+        .send::<OffsetCommitResponse>(8, v, &req)
         .unwrap()
         .topics[0]
         .1[0]
@@ -181,8 +174,7 @@ fn fetch_all(c: &mut Client, group: &str) -> OffsetFetchResponse {
         group_id: group.into(),
         topics: None,
     };
-    let raw = c.chan.round_trip_raw(9, 5, &|b| req.encode(b, 5)).unwrap();
-    OffsetFetchResponse::decode(&mut Reader::new(&raw), 5).unwrap()
+    c.chan.send::<OffsetFetchResponse>(9, 5, &req).unwrap()
 }
 
 fn leave(c: &mut Client, group: &str, ids: &[&str]) -> LeaveGroupResponse {
@@ -197,28 +189,23 @@ fn leave(c: &mut Client, group: &str, ids: &[&str]) -> LeaveGroupResponse {
             })
             .collect(),
     };
-    let raw = c.chan.round_trip_raw(13, 3, &|b| req.encode(b, 3)).unwrap();
-    LeaveGroupResponse::decode(&mut Reader::new(&raw), 3).unwrap()
+    c.chan.send::<LeaveGroupResponse>(13, 3, &req).unwrap()
 }
 
 fn describe(c: &mut Client, group: &str) -> DescribedGroup {
     let req = DescribeGroupsRequest {
         groups: vec![group.into()],
     };
-    let raw = c.chan.round_trip_raw(15, 4, &|b| req.encode(b, 4)).unwrap();
-    decode_describe_groups(&mut Reader::new(&raw), 4)
-        .unwrap()
-        .remove(0)
+    let r: DescribeGroupsResponse = c.chan.send(15, 4, &req).unwrap();
+    r.groups.into_iter().next().unwrap()
 }
 
 fn delete(c: &mut Client, group: &str) -> i16 {
-    let raw = c
-        .chan
-        .round_trip_raw(42, 1, &|b| {
-            gregor::protocol::group_admin::encode_delete_groups_request(b, &[group.into()], 1)
-        })
-        .unwrap();
-    decode_delete_groups(&mut Reader::new(&raw)).unwrap()[0].1
+    let req = DeleteGroupsRequest {
+        groups: vec![group.into()],
+    };
+    let r: DeleteGroupsResponse = c.chan.send(42, 1, &req).unwrap();
+    r.results[0].1
 }
 
 #[test]
@@ -241,12 +228,10 @@ fn join_sync_heartbeat_leave_commit_and_every_error_code() {
             key: "g".into(),
             key_type,
         };
-        let raw = c
-            .client(other)
+        c.client(other)
             .chan
-            .round_trip_raw(10, 1, &|b| r.encode(b, 1))
-            .unwrap();
-        FindCoordinatorResponse::decode(&mut Reader::new(&raw), 1).unwrap()
+            .send::<FindCoordinatorResponse>(10, 1, &r)
+            .unwrap()
     };
     wait_until(Duration::from_secs(20), "FindCoordinator to answer", || {
         find(0).error_code == 0
@@ -435,8 +420,8 @@ fn join_sync_heartbeat_leave_commit_and_every_error_code() {
             .all(|m| m.client_id == "gregor-test" && m.client_host == "/127.0.0.1")
     );
     let listed = {
-        let raw = cc.chan.round_trip_raw(16, 2, &|_| {}).unwrap();
-        decode_list_groups(&mut Reader::new(&raw), 2).unwrap()
+        let r: ListGroupsResponse = cc.chan.send(16, 2, &ListGroupsRequest::default()).unwrap();
+        (r.error_code, r.groups)
     };
     assert!(
         listed

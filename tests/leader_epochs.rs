@@ -16,7 +16,7 @@ use gregor::protocol::offset_for_leader_epoch::{
     self as ofle, EpochEndOffset, EpochQuery, OffsetForLeaderEpochRequest,
 };
 use gregor::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition};
-use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::produce::{ProduceResponse, ProduceSets};
 use gregor::protocol::records::decode_deep;
 
 const LONG: Duration = Duration::from_secs(40);
@@ -27,11 +27,14 @@ fn produce(c: &Cluster, broker: i32, acks: i16, value: &str) -> Result<(i16, i64
         .map_err(|e| e.to_string())?;
     let set = one_record_batch(value);
     let r = chan
-        .call(
+        .send::<ProduceResponse>(
             0,
             7,
-            &|b| encode_request(b, 7, acks, 10_000, &[("t", vec![(0, &set[..])])]),
-            |r| ProduceResponse::decode(r, 7),
+            &ProduceSets {
+                acks,
+                timeout_ms: 10_000,
+                topics: &[("t", vec![(0, &set[..])])],
+            },
         )
         .map_err(|e| e.to_string())?;
     let p = &r.topics[0].1[0];
@@ -115,11 +118,8 @@ fn offset_for_epoch(
         )],
     };
     let mut client = c.client(broker);
-    let topics = client
-        .chan
-        .call(23, 4, &|b| req.encode(b, 4), ofle::decode_response)
-        .unwrap();
-    topics[0].1[0].clone()
+    let answer: ofle::OffsetForLeaderEpochResponse = client.chan.send(23, 4, &req).unwrap();
+    answer.topics[0].1[0].clone()
 }
 
 fn fetch_error_at_epoch(c: &Cluster, broker: i32, current: i32) -> i16 {
@@ -127,12 +127,7 @@ fn fetch_error_at_epoch(c: &Cluster, broker: i32, current: i32) -> i16 {
     p.current_leader_epoch = current;
     let req = FetchRequest::new(-1, 0, 1, vec![("t".into(), vec![p])]);
     let mut client = c.client(broker);
-    let resp = client
-        .chan
-        .call(1, 12, &|b| req.encode(b, 12), |r| {
-            FetchResponse::decode(r, 12)
-        })
-        .unwrap();
+    let resp = client.chan.send::<FetchResponse>(1, 12, &req).unwrap();
     resp.topics[0].1[0].error_code
 }
 
@@ -152,12 +147,7 @@ fn latest_at_epoch(c: &Cluster, broker: i32, current: i32) -> (i16, i64, i32) {
         )],
     };
     let mut client = c.client(broker);
-    let resp = client
-        .chan
-        .call(2, 7, &|b| req.encode_v(b, 7), |r| {
-            ListOffsetsResponse::decode_v(r, 7)
-        })
-        .unwrap();
+    let resp = client.chan.send::<ListOffsetsResponse>(2, 7, &req).unwrap();
     let p = &resp.topics[0].1[0];
     (p.error_code, p.offset, p.leader_epoch)
 }

@@ -11,7 +11,7 @@ use common::*;
 use gregor::network::BlockingChannel;
 use gregor::protocol::controller::{LeaderAndIsrRequest, PartitionErrorsResponse};
 use gregor::protocol::fetch::{self, FetchPartitionResponse, FetchResponse};
-use gregor::protocol::{BrokerInfo, Encode, Reader, decode_all};
+use gregor::protocol::{BrokerInfo, Reader, encode_body};
 
 /// A "leader" that answers every Fetch with OFFSET_OUT_OF_RANGE and then, at the follower's
 /// ListOffsets, stops answering (as a paused leader would), telling the test so, until the
@@ -46,7 +46,7 @@ fn stalling_leader(
             }
             let mut out = vec![0u8; 4];
             out.extend_from_slice(&h.correlation_id.to_be_bytes());
-            FetchResponse {
+            let answer = FetchResponse {
                 error_code: 0,
                 topics: vec![(
                     "t".into(),
@@ -58,8 +58,8 @@ fn stalling_leader(
                         message_set: Vec::new(),
                     }],
                 )],
-            }
-            .encode(&mut out, fetch::CLIENT_VERSION);
+            };
+            encode_body(&answer, &mut out, 1, fetch::CLIENT_VERSION);
             let n = (out.len() - 4) as i32;
             out[..4].copy_from_slice(&n.to_be_bytes());
             if s.write_all(&out).is_err() {
@@ -107,10 +107,9 @@ fn a_leader_stalled_mid_round_trip_does_not_hold_up_the_followers_commands() {
         init: false,
         broker_epoch: -1,
     };
-    let raw = chan
-        .round_trip_raw(4, 0, &|out| lead.encode(out))
+    let r: PartitionErrorsResponse = chan
+        .send(4, 0, &lead)
         .expect("answered while the old leader stalls");
-    let r: PartitionErrorsResponse = decode_all(&raw).unwrap();
     assert_eq!(r.error_code, 0);
     assert!(r.partitions.iter().all(|p| p.2 == 0), "{r:?}");
     assert_eq!(c.produce(1, "t", 0, &[b"led here now"]).0, 0);

@@ -56,9 +56,7 @@ fn list_at(c: &mut Client, version: i16, topic: &str, time: i64) -> (i16, i64, i
     };
     let resp = c
         .chan
-        .call(2, version, &|b| req.encode_v(b, version), |r| {
-            ListOffsetsResponse::decode_v(r, version)
-        })
+        .send::<ListOffsetsResponse>(2, version, &req)
         .unwrap();
     let p = &resp.topics[0].1[0];
     (p.error_code, p.offset, p.timestamp)
@@ -287,9 +285,7 @@ fn metadata_names_the_cluster_and_each_topic_by_id() {
             allow_auto_topic_creation: false,
         };
         c.chan
-            .call(3, version, &|b| req.encode_v(b, version), |r| {
-                gregor::protocol::metadata::MetadataResponse::decode_v(r, version)
-            })
+            .send::<gregor::protocol::metadata::MetadataResponse>(3, version, &req)
             .unwrap()
     };
     let m = meta(&mut c, 12);
@@ -325,9 +321,7 @@ fn metadata_names_the_cluster_and_each_topic_by_id() {
     };
     let m = c
         .chan
-        .call(3, 4, &|b| req.encode_v(b, 4), |r| {
-            gregor::protocol::metadata::MetadataResponse::decode_v(r, 4)
-        })
+        .send::<gregor::protocol::metadata::MetadataResponse>(3, 4, &req)
         .unwrap();
     assert_eq!(
         m.topics[0].error_code,
@@ -419,12 +413,7 @@ fn idempotent_producers_are_deduplicated_across_a_restart() {
         producer_id: -1,
         producer_epoch: -1,
     };
-    let r = c
-        .chan
-        .call(22, 4, &|b| req.encode(b, 4), |r| {
-            InitProducerIdResponse::decode(r, 4)
-        })
-        .unwrap();
+    let r = c.chan.send::<InitProducerIdResponse>(22, 4, &req).unwrap();
     assert_eq!(r.error_code, ErrorCode::InvalidRequest.code());
 }
 

@@ -1,38 +1,27 @@
 //! Property tests: no decoder panics on random or mutated bytes, and every decoder rejects
 //! (rather than misreads) a frame cut short.
 
-use gregor::protocol::admin_configs::AlterConfigsRequest;
-use gregor::protocol::admin_describe::{self, DescribeClusterRequest, DescribeConfigsRequest};
-use gregor::protocol::admin_topics::{
-    self, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
-};
-use gregor::protocol::api_versions::ApiVersionsResponse;
 use gregor::protocol::controller::*;
 use gregor::protocol::fetch::*;
-use gregor::protocol::header::RequestHeader;
+use gregor::protocol::header::{self, RequestHeader, SUPPORTED_APIS};
 use gregor::protocol::message;
 use gregor::protocol::metadata::*;
 use gregor::protocol::offsets::*;
 use gregor::protocol::produce::*;
 use gregor::protocol::record_batch::{self, BatchBuilder, NewRecord};
 use gregor::protocol::records;
-use gregor::protocol::{BrokerInfo, Encode, Reader, decode_all};
+use gregor::protocol::{BrokerInfo, Decode, Encode, Out, Reader, decode_classic, encode_body};
 use proptest::prelude::*;
 
 /// Runs every decoder over `bytes`; the results do not matter, only that none panics.
 fn decode_everything(bytes: &[u8]) {
-    decode_data_apis(bytes);
-    let _ = decode_all::<LeaderAndIsrRequest>(bytes);
-    let _ = decode_all::<StopReplicaRequest>(bytes);
-    let _ = decode_all::<UpdateMetadataRequest>(bytes);
-    let _ = decode_all::<PartitionErrorsResponse>(bytes);
-    let _ = decode_all::<ErrorOnlyResponse>(bytes);
+    for api in SUPPORTED_APIS {
+        for v in api.min..=api.max {
+            decode_request_and_response(bytes, api.key, v);
+        }
+    }
     decode_coordinator_messages(bytes);
     let _ = RequestHeader::decode(&mut Reader::new(bytes));
-    decode_group_apis(bytes);
-    for v in 0..3 {
-        let _ = ApiVersionsResponse::decode(&mut Reader::new(bytes), v);
-    }
     for m in message::iter(bytes) {
         let _ = m;
     }
@@ -42,6 +31,8 @@ fn decode_everything(bytes: &[u8]) {
     let _ = records::max_timestamp_of(bytes);
     let mut out = Vec::new();
     let _ = records::down_convert(bytes, 1, 0, 1 << 20, &mut out);
+    let _ = gregor::protocol::group_admin::subscription_topics(bytes);
+    let _ = gregor::protocol::group_admin::decode_assignment(bytes);
 }
 
 /// The spec consumer coordinator's messages, every one reachable from the network (a broker
@@ -49,94 +40,154 @@ fn decode_everything(bytes: &[u8]) {
 /// coordinator its members' answers).
 fn decode_coordinator_messages(bytes: &[u8]) {
     use gregor::protocol::coordinator::*;
-    let _ = decode_all::<Empty>(bytes);
-    let _ = decode_all::<ConsultResponse>(bytes);
-    let _ = decode_all::<Subscription>(bytes);
-    let _ = decode_all::<RegisterRequest>(bytes);
-    let _ = decode_all::<RegisterResponse>(bytes);
-    let _ = decode_all::<ErrorResponse>(bytes);
-    let _ = decode_all::<PingRequest>(bytes);
-    let _ = decode_all::<PingResponse>(bytes);
-    let _ = decode_all::<StopResponse>(bytes);
-    let _ = decode_all::<StartRequest>(bytes);
+    let _ = decode_classic::<Empty>(bytes);
+    let _ = decode_classic::<ConsultResponse>(bytes);
+    let _ = decode_classic::<Subscription>(bytes);
+    let _ = decode_classic::<RegisterRequest>(bytes);
+    let _ = decode_classic::<RegisterResponse>(bytes);
+    let _ = decode_classic::<ErrorResponse>(bytes);
+    let _ = decode_classic::<PingRequest>(bytes);
+    let _ = decode_classic::<PingResponse>(bytes);
+    let _ = decode_classic::<StopResponse>(bytes);
+    let _ = decode_classic::<StartRequest>(bytes);
 }
 
-/// The data-path decoders at every version served, in the encoding of each version.
-fn decode_data_apis(bytes: &[u8]) {
-    let r = |flex| {
-        let mut r = Reader::new(bytes);
-        r.set_flexible(flex);
-        r
-    };
-    for v in 0..=12 {
-        let _ = MetadataRequest::decode_v(&mut r(v >= 9), v);
-        let _ = MetadataResponse::decode_v(&mut r(v >= 9), v);
-        let _ = FetchRequest::decode(&mut r(v >= 12), v);
-        let _ = FetchResponse::decode(&mut r(v >= 12), v);
-    }
-    for v in 0..=9 {
-        let _ = ProduceRequest::decode(&mut r(v >= 9), v);
-        let _ = ProduceResponse::decode(&mut r(v >= 9), v);
-    }
-    for v in 0..=7 {
-        let _ = ListOffsetsRequest::decode_v(&mut r(v >= 6), v);
-        let _ = ListOffsetsResponse::decode_v(&mut r(v >= 6), v);
-    }
-    let _ = gregor::protocol::api_versions::ApiVersionsRequest::decode(&mut r(true), 3);
+/// Reads `bytes` as a `T` of `key` at `v`, in the encoding the API table gives `v`.
+fn dec<'a, T: Decode<'a>>(bytes: &'a [u8], key: i16, v: i16) {
+    let _ = T::decode(&mut Reader::body(bytes, key, v));
 }
 
-/// Every decoder of the group and offset APIs, at every version served.
-fn decode_group_apis(bytes: &[u8]) {
-    for flex in [false, true] {
-        decode_group_apis_in(bytes, flex);
-    }
-}
-
-fn decode_group_apis_in(bytes: &[u8], flex: bool) {
+/// The request and the response decoder of `key` at version `v`.
+fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
+    use gregor::protocol::admin_configs::*;
+    use gregor::protocol::admin_describe::*;
+    use gregor::protocol::admin_topics::*;
+    use gregor::protocol::api_versions::*;
+    use gregor::protocol::delete_records::*;
     use gregor::protocol::group_admin::*;
     use gregor::protocol::group_membership::*;
     use gregor::protocol::group_offsets::*;
-    let r = || {
-        let mut r = Reader::new(bytes);
-        r.set_flexible(flex);
-        r
+    use gregor::protocol::init_producer_id::*;
+    use gregor::protocol::offset_for_leader_epoch::*;
+    match key {
+        header::PRODUCE => (
+            dec::<ProduceRequest>(b, key, v),
+            dec::<ProduceResponse>(b, key, v),
+        ),
+        header::FETCH => (
+            dec::<FetchRequest>(b, key, v),
+            dec::<FetchResponse>(b, key, v),
+        ),
+        header::LIST_OFFSETS => (
+            dec::<ListOffsetsRequest>(b, key, v),
+            dec::<ListOffsetsResponse>(b, key, v),
+        ),
+        header::METADATA => (
+            dec::<MetadataRequest>(b, key, v),
+            dec::<MetadataResponse>(b, key, v),
+        ),
+        header::LEADER_AND_ISR => (
+            dec::<LeaderAndIsrRequest>(b, key, v),
+            dec::<PartitionErrorsResponse>(b, key, v),
+        ),
+        header::STOP_REPLICA => (
+            dec::<StopReplicaRequest>(b, key, v),
+            dec::<PartitionErrorsResponse>(b, key, v),
+        ),
+        header::UPDATE_METADATA => (
+            dec::<UpdateMetadataRequest>(b, key, v),
+            dec::<ErrorOnlyResponse>(b, key, v),
+        ),
+        header::CONTROLLED_SHUTDOWN => (
+            dec::<ControlledShutdownRequest>(b, key, v),
+            dec::<ControlledShutdownResponse>(b, key, v),
+        ),
+        header::OFFSET_COMMIT => (
+            dec::<OffsetCommitRequest>(b, key, v),
+            dec::<OffsetCommitResponse>(b, key, v),
+        ),
+        header::OFFSET_FETCH => (
+            dec::<OffsetFetchRequest>(b, key, v),
+            dec::<OffsetFetchResponse>(b, key, v),
+        ),
+        header::FIND_COORDINATOR => (
+            dec::<FindCoordinatorRequest>(b, key, v),
+            dec::<FindCoordinatorResponse>(b, key, v),
+        ),
+        header::JOIN_GROUP => (
+            dec::<JoinGroupRequest>(b, key, v),
+            dec::<JoinGroupResponse>(b, key, v),
+        ),
+        header::HEARTBEAT => (
+            dec::<HeartbeatRequest>(b, key, v),
+            dec::<HeartbeatResponse>(b, key, v),
+        ),
+        header::LEAVE_GROUP => (
+            dec::<LeaveGroupRequest>(b, key, v),
+            dec::<LeaveGroupResponse>(b, key, v),
+        ),
+        header::SYNC_GROUP => (
+            dec::<SyncGroupRequest>(b, key, v),
+            dec::<SyncGroupResponse>(b, key, v),
+        ),
+        header::DESCRIBE_GROUPS => (
+            dec::<DescribeGroupsRequest>(b, key, v),
+            dec::<DescribeGroupsResponse>(b, key, v),
+        ),
+        header::LIST_GROUPS => (
+            dec::<ListGroupsRequest>(b, key, v),
+            dec::<ListGroupsResponse>(b, key, v),
+        ),
+        header::API_VERSIONS => (
+            dec::<ApiVersionsRequest>(b, key, v),
+            dec::<ApiVersionsResponse>(b, key, v),
+        ),
+        header::CREATE_TOPICS => (
+            dec::<CreateTopicsRequest>(b, key, v),
+            dec::<CreateTopicsResponse>(b, key, v),
+        ),
+        header::DELETE_TOPICS => (
+            dec::<DeleteTopicsRequest>(b, key, v),
+            dec::<DeleteTopicsResponse>(b, key, v),
+        ),
+        header::DELETE_RECORDS => (
+            dec::<DeleteRecordsRequest>(b, key, v),
+            dec::<DeleteRecordsResponse>(b, key, v),
+        ),
+        header::INIT_PRODUCER_ID => (
+            dec::<InitProducerIdRequest>(b, key, v),
+            dec::<InitProducerIdResponse>(b, key, v),
+        ),
+        header::OFFSET_FOR_LEADER_EPOCH => (
+            dec::<OffsetForLeaderEpochRequest>(b, key, v),
+            dec::<OffsetForLeaderEpochResponse>(b, key, v),
+        ),
+        header::DESCRIBE_CONFIGS => (
+            dec::<DescribeConfigsRequest>(b, key, v),
+            dec::<DescribeConfigsResponse>(b, key, v),
+        ),
+        header::ALTER_CONFIGS | header::INCREMENTAL_ALTER_CONFIGS => (
+            dec::<AlterConfigsRequest>(b, key, v),
+            dec::<AlterConfigsResponse>(b, key, v),
+        ),
+        header::CREATE_PARTITIONS => (
+            dec::<CreatePartitionsRequest>(b, key, v),
+            dec::<CreatePartitionsResponse>(b, key, v),
+        ),
+        header::DELETE_GROUPS => (
+            dec::<DeleteGroupsRequest>(b, key, v),
+            dec::<DeleteGroupsResponse>(b, key, v),
+        ),
+        header::OFFSET_DELETE => (
+            dec::<OffsetDeleteRequest>(b, key, v),
+            dec::<OffsetDeleteResponse>(b, key, v),
+        ),
+        header::DESCRIBE_CLUSTER => (
+            dec::<DescribeClusterRequest>(b, key, v),
+            dec::<DescribeClusterResponse>(b, key, v),
+        ),
+        k => panic!("api {k} is served but has no decoder here"),
     };
-    for v in 0..=9 {
-        let _ = OffsetCommitRequest::decode(&mut r(), v);
-        let _ = OffsetCommitResponse::decode(&mut r(), v);
-        let _ = OffsetFetchRequest::decode(&mut r(), v);
-        let _ = OffsetFetchResponse::decode(&mut r(), v);
-        let _ = FindCoordinatorRequest::decode(&mut r(), v);
-        let _ = FindCoordinatorResponse::decode(&mut r(), v);
-        let _ = JoinGroupRequest::decode(&mut r(), v);
-        let _ = JoinGroupResponse::decode(&mut r(), v);
-        let _ = SyncGroupRequest::decode(&mut r(), v);
-        let _ = SyncGroupResponse::decode(&mut r(), v);
-        let _ = GenerationMember::decode(&mut r(), v);
-        let _ = LeaveGroupRequest::decode(&mut r(), v);
-        let _ = LeaveGroupResponse::decode(&mut r(), v);
-        let _ = DescribeGroupsRequest::decode(&mut r(), v);
-        let _ = decode_describe_groups(&mut r(), v);
-        let _ = decode_list_groups(&mut r(), v);
-        let _ = CreateTopicsRequest::decode(&mut r(), v);
-        let _ = admin_topics::decode_create_topics_response(&mut r(), v);
-        let _ = DeleteTopicsRequest::decode(&mut r(), v);
-        let _ = admin_topics::decode_delete_topics_response(&mut r(), v);
-        let _ = CreatePartitionsRequest::decode(&mut r(), v);
-        let _ = DescribeConfigsRequest::decode(&mut r(), v);
-        let _ = admin_describe::decode_describe_configs_response(&mut r(), v);
-        let _ = DescribeClusterRequest::decode(&mut r(), v);
-        let _ = AlterConfigsRequest::decode(&mut r(), v % 2 == 0);
-        let _ = admin_describe::DescribeClusterResponse::decode(&mut r(), v);
-    }
-    let _ = admin_topics::decode_create_partitions_response(&mut r());
-    let _ = gregor::protocol::admin_configs::decode_alter_configs_response(&mut r());
-    let _ = gregor::protocol::delete_records::DeleteRecordsRequest::decode(&mut r());
-    let _ = gregor::protocol::delete_records::decode_delete_records_response(&mut r());
-    let _ = decode_delete_groups_request(&mut r());
-    let _ = decode_delete_groups(&mut r());
-    let _ = subscription_topics(bytes);
-    let _ = decode_assignment(bytes);
 }
 
 /// Valid encodings of every request type, to be mutated.
@@ -179,25 +230,39 @@ fn samples() -> Vec<Vec<u8>> {
     let batch = batch.finish(0).unwrap();
     for v in [0, 9, 12] {
         push(&|b| {
-            MetadataRequest {
-                topics: Some(vec!["a".into()]),
-                allow_auto_topic_creation: true,
-            }
-            .encode_v(b, v)
+            encode_body(
+                &MetadataRequest {
+                    topics: Some(vec!["a".into()]),
+                    allow_auto_topic_creation: true,
+                },
+                b,
+                header::METADATA,
+                v,
+            )
         });
     }
-    push(&|b| encode_request(b, 0, 1, 1000, &[("t", vec![(0, &set[..])])]));
-    push(&|b| encode_request(b, 9, 1, 1000, &[("t", vec![(0, &batch[..])])]));
+    for (v, records) in [(0, &set[..]), (9, &batch[..])] {
+        let sets = ProduceSets {
+            acks: 1,
+            timeout_ms: 1000,
+            topics: &[("t", vec![(0, records)])],
+        };
+        push(&|b| encode_body(&sets, b, header::PRODUCE, v));
+    }
     push(&|b| b.extend_from_slice(&batch));
     for v in [0, 4, 12] {
         push(&|b| {
-            FetchRequest::new(
-                -1,
-                100,
-                1,
-                vec![("t".into(), vec![FetchPartition::new(0, 0, 100)])],
+            encode_body(
+                &FetchRequest::new(
+                    -1,
+                    100,
+                    1,
+                    vec![("t".into(), vec![FetchPartition::new(0, 0, 100)])],
+                ),
+                b,
+                header::FETCH,
+                v,
             )
-            .encode(b, v)
         });
     }
     push(&|b| {
@@ -213,7 +278,7 @@ fn samples() -> Vec<Vec<u8>> {
                 }],
             )],
         }
-        .encode(b)
+        .encode(&mut Out::classic(b))
     });
     push(&|b| {
         LeaderAndIsrRequest {
@@ -224,7 +289,7 @@ fn samples() -> Vec<Vec<u8>> {
             init: false,
             broker_epoch: 7,
         }
-        .encode(b)
+        .encode(&mut Out::classic(b))
     });
     push(&|b| {
         StopReplicaRequest {
@@ -233,7 +298,7 @@ fn samples() -> Vec<Vec<u8>> {
             delete_partitions: true,
             partitions: vec![gregor::protocol::TopicPartition::new("t", 0)],
         }
-        .encode(b)
+        .encode(&mut Out::classic(b))
     });
     push(&|b| {
         UpdateMetadataRequest {
@@ -249,7 +314,7 @@ fn samples() -> Vec<Vec<u8>> {
                 }],
             }],
         }
-        .encode(b)
+        .encode(&mut Out::classic(b))
     });
     out.push(set);
     out

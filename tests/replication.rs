@@ -11,7 +11,7 @@ use common::*;
 use gregor::network::BlockingChannel;
 use gregor::protocol::ErrorCode;
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
-use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::produce::{ProduceResponse, ProduceSets};
 
 const LONG: Duration = Duration::from_secs(40);
 
@@ -28,11 +28,14 @@ fn try_produce(
             .map_err(|e| e.to_string())?;
     let set = message_set(&[value]);
     let r = chan
-        .call(
+        .send::<ProduceResponse>(
             0,
             0,
-            &|b| encode_request(b, 0, -1, 10_000, &[(topic, vec![(p, &set[..])])]),
-            |r| ProduceResponse::decode(r, 0),
+            &ProduceSets {
+                acks: -1,
+                timeout_ms: 10_000,
+                topics: &[(topic, vec![(p, &set[..])])],
+            },
         )
         .map_err(|e| e.to_string())?;
     let x = &r.topics[0].1[0];

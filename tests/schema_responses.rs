@@ -8,127 +8,69 @@
 
 mod common;
 
-use gregor::protocol::Reader;
-use gregor::protocol::api_versions::ApiVersionsResponse;
-use gregor::protocol::fetch::FetchResponse;
-use gregor::protocol::group_admin;
-use gregor::protocol::group_membership::{self as gm, JoinGroupResponse};
-use gregor::protocol::group_membership::{LeaveGroupResponse, SyncGroupResponse};
-use gregor::protocol::group_offsets::{
-    self, FindCoordinatorResponse, OffsetCommitResponse, OffsetFetchResponse,
+use gregor::protocol::admin_configs::AlterConfigsResponse;
+use gregor::protocol::admin_describe::{DescribeClusterResponse, DescribeConfigsResponse};
+use gregor::protocol::admin_topics::{
+    CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse,
 };
-use gregor::protocol::header;
+use gregor::protocol::api_versions::ApiVersionsResponse;
+use gregor::protocol::delete_records::DeleteRecordsResponse;
+use gregor::protocol::fetch::FetchResponse;
+use gregor::protocol::group_admin::{
+    DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse,
+};
+use gregor::protocol::group_membership::{
+    HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, SyncGroupResponse,
+};
+use gregor::protocol::group_offsets::{
+    FindCoordinatorResponse, OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse,
+};
 use gregor::protocol::init_producer_id::InitProducerIdResponse;
 use gregor::protocol::metadata::MetadataResponse;
+use gregor::protocol::offset_for_leader_epoch::OffsetForLeaderEpochResponse;
 use gregor::protocol::offsets::ListOffsetsResponse;
 use gregor::protocol::produce::ProduceResponse;
-use gregor::protocol::{
-    admin_configs, admin_describe, admin_topics, delete_records, offset_for_leader_epoch,
-};
+use gregor::protocol::{Decode, Encode, decode_body, encode_body};
+
+/// Decodes a whole `T` of `key` at `v` and encodes it again.
+fn again<T: for<'a> Decode<'a> + Encode>(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
+    let x: T = decode_body(body, key, v).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    encode_body(&x, &mut out, key, v);
+    Ok(out)
+}
 
 /// gregor's decode then encode of one response body.
 fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
-    let mut r = Reader::new(body);
-    // ApiVersions sets its own encoding, from its error code (a v0-layout error answer).
-    r.set_flexible(header::is_flexible(key, v));
-    let mut out = Vec::new();
-    let e = |e| format!("{e}");
     match key {
-        0 => ProduceResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        1 => FetchResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        2 => ListOffsetsResponse::decode_v(&mut r, v)
-            .map_err(e)?
-            .encode_v(&mut out, v),
-        3 => MetadataResponse::decode_v(&mut r, v)
-            .map_err(e)?
-            .encode_v(&mut out, v),
-        8 => OffsetCommitResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        9 => OffsetFetchResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        10 => FindCoordinatorResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        11 => JoinGroupResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        12 => {
-            let code = gm::decode_heartbeat_response(&mut r, v).map_err(e)?;
-            gm::encode_heartbeat_response(&mut out, code, v);
-        }
-        13 => LeaveGroupResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        14 => SyncGroupResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        15 => {
-            let groups = group_admin::decode_describe_groups(&mut r, v).map_err(e)?;
-            group_admin::encode_describe_groups(&mut out, &groups, v);
-        }
-        16 => {
-            let (code, groups) = group_admin::decode_list_groups(&mut r, v).map_err(e)?;
-            group_admin::encode_list_groups(&mut out, code, &groups, v);
-        }
-        18 => ApiVersionsResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out),
-        19 => {
-            let topics = admin_topics::decode_create_topics_response(&mut r, v).map_err(e)?;
-            admin_topics::encode_create_topics_response(&mut out, &topics, v);
-        }
-        20 => {
-            let results = admin_topics::decode_delete_topics_response(&mut r, v).map_err(e)?;
-            admin_topics::encode_delete_topics_response(&mut out, &results, v);
-        }
-        21 => {
-            let topics = delete_records::decode_delete_records_response(&mut r).map_err(e)?;
-            delete_records::encode_delete_records_response(&mut out, &topics, v);
-        }
-        23 => {
-            let topics = offset_for_leader_epoch::decode_response(&mut r).map_err(e)?;
-            offset_for_leader_epoch::encode_response(&mut out, &topics, v);
-        }
-        37 => {
-            let results = admin_topics::decode_create_partitions_response(&mut r).map_err(e)?;
-            admin_topics::encode_create_partitions_response(&mut out, &results, v);
-        }
-        32 => {
-            let results = admin_describe::decode_describe_configs_response(&mut r, v).map_err(e)?;
-            admin_describe::encode_describe_configs_response(&mut out, &results, v);
-        }
-        33 | 44 => {
-            let results = admin_configs::decode_alter_configs_response(&mut r).map_err(e)?;
-            admin_configs::encode_alter_configs_response(
-                &mut out,
-                &results,
-                header::is_flexible(key, v),
-            );
-        }
-        60 => admin_describe::DescribeClusterResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        22 => InitProducerIdResponse::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        47 => {
-            let (code, topics) = group_offsets::decode_offset_delete_response(&mut r).map_err(e)?;
-            group_offsets::encode_offset_delete_response(&mut out, code, &topics);
-        }
-        42 => {
-            let results = group_admin::decode_delete_groups(&mut r).map_err(e)?;
-            group_admin::encode_delete_groups(&mut out, &results, v);
-        }
-        k => return Err(format!("no case for api {k}")),
+        0 => again::<ProduceResponse>(key, v, body),
+        1 => again::<FetchResponse>(key, v, body),
+        2 => again::<ListOffsetsResponse>(key, v, body),
+        3 => again::<MetadataResponse>(key, v, body),
+        8 => again::<OffsetCommitResponse>(key, v, body),
+        9 => again::<OffsetFetchResponse>(key, v, body),
+        10 => again::<FindCoordinatorResponse>(key, v, body),
+        11 => again::<JoinGroupResponse>(key, v, body),
+        12 => again::<HeartbeatResponse>(key, v, body),
+        13 => again::<LeaveGroupResponse>(key, v, body),
+        14 => again::<SyncGroupResponse>(key, v, body),
+        15 => again::<DescribeGroupsResponse>(key, v, body),
+        16 => again::<ListGroupsResponse>(key, v, body),
+        // ApiVersions sets its own encoding, from its error code (a v0-layout error answer).
+        18 => again::<ApiVersionsResponse>(key, v, body),
+        19 => again::<CreateTopicsResponse>(key, v, body),
+        20 => again::<DeleteTopicsResponse>(key, v, body),
+        21 => again::<DeleteRecordsResponse>(key, v, body),
+        22 => again::<InitProducerIdResponse>(key, v, body),
+        23 => again::<OffsetForLeaderEpochResponse>(key, v, body),
+        32 => again::<DescribeConfigsResponse>(key, v, body),
+        33 | 44 => again::<AlterConfigsResponse>(key, v, body),
+        37 => again::<CreatePartitionsResponse>(key, v, body),
+        42 => again::<DeleteGroupsResponse>(key, v, body),
+        47 => again::<OffsetDeleteResponse>(key, v, body),
+        60 => again::<DescribeClusterResponse>(key, v, body),
+        k => Err(format!("no case for api {k}")),
     }
-    r.finish().map_err(e)?;
-    Ok(out)
 }
 
 #[test]

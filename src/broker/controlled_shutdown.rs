@@ -92,12 +92,11 @@ impl Broker {
         std::thread::Builder::new()
             .name("controlled-shutdown".into())
             .spawn(move || {
-                let _ = tx.send(chan.round_trip_raw(CONTROLLED_SHUTDOWN, 1, &|b| {
-                    crate::protocol::Encode::encode(&req, b)
-                }));
+                let answer = chan.send::<ControlledShutdownResponse>(CONTROLLED_SHUTDOWN, 1, &req);
+                let _ = tx.send(answer);
             })
             .map_err(|e| failed(e.to_string()))?;
-        let raw = loop {
+        let resp = loop {
             match rx.recv_timeout(CONTROLLER_CHECK) {
                 Ok(answer) => break answer.map_err(|e| failed(e.to_string()))?,
                 Err(RecvTimeoutError::Disconnected) => {
@@ -113,8 +112,6 @@ impl Broker {
                 }
             }
         };
-        let resp: ControlledShutdownResponse =
-            crate::protocol::decode_all(&raw).map_err(|e| failed(e.to_string()))?;
         match ErrorCode::from_code(resp.error_code) {
             ErrorCode::None => Ok(resp.partitions_remaining),
             e => Err(failed(format!("controller answered {e:?}"))),

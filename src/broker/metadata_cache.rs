@@ -151,6 +151,7 @@ impl MetadataCache {
             cluster_id: c.cluster_id.clone(),
             controller_id: c.controller_id,
             topics,
+            error_code: 0,
         }
     }
 

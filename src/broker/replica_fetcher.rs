@@ -211,12 +211,7 @@ impl Fetcher {
                 std::thread::sleep(BACKOFF);
                 continue;
             }
-            let resp: FetchResponse = match c.call(
-                FETCH,
-                fetch::CLIENT_VERSION,
-                &|b| request.encode(b, fetch::CLIENT_VERSION),
-                |r| FetchResponse::decode(r, fetch::CLIENT_VERSION),
-            ) {
+            let resp: FetchResponse = match c.send(FETCH, fetch::CLIENT_VERSION, &request) {
                 Ok(r) => r,
                 Err(e) => {
                     log::warn!("{tag} fetch failed: {e}; reconnecting");
@@ -419,7 +414,7 @@ fn leader_offset(
         )],
     };
     let resp: ListOffsetsResponse = chan
-        .request(LIST_OFFSETS, &req)
+        .send(LIST_OFFSETS, 0, &req)
         .map_err(|e| e.to_string())?;
     let p = resp
         .topics

@@ -9,10 +9,10 @@ use gregor::client::metadata::fetch_metadata_with;
 use gregor::network::BlockingChannel;
 use gregor::protocol::group_offsets::{
     CommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
-    decode_offset_delete_response,
+    OffsetDeleteResponse,
 };
 use gregor::protocol::offsets::{EARLIEST_TIME, LATEST_TIME};
-use gregor::protocol::{ErrorCode, Reader, header};
+use gregor::protocol::{ErrorCode, header};
 
 use super::groups::{CLIENT_ID, GroupsArgs, TIMEOUT, check, committed_offsets, describe};
 
@@ -156,11 +156,9 @@ pub fn reset_offsets(a: &GroupsArgs, c: &mut BlockingChannel, group: &str) -> Re
         retention_time_ms: -1,
         topics: topics.into_iter().collect(),
     };
-    let raw = c
-        .round_trip_raw(header::OFFSET_COMMIT, 2, &|b| req.encode(b, 2))
+    let r: OffsetCommitResponse = c
+        .send(header::OFFSET_COMMIT, 2, &req)
         .map_err(|e| e.to_string())?;
-    let r = OffsetCommitResponse::decode(&mut Reader::new(&raw), 2)
-        .map_err(|e| format!("bad answer: {e}"))?;
     for (t, ps) in r.topics {
         for (p, code) in ps {
             if code != 0 {
@@ -185,11 +183,10 @@ pub fn delete_offsets(a: &GroupsArgs, c: &mut BlockingChannel, group: &str) -> R
         group_id: group.to_owned(),
         topics: topics.into_iter().collect(),
     };
-    let raw = c
-        .round_trip_raw(header::OFFSET_DELETE, 0, &|b| req.encode(b))
+    let r: OffsetDeleteResponse = c
+        .send(header::OFFSET_DELETE, 0, &req)
         .map_err(|e| e.to_string())?;
-    let (code, results) = decode_offset_delete_response(&mut Reader::new(&raw))
-        .map_err(|e| format!("bad answer: {e}"))?;
+    let (code, results) = (r.error_code, r.topics);
     check(code)?;
     println!("{:<24} {:>9}  STATUS", "TOPIC", "PARTITION");
     let mut failed = false;

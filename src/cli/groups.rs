@@ -10,12 +10,12 @@ use clap::Args;
 use gregor::client::metadata::{fetch_metadata, find_coordinator};
 use gregor::network::BlockingChannel;
 use gregor::protocol::group_admin::{
-    DescribeGroupsRequest, DescribedGroup, decode_assignment, decode_describe_groups,
-    decode_list_groups,
+    DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup, ListGroupsRequest,
+    ListGroupsResponse, decode_assignment,
 };
 use gregor::protocol::group_offsets::{OffsetFetchRequest, OffsetFetchResponse};
 use gregor::protocol::offsets::LATEST_TIME;
-use gregor::protocol::{ErrorCode, Reader, header};
+use gregor::protocol::{ErrorCode, header};
 
 pub(super) const CLIENT_ID: &str = "gregor-groups";
 pub(super) const TIMEOUT: Duration = Duration::from_secs(10);
@@ -90,13 +90,12 @@ pub fn run(a: GroupsArgs) -> Result<(), String> {
     let describe_group = describing.flatten();
     let mut c = coordinator(&a.bootstrap, describe_group.as_deref().unwrap_or("-"))?;
     let Some(group) = describe_group else {
-        let raw = c
-            .round_trip_raw(header::LIST_GROUPS, 2, &|_| {})
+        let all = ListGroupsRequest::default();
+        let r: ListGroupsResponse = c
+            .send(header::LIST_GROUPS, 2, &all)
             .map_err(|e| e.to_string())?;
-        let (code, groups) = decode_list_groups(&mut Reader::new(&raw), 2)
-            .map_err(|e| format!("bad answer: {e}"))?;
-        check(code)?;
-        let names: Vec<String> = groups.into_iter().map(|g| g.group_id).collect();
+        check(r.error_code)?;
+        let names: Vec<String> = r.groups.into_iter().map(|g| g.group_id).collect();
         for g in describe(&mut c, &names)? {
             let kind = if g.protocol_type.is_empty() {
                 "-"
@@ -209,10 +208,10 @@ pub(super) fn describe(
     let req = DescribeGroupsRequest {
         groups: groups.to_vec(),
     };
-    let raw = c
-        .round_trip_raw(header::DESCRIBE_GROUPS, 4, &|b| req.encode(b, 4))
+    let r: DescribeGroupsResponse = c
+        .send(header::DESCRIBE_GROUPS, 4, &req)
         .map_err(|e| e.to_string())?;
-    decode_describe_groups(&mut Reader::new(&raw), 4).map_err(|e| format!("bad answer: {e}"))
+    Ok(r.groups)
 }
 
 /// Every offset the group has committed (OffsetFetch v2+ with no topics).
@@ -224,11 +223,9 @@ pub(super) fn committed_offsets(
         group_id: group.to_owned(),
         topics: None,
     };
-    let raw = c
-        .round_trip_raw(header::OFFSET_FETCH, 5, &|b| req.encode(b, 5))
+    let r: OffsetFetchResponse = c
+        .send(header::OFFSET_FETCH, 5, &req)
         .map_err(|e| e.to_string())?;
-    let r = OffsetFetchResponse::decode(&mut Reader::new(&raw), 5)
-        .map_err(|e| format!("bad answer: {e}"))?;
     check(r.error_code)?;
     Ok(r.topics
         .into_iter()

@@ -15,9 +15,10 @@ use hdrhistogram::Histogram;
 
 use gregor::client::metadata::partition_leaders;
 use gregor::network::BlockingChannel;
+use gregor::protocol::encode_body;
 use gregor::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
 use gregor::protocol::header::{FETCH, PRODUCE};
-use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::produce::{ProduceResponse, ProduceSets};
 use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
 use gregor::protocol::{ErrorCode, compression, message, records};
 
@@ -257,24 +258,21 @@ fn produce_thread(
             chans.insert(addr.clone(), c);
         }
         let chan = chans.get_mut(addr).expect("inserted above");
-        let body = |buf: &mut Vec<u8>| {
-            encode_request(
-                buf,
-                version,
-                acks,
-                30_000,
-                &[(topic, vec![(*partition, set)])],
-            )
+        let topics = [(topic, vec![(*partition, set)])];
+        let req = ProduceSets {
+            acks,
+            timeout_ms: 30_000,
+            topics: &topics,
         };
         let t0 = Instant::now();
         if acks == 0 {
-            chan.send_only(PRODUCE, version, &body)
-                .map_err(|e| e.to_string())?;
+            chan.send_only(PRODUCE, version, &|b| {
+                encode_body(&req, b, PRODUCE, version)
+            })
+            .map_err(|e| e.to_string())?;
         } else {
-            let r = chan
-                .call(PRODUCE, version, &body, |r| {
-                    ProduceResponse::decode(r, version)
-                })
+            let r: ProduceResponse = chan
+                .send(PRODUCE, version, &req)
                 .map_err(|e| e.to_string())?;
             if let Err(e) = partition_outcome(&r, *partition) {
                 failed.store(true, Ordering::Relaxed);
@@ -339,9 +337,7 @@ fn consume(a: ConsumeArgs) -> Result<(), String> {
             let resp = chans
                 .get_mut(addr)
                 .expect("inserted above")
-                .call(FETCH, v, &|b| req.encode(b, v), |r| {
-                    FetchResponse::decode(r, v)
-                })
+                .send::<FetchResponse>(FETCH, v, &req)
                 .map_err(|e| e.to_string())?;
             let part = &resp.topics[0].1[0];
             if part.error_code != 0 {

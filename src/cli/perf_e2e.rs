@@ -18,7 +18,7 @@ use gregor::client::metadata::partition_leaders;
 use gregor::client::partition_consumer::{PartitionConsumer, StartAt};
 use gregor::network::BlockingChannel;
 use gregor::protocol::header::PRODUCE;
-use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::produce::{ProduceResponse, ProduceSets};
 use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
 
 /// Produce v7: format v2 batches, as current clients send.
@@ -172,21 +172,14 @@ fn produce_on_schedule(
             });
         }
         let set = b.finish(0).map_err(|e| format!("{e:?}"))?;
-        let r = chan
-            .call(
-                PRODUCE,
-                PRODUCE_VERSION,
-                &|buf| {
-                    encode_request(
-                        buf,
-                        PRODUCE_VERSION,
-                        acks,
-                        30_000,
-                        &[(topic, vec![(partition, &set[..])])],
-                    )
-                },
-                |r| ProduceResponse::decode(r, PRODUCE_VERSION),
-            )
+        let topics = [(topic, vec![(partition, &set[..])])];
+        let req = ProduceSets {
+            acks,
+            timeout_ms: 30_000,
+            topics: &topics,
+        };
+        let r: ProduceResponse = chan
+            .send(PRODUCE, PRODUCE_VERSION, &req)
             .map_err(|e| e.to_string())?;
         super::perf::partition_outcome(&r, partition)?;
         sent = due;

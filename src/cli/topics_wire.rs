@@ -5,13 +5,12 @@
 use gregor::client::metadata::fetch_metadata_with;
 use gregor::network::BlockingChannel;
 use gregor::protocol::admin_configs::{
-    AlterConfigsRequest, AlterConfigsResource, AlterableConfig, OP_DELETE, OP_SET,
-    decode_alter_configs_response,
+    AlterConfigsRequest, AlterConfigsResource, AlterConfigsResponse, AlterableConfig, OP_DELETE,
+    OP_SET,
 };
 use gregor::protocol::admin_topics::{
-    CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic, CreateTopicsRequest,
-    DeleteTopicsRequest, decode_create_partitions_response, decode_create_topics_response,
-    decode_delete_topics_response,
+    CreatableTopic, CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
+    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
 };
 use gregor::protocol::{ErrorCode, header};
 use gregor::zk::admin::{PartitionDescription, split_assignment};
@@ -85,12 +84,10 @@ pub fn run_topics_wire(a: &TopicsArgs, bootstrap: &str) -> Result<(), String> {
             timeout_ms: TIMEOUT_MS,
         };
         let v = DELETE_TOPICS_VERSION;
-        let results = connect(bootstrap)?
-            .call(header::DELETE_TOPICS, v, &|b| req.encode(b, v), |r| {
-                decode_delete_topics_response(r, v)
-            })
+        let answer: DeleteTopicsResponse = connect(bootstrap)?
+            .send(header::DELETE_TOPICS, v, &req)
             .map_err(|e| e.to_string())?;
-        let results = results.into_iter().map(|r| {
+        let results = answer.results.into_iter().map(|r| {
             let name = r.name.unwrap_or_else(|| t.clone());
             (name, r.error_code, r.error_message)
         });
@@ -160,12 +157,10 @@ fn add_partitions(bootstrap: &str, a: &TopicsArgs, t: &str, count: i32) -> Resul
         validate_only: false,
     };
     let v = CREATE_PARTITIONS_VERSION;
-    let results = connect(bootstrap)?
-        .call(header::CREATE_PARTITIONS, v, &|b| req.encode(b, v), |r| {
-            decode_create_partitions_response(r)
-        })
+    let answer: CreatePartitionsResponse = connect(bootstrap)?
+        .send(header::CREATE_PARTITIONS, v, &req)
         .map_err(|e| e.to_string())?;
-    if checked_unless_missing(a, results)? {
+    if checked_unless_missing(a, answer.results)? {
         println!("Topic \"{t}\" now has {count} partition(s).");
     }
     Ok(())
@@ -223,15 +218,11 @@ fn alter_configs(bootstrap: &str, a: &TopicsArgs, t: &str) -> Result<(), String>
         }],
         validate_only: false,
     };
-    let results = connect(bootstrap)?
-        .call(
-            header::INCREMENTAL_ALTER_CONFIGS,
-            0,
-            &|b| req.encode(b, false),
-            decode_alter_configs_response,
-        )
+    let answer: AlterConfigsResponse = connect(bootstrap)?
+        .send(header::INCREMENTAL_ALTER_CONFIGS, 0, &req)
         .map_err(|e| e.to_string())?;
-    let results = results
+    let results = answer
+        .results
         .into_iter()
         .map(|(code, msg, _, name)| (name, code, msg));
     if checked_unless_missing(a, results)? {
@@ -276,12 +267,10 @@ fn create(bootstrap: &str, a: &TopicsArgs, t: &str) -> Result<(), String> {
         validate_only: false,
     };
     let v = CREATE_TOPICS_VERSION;
-    let results = connect(bootstrap)?
-        .call(header::CREATE_TOPICS, v, &|b| req.encode(b, v), |r| {
-            decode_create_topics_response(r, v)
-        })
+    let answer: CreateTopicsResponse = connect(bootstrap)?
+        .send(header::CREATE_TOPICS, v, &req)
         .map_err(|e| e.to_string())?;
-    for r in results {
+    for r in answer.topics {
         if r.error_code == ErrorCode::TopicAlreadyExists.code() && a.if_not_exists {
             return Ok(());
         }

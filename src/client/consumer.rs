@@ -32,7 +32,7 @@ use crate::protocol::coordinator::{
 use crate::protocol::group_offsets::{CommitPartition, OffsetCommitRequest, OffsetCommitResponse};
 use crate::protocol::header::OFFSET_COMMIT;
 use crate::protocol::records::OwnedMessage;
-use crate::protocol::{Encode, ErrorCode, Reader, decode_all};
+use crate::protocol::{Encode, ErrorCode, Reader, decode_classic};
 use fetcher::Fetchers;
 
 #[derive(Debug, Clone)]
@@ -349,7 +349,7 @@ impl Shared {
                 &Empty,
                 self.config.ping_interval.max(Duration::from_secs(5)),
             ) {
-                Ok(body) => match decode_all::<ConsultResponse>(&body) {
+                Ok(body) => match decode_classic::<ConsultResponse>(&body) {
                     Ok(r) => {
                         consult = Some(r);
                         break;
@@ -397,7 +397,7 @@ impl Shared {
             .write_all(&proto::frame(proto::REGISTER, &req))
             .and_then(|_| read_frame(&mut stream))
             .map_err(|e| ConsumerError::NoCoordinator(format!("{addr}: {e}")))?;
-        let r = decode_all::<RegisterResponse>(&answer).map_err(|e| {
+        let r = decode_classic::<RegisterResponse>(&answer).map_err(|e| {
             ConsumerError::NoCoordinator(format!("{addr}: bad RegisterResponse: {e}"))
         })?;
         match ErrorCode::from_code(r.error_code) {
@@ -473,7 +473,7 @@ impl Shared {
             };
             let body = &frame[2..];
             let answer = match type_id {
-                proto::PING => decode_all::<proto::PingRequest>(body).map(|_| {
+                proto::PING => decode_classic::<proto::PingRequest>(body).map(|_| {
                     proto::frame(
                         proto::PING,
                         &PingResponse {
@@ -481,7 +481,7 @@ impl Shared {
                         },
                     )
                 }),
-                proto::STOP => decode_all::<Empty>(body).map(|_| {
+                proto::STOP => decode_classic::<Empty>(body).map(|_| {
                     let offsets = self.handle_stop();
                     proto::frame(
                         proto::STOP,
@@ -491,7 +491,7 @@ impl Shared {
                         },
                     )
                 }),
-                proto::START => decode_all::<StartRequest>(body).map(|req| {
+                proto::START => decode_classic::<StartRequest>(body).map(|req| {
                     self.handle_start(req);
                     proto::frame(proto::START, &ErrorResponse { error_code: 0 })
                 }),
@@ -618,15 +618,13 @@ impl Shared {
                         continue;
                     }
                 };
-            let body = match c.round_trip_raw(OFFSET_COMMIT, 0, &|b| req.encode(b, 0)) {
-                Ok(b) => b,
+            let r: OffsetCommitResponse = match c.send(OFFSET_COMMIT, 0, &req) {
+                Ok(r) => r,
                 Err(e) => {
                     last = format!("{addr}: {e}");
                     continue;
                 }
             };
-            let r = OffsetCommitResponse::decode(&mut Reader::new(&body), 0)
-                .map_err(|e| e.to_string())?;
             for (t, ps) in &r.topics {
                 for (p, code) in ps {
                     if *code != 0 {

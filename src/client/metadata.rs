@@ -31,19 +31,12 @@ pub fn fetch_metadata_with(
     allow_auto_topic_creation: bool,
 ) -> Result<MetadataResponse, String> {
     ask_each(bootstrap, client_id, |c| {
-        c.call(
-            METADATA,
-            METADATA_VERSION,
-            &|b| {
-                MetadataRequest {
-                    topics: (!topics.is_empty()).then(|| topics.to_vec()),
-                    allow_auto_topic_creation,
-                }
-                .encode_v(b, METADATA_VERSION)
-            },
-            |r| MetadataResponse::decode_v(r, METADATA_VERSION),
-        )
-        .map_err(|e| e.to_string())
+        let req = MetadataRequest {
+            topics: (!topics.is_empty()).then(|| topics.to_vec()),
+            allow_auto_topic_creation,
+        };
+        c.send(METADATA, METADATA_VERSION, &req)
+            .map_err(|e| e.to_string())
     })
     .map_err(|last| format!("no broker answered ({last})"))
 }
@@ -60,10 +53,8 @@ pub fn find_coordinator(
         key_type: 0,
     };
     ask_each(bootstrap, client_id, |c| {
-        let r = c
-            .call(FIND_COORDINATOR, 1, &|b| req.encode(b, 1), |r| {
-                FindCoordinatorResponse::decode(r, 1)
-            })
+        let r: FindCoordinatorResponse = c
+            .send(FIND_COORDINATOR, 1, &req)
             .map_err(|e| e.to_string())?;
         match r.error_code {
             0 => Ok(r),

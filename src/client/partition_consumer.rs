@@ -121,11 +121,7 @@ impl PartitionConsumer {
                 )],
             );
             let v = fetch::CLIENT_VERSION;
-            let answer = self
-                .chan(&addr)?
-                .call(FETCH, v, &|b| req.encode(b, v), |r| {
-                    FetchResponse::decode(r, v)
-                });
+            let answer: Result<FetchResponse, _> = self.chan(&addr)?.send(FETCH, v, &req);
             let resp = match answer {
                 Ok(r) => r,
                 Err(e) => {

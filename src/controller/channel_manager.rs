@@ -22,7 +22,7 @@ use crate::protocol::controller::{
     TopicPartitionState, UpdateMetadataRequest,
 };
 use crate::protocol::header::{LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, oldest_version};
-use crate::protocol::{BrokerInfo, Encode, decode_all};
+use crate::protocol::{BrokerInfo, Encode, decode_body, encode_body};
 
 struct Command {
     api_key: i16,
@@ -149,7 +149,7 @@ fn log_errors(tag: &str, api_key: i16, resp: &[u8]) {
     if api_key == UPDATE_METADATA {
         return;
     }
-    if let Ok(r) = decode_all::<PartitionErrorsResponse>(resp) {
+    if let Ok(r) = decode_body::<PartitionErrorsResponse>(resp, api_key, oldest_version(api_key)) {
         if r.error_code != 0 {
             log::warn!("{tag} api {api_key} answered error {}", r.error_code);
         }
@@ -233,7 +233,7 @@ impl CommandBatch {
                 broker_epoch: ctx.broker_sessions.get(&broker).copied().unwrap_or(-1),
                 partition_states: states,
             };
-            channels.send(broker, LEADER_AND_ISR, encode(&req));
+            channels.send(broker, LEADER_AND_ISR, encode(LEADER_AND_ISR, &req));
         }
         for ((broker, delete), partitions) in self.stop_replica {
             let req = StopReplicaRequest {
@@ -242,7 +242,7 @@ impl CommandBatch {
                 delete_partitions: delete,
                 partitions,
             };
-            channels.send(broker, STOP_REPLICA, encode(&req));
+            channels.send(broker, STOP_REPLICA, encode(STOP_REPLICA, &req));
         }
         if self.update_metadata {
             let mut states: Vec<TopicPartitionState> = ctx
@@ -272,7 +272,7 @@ impl CommandBatch {
                 partition_states: states,
                 live_brokers: ctx.endpoints.values().cloned().collect(),
             };
-            let body = encode(&req);
+            let body = encode(UPDATE_METADATA, &req);
             for b in ctx.live_brokers.keys() {
                 channels.send(*b, UPDATE_METADATA, body.clone());
             }
@@ -280,8 +280,9 @@ impl CommandBatch {
     }
 }
 
-fn encode(req: &dyn Encode) -> Vec<u8> {
+/// The body of a command, at the one version of it brokers serve (`SUPPORTED_APIS`).
+fn encode(api_key: i16, req: &dyn Encode) -> Vec<u8> {
     let mut b = Vec::new();
-    req.encode(&mut b);
+    encode_body(req, &mut b, api_key, oldest_version(api_key));
     b
 }

@@ -265,7 +265,7 @@ pub fn write_register_response(
     };
     let mut out = Vec::with_capacity(10);
     let at = out.reserve_size();
-    r.encode(&mut out);
+    crate::protocol::encode_classic(&r, &mut out);
     out.patch_size(at);
     stream.write_all(&out)
 }

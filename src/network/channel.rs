@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::protocol::ErrorCode;
 use crate::protocol::header::{LIST_OFFSETS, RequestHeader};
 use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition};
-use crate::protocol::{Decode, DecodeError, Encode, Reader};
+use crate::protocol::{Decode, DecodeError, Encode, Reader, decode_body, encode_body};
 
 /// Largest response accepted (a fetch of many partitions can be large, but not unbounded).
 const MAX_RESPONSE_BYTES: usize = 512 << 20;
@@ -138,33 +138,18 @@ impl BlockingChannel {
         Ok(frame[r.position()..].to_vec())
     }
 
-    /// Sends a request at `version` written by `body`, and reads the answer with `decode` —
-    /// in the flexible encoding when that version is flexible — insisting nothing is left.
-    pub fn call<T>(
+    /// Sends `req` as the body of `api_key` at `api_version`, and reads the answer as `Resp`
+    /// at the same version, insisting nothing is left over.
+    pub fn send<Resp: for<'a> Decode<'a>>(
         &mut self,
         api_key: i16,
         api_version: i16,
-        body: &dyn Fn(&mut Vec<u8>),
-        decode: impl FnOnce(&mut Reader<'_>) -> crate::protocol::DecodeResult<T>,
-    ) -> Result<T, ChannelError> {
-        let raw = self.round_trip_raw(api_key, api_version, body)?;
-        let mut r = Reader::new(&raw);
-        r.set_flexible(crate::protocol::header::is_flexible(api_key, api_version));
-        let v = decode(&mut r)?;
-        r.finish()?;
-        Ok(v)
-    }
-
-    /// Sends an encodable request at the oldest version served (0.8's v0 for most keys; the
-    /// one layout `Req` has) and decodes the response as `Resp`.
-    pub fn request<Req: Encode, Resp: for<'a> Decode<'a>>(
-        &mut self,
-        api_key: i16,
-        req: &Req,
+        req: &(impl Encode + ?Sized),
     ) -> Result<Resp, ChannelError> {
-        let version = crate::protocol::header::oldest_version(api_key);
-        let body = self.round_trip_raw(api_key, version, &|b| req.encode(b))?;
-        Ok(crate::protocol::decode_all(&body)?)
+        let raw = self.round_trip_raw(api_key, api_version, &|b| {
+            encode_body(req, b, api_key, api_version)
+        })?;
+        Ok(decode_body(&raw, api_key, api_version)?)
     }
 
     /// The offset ListOffsets gives for `time` (-1 latest, -2 earliest) of one partition, asked of
@@ -183,7 +168,7 @@ impl BlockingChannel {
             )],
         };
         let r: ListOffsetsResponse = self
-            .request(LIST_OFFSETS, &req)
+            .send(LIST_OFFSETS, 0, &req)
             .map_err(|e| e.to_string())?;
         let p = r
             .topics

@@ -32,6 +32,13 @@ impl DerefMut for Response {
     }
 }
 
+/// So a body can be written into an answer through `protocol::Out`.
+impl AsMut<Vec<u8>> for Response {
+    fn as_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+}
+
 impl Response {
     pub fn with_capacity(n: usize) -> Response {
         Response {

@@ -2,7 +2,7 @@
 //! resource's whole set, and IncrementalAlterConfigs (44), which sets or deletes keys
 //! one by one. They share their layouts but for the operation byte.
 
-use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
+use super::{Decode, DecodeResult, Encode, Out, Reader, read_array};
 
 /// IncrementalAlterConfigs' operations.
 pub const OP_SET: i8 = 0;
@@ -32,9 +32,10 @@ pub struct AlterConfigsRequest {
     pub validate_only: bool,
 }
 
-impl AlterConfigsRequest {
-    /// `incremental`: the IncrementalAlterConfigs layout (an operation per key).
-    pub fn decode(r: &mut Reader<'_>, incremental: bool) -> DecodeResult<Self> {
+/// Read as the layout of the reader's api key: IncrementalAlterConfigs has an operation per key.
+impl<'a> Decode<'a> for AlterConfigsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let incremental = r.api_key() == super::header::INCREMENTAL_ALTER_CONFIGS;
         let resources = read_array(r, "resources", 5, |r| {
             let resource_type = r.i8("resource_type")?;
             let name = r.string("resource_name")?.to_owned();
@@ -63,57 +64,65 @@ impl AlterConfigsRequest {
             validate_only,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, flex: bool) {
-        write_array_v(out, flex, &self.resources, |o, res| {
+/// Written with each key's operation when it has one (IncrementalAlterConfigs).
+impl Encode for AlterConfigsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_array(&self.resources, |o, res| {
             o.put_i8(res.resource_type);
-            o.put_str(flex, &res.name);
-            write_array_v(o, flex, &res.configs, |o, c| {
-                o.put_str(flex, &c.name);
+            o.put_str(&res.name);
+            o.put_array(&res.configs, |o, c| {
+                o.put_str(&c.name);
                 if let Some(op) = c.op {
                     o.put_i8(op);
                 }
-                o.put_nstr(flex, c.value.as_deref());
-                o.put_tags(flex);
+                o.put_nstr(c.value.as_deref());
+                o.put_tags();
             });
-            o.put_tags(flex);
+            o.put_tags();
         });
         out.put_i8(self.validate_only as i8);
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
 /// One resource's outcome: (error code, message, resource type, resource name).
 pub type AlterConfigsResult = (i16, Option<String>, i8, String);
 
-pub fn encode_alter_configs_response(
-    out: &mut Vec<u8>,
-    results: &[AlterConfigsResult],
-    flex: bool,
-) {
-    out.put_i32(0);
-    write_array_v(out, flex, results, |o, (code, msg, t, name)| {
-        o.put_i16(*code);
-        o.put_nstr(flex, msg.as_deref());
-        o.put_i8(*t);
-        o.put_str(flex, name);
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterConfigsResponse {
+    pub results: Vec<AlterConfigsResult>,
 }
 
-pub fn decode_alter_configs_response(r: &mut Reader<'_>) -> DecodeResult<Vec<AlterConfigsResult>> {
-    r.i32("throttle_time_ms")?;
-    let results = read_array(r, "responses", 7, |r| {
-        let res = (
-            r.i16("error_code")?,
-            r.nullable_string("error_message")?.map(str::to_owned),
-            r.i8("resource_type")?,
-            r.string("resource_name")?.to_owned(),
-        );
+impl Encode for AlterConfigsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_i32(0);
+        out.put_array(&self.results, |o, (code, msg, t, name)| {
+            o.put_i16(*code);
+            o.put_nstr(msg.as_deref());
+            o.put_i8(*t);
+            o.put_str(name);
+            o.put_tags();
+        });
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for AlterConfigsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        r.i32("throttle_time_ms")?;
+        let results = read_array(r, "responses", 7, |r| {
+            let res = (
+                r.i16("error_code")?,
+                r.nullable_string("error_message")?.map(str::to_owned),
+                r.i8("resource_type")?,
+                r.string("resource_name")?.to_owned(),
+            );
+            r.tags()?;
+            Ok(res)
+        })?;
         r.tags()?;
-        Ok(res)
-    })?;
-    r.tags()?;
-    Ok(results)
+        Ok(AlterConfigsResponse { results })
+    }
 }

@@ -3,8 +3,7 @@
 //! the brokers and the controller for `Admin.describeCluster()`. Field versions follow
 //! Kafka's JSON schemas.
 
-use super::header::{DESCRIBE_CONFIGS, is_flexible};
-use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
+use super::{Decode, DecodeResult, Encode, Out, Reader, read_array};
 
 /// Kafka's ConfigResource types.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -32,8 +31,9 @@ pub struct DescribeConfigsRequest {
     pub include_documentation: bool,
 }
 
-impl DescribeConfigsRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for DescribeConfigsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let resources = read_array(r, "resources", 5, |r| {
             let resource_type = r.i8("resource_type")?;
             let name = r.string("resource_name")?.to_owned();
@@ -63,17 +63,19 @@ impl DescribeConfigsRequest {
             include_documentation,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(DESCRIBE_CONFIGS, version);
-        write_array_v(out, flex, &self.resources, |o, res| {
+impl Encode for DescribeConfigsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_array(&self.resources, |o, res| {
             o.put_i8(res.resource_type);
-            o.put_str(flex, &res.name);
-            o.put_len(flex, res.keys.as_ref().map(Vec::len));
+            o.put_str(&res.name);
+            o.put_len(res.keys.as_ref().map(Vec::len));
             for k in res.keys.iter().flatten() {
-                o.put_str(flex, k);
+                o.put_str(k);
             }
-            o.put_tags(flex);
+            o.put_tags();
         });
         if version >= 1 {
             out.put_i8(self.include_synonyms as i8);
@@ -81,7 +83,7 @@ impl DescribeConfigsRequest {
         if version >= 3 {
             out.put_i8(self.include_documentation as i8);
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -109,102 +111,106 @@ pub struct DescribeConfigsResult {
     pub configs: Vec<DescribedConfig>,
 }
 
-pub fn encode_describe_configs_response(
-    out: &mut Vec<u8>,
-    results: &[DescribeConfigsResult],
-    version: i16,
-) {
-    let flex = is_flexible(DESCRIBE_CONFIGS, version);
-    out.put_i32(0);
-    write_array_v(out, flex, results, |o, res| {
-        o.put_i16(res.error_code);
-        o.put_nstr(flex, res.error_message.as_deref());
-        o.put_i8(res.resource_type);
-        o.put_str(flex, &res.name);
-        write_array_v(o, flex, &res.configs, |o, c| {
-            o.put_str(flex, &c.name);
-            o.put_nstr(flex, c.value.as_deref());
-            o.put_i8(c.read_only as i8);
-            if version == 0 {
-                o.put_i8((c.source == SOURCE_DEFAULT) as i8);
-            } else {
-                o.put_i8(c.source);
-            }
-            o.put_i8(c.sensitive as i8);
-            if version >= 1 {
-                o.put_len(flex, Some(0)); // synonyms: none listed
-            }
-            if version >= 3 {
-                o.put_i8(c.config_type);
-                o.put_nstr(flex, c.documentation.as_deref());
-            }
-            o.put_tags(flex);
-        });
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeConfigsResponse {
+    pub results: Vec<DescribeConfigsResult>,
 }
 
-pub fn decode_describe_configs_response(
-    r: &mut Reader<'_>,
-    version: i16,
-) -> DecodeResult<Vec<DescribeConfigsResult>> {
-    r.i32("throttle_time_ms")?;
-    let results = read_array(r, "results", 9, |r| {
-        let error_code = r.i16("error_code")?;
-        let error_message = r.nullable_string("error_message")?.map(str::to_owned);
-        let resource_type = r.i8("resource_type")?;
-        let name = r.string("resource_name")?.to_owned();
-        let configs = read_array(r, "configs", 6, |r| {
-            let name = r.string("name")?.to_owned();
-            let value = r.nullable_string("value")?.map(str::to_owned);
-            let read_only = r.bool("read_only")?;
-            let source = if version == 0 {
-                if r.bool("is_default")? {
-                    SOURCE_DEFAULT
+impl Encode for DescribeConfigsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        let results = &self.results;
+        out.put_i32(0);
+        out.put_array(results, |o, res| {
+            o.put_i16(res.error_code);
+            o.put_nstr(res.error_message.as_deref());
+            o.put_i8(res.resource_type);
+            o.put_str(&res.name);
+            o.put_array(&res.configs, |o, c| {
+                o.put_str(&c.name);
+                o.put_nstr(c.value.as_deref());
+                o.put_i8(c.read_only as i8);
+                if version == 0 {
+                    o.put_i8((c.source == SOURCE_DEFAULT) as i8);
                 } else {
-                    SOURCE_TOPIC
+                    o.put_i8(c.source);
                 }
-            } else {
-                r.i8("config_source")?
-            };
-            let sensitive = r.bool("is_sensitive")?;
-            if version >= 1 {
-                let n = r.array_len("synonyms", 4)?;
-                for _ in 0..n {
-                    r.string("name")?;
-                    r.nullable_string("value")?;
-                    r.i8("source")?;
-                    r.tags()?;
+                o.put_i8(c.sensitive as i8);
+                if version >= 1 {
+                    o.put_len(Some(0)); // synonyms: none listed
                 }
-            }
-            let (mut config_type, mut documentation) = (0, None);
-            if version >= 3 {
-                config_type = r.i8("config_type")?;
-                documentation = r.nullable_string("documentation")?.map(str::to_owned);
-            }
+                if version >= 3 {
+                    o.put_i8(c.config_type);
+                    o.put_nstr(c.documentation.as_deref());
+                }
+                o.put_tags();
+            });
+            o.put_tags();
+        });
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for DescribeConfigsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
+        r.i32("throttle_time_ms")?;
+        let results = read_array(r, "results", 9, |r| {
+            let error_code = r.i16("error_code")?;
+            let error_message = r.nullable_string("error_message")?.map(str::to_owned);
+            let resource_type = r.i8("resource_type")?;
+            let name = r.string("resource_name")?.to_owned();
+            let configs = read_array(r, "configs", 6, |r| {
+                let name = r.string("name")?.to_owned();
+                let value = r.nullable_string("value")?.map(str::to_owned);
+                let read_only = r.bool("read_only")?;
+                let source = if version == 0 {
+                    if r.bool("is_default")? {
+                        SOURCE_DEFAULT
+                    } else {
+                        SOURCE_TOPIC
+                    }
+                } else {
+                    r.i8("config_source")?
+                };
+                let sensitive = r.bool("is_sensitive")?;
+                if version >= 1 {
+                    let n = r.array_len("synonyms", 4)?;
+                    for _ in 0..n {
+                        r.string("name")?;
+                        r.nullable_string("value")?;
+                        r.i8("source")?;
+                        r.tags()?;
+                    }
+                }
+                let (mut config_type, mut documentation) = (0, None);
+                if version >= 3 {
+                    config_type = r.i8("config_type")?;
+                    documentation = r.nullable_string("documentation")?.map(str::to_owned);
+                }
+                r.tags()?;
+                Ok(DescribedConfig {
+                    name,
+                    value,
+                    read_only,
+                    source,
+                    sensitive,
+                    config_type,
+                    documentation,
+                })
+            })?;
             r.tags()?;
-            Ok(DescribedConfig {
+            Ok(DescribeConfigsResult {
+                error_code,
+                error_message,
+                resource_type,
                 name,
-                value,
-                read_only,
-                source,
-                sensitive,
-                config_type,
-                documentation,
+                configs,
             })
         })?;
         r.tags()?;
-        Ok(DescribeConfigsResult {
-            error_code,
-            error_message,
-            resource_type,
-            name,
-            configs,
-        })
-    })?;
-    r.tags()?;
-    Ok(results)
+        Ok(DescribeConfigsResponse { results })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,8 +220,9 @@ pub struct DescribeClusterRequest {
     pub endpoint_type: i8,
 }
 
-impl DescribeClusterRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for DescribeClusterRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let include_cluster_authorized_operations =
             r.bool("include_cluster_authorized_operations")?;
         let endpoint_type = if version >= 1 {
@@ -229,13 +236,16 @@ impl DescribeClusterRequest {
             endpoint_type,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+impl Encode for DescribeClusterRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         out.put_i8(self.include_cluster_authorized_operations as i8);
         if version >= 1 {
             out.put_i8(self.endpoint_type);
         }
-        out.put_tags(true);
+        out.put_tags();
     }
 }
 
@@ -254,28 +264,32 @@ pub struct DescribeClusterResponse {
 /// Kafka's "unknown" for `cluster_authorized_operations`.
 const OPERATIONS_UNKNOWN: i32 = i32::MIN;
 
-impl DescribeClusterResponse {
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+impl Encode for DescribeClusterResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         out.put_i32(0);
         out.put_i16(self.error_code);
-        out.put_nstr(true, self.error_message.as_deref());
+        out.put_nstr(self.error_message.as_deref());
         if version >= 1 {
             out.put_i8(self.endpoint_type);
         }
-        out.put_str(true, &self.cluster_id);
+        out.put_str(&self.cluster_id);
         out.put_i32(self.controller_id);
-        write_array_v(out, true, &self.brokers, |o, (id, host, port)| {
+        out.put_array(&self.brokers, |o, (id, host, port)| {
             o.put_i32(*id);
-            o.put_str(true, host);
+            o.put_str(host);
             o.put_i32(*port);
-            o.put_nstr(true, None); // rack
-            o.put_tags(true);
+            o.put_nstr(None); // rack
+            o.put_tags();
         });
         out.put_i32(OPERATIONS_UNKNOWN);
-        out.put_tags(true);
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for DescribeClusterResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         r.i32("throttle_time_ms")?;
         let error_code = r.i16("error_code")?;
         let error_message = r.nullable_string("error_message")?.map(str::to_owned);

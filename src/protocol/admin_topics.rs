@@ -2,8 +2,7 @@
 //! CreatePartitions (37), what `kafka-topics.sh --bootstrap-server` and the admin
 //! clients send. Field versions follow Kafka's JSON schemas.
 
-use super::header::{CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, is_flexible};
-use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
+use super::{Decode, DecodeResult, Encode, Out, Reader, read_array};
 
 /// One topic to create. `num_partitions` and `replication_factor` are -1 when `assignment`
 /// is given, or (v4+) to take the broker's defaults.
@@ -29,12 +28,9 @@ fn read_i32s(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<Vec<i32>> 
     read_array(r, field, 4, |r| r.i32(field))
 }
 
-fn write_i32s(out: &mut Vec<u8>, flex: bool, v: &[i32]) {
-    write_array_v(out, flex, v, |o, x| o.put_i32(*x));
-}
-
-impl CreateTopicsRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for CreateTopicsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let topics = read_array(r, "topics", 12, |r| {
             let name = r.string("name")?.to_owned();
             let num_partitions = r.i32("num_partitions")?;
@@ -70,30 +66,32 @@ impl CreateTopicsRequest {
             validate_only,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(CREATE_TOPICS, version);
-        write_array_v(out, flex, &self.topics, |o, t| {
-            o.put_str(flex, &t.name);
+impl Encode for CreateTopicsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_array(&self.topics, |o, t| {
+            o.put_str(&t.name);
             o.put_i32(t.num_partitions);
             o.put_i16(t.replication_factor);
-            write_array_v(o, flex, &t.assignment, |o, (p, brokers)| {
+            o.put_array(&t.assignment, |o, (p, brokers)| {
                 o.put_i32(*p);
-                write_i32s(o, flex, brokers);
-                o.put_tags(flex);
+                o.put_i32s(brokers);
+                o.put_tags();
             });
-            write_array_v(o, flex, &t.configs, |o, (k, v)| {
-                o.put_str(flex, k);
-                o.put_nstr(flex, v.as_deref());
-                o.put_tags(flex);
+            o.put_array(&t.configs, |o, (k, v)| {
+                o.put_str(k);
+                o.put_nstr(v.as_deref());
+                o.put_tags();
             });
-            o.put_tags(flex);
+            o.put_tags();
         });
         out.put_i32(self.timeout_ms);
         if version >= 1 {
             out.put_i8(self.validate_only as i8);
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -123,93 +121,97 @@ pub struct CreatableTopicResult {
     pub configs: Option<Vec<TopicConfigEntry>>,
 }
 
-pub fn encode_create_topics_response(
-    out: &mut Vec<u8>,
-    topics: &[CreatableTopicResult],
-    version: i16,
-) {
-    let flex = is_flexible(CREATE_TOPICS, version);
-    if version >= 2 {
-        out.put_i32(0);
-    }
-    write_array_v(out, flex, topics, |o, t| {
-        o.put_str(flex, &t.name);
-        if version >= 7 {
-            o.extend_from_slice(&t.topic_id);
-        }
-        o.put_i16(t.error_code);
-        if version >= 1 {
-            o.put_nstr(flex, t.error_message.as_deref());
-        }
-        if version >= 5 {
-            o.put_i32(t.num_partitions);
-            o.put_i16(t.replication_factor);
-            o.put_len(flex, t.configs.as_ref().map(Vec::len));
-            for c in t.configs.iter().flatten() {
-                o.put_str(flex, &c.name);
-                o.put_nstr(flex, c.value.as_deref());
-                o.put_i8(c.read_only as i8);
-                o.put_i8(c.source);
-                o.put_i8(c.sensitive as i8);
-                o.put_tags(flex);
-            }
-        }
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateTopicsResponse {
+    pub topics: Vec<CreatableTopicResult>,
 }
 
-pub fn decode_create_topics_response(
-    r: &mut Reader<'_>,
-    version: i16,
-) -> DecodeResult<Vec<CreatableTopicResult>> {
-    if version >= 2 {
-        r.i32("throttle_time_ms")?;
-    }
-    let topics = read_array(r, "topics", 4, |r| {
-        let name = r.string("name")?.to_owned();
-        let mut topic_id = [0; 16];
-        if version >= 7 {
-            topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
+impl Encode for CreateTopicsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        let topics = &self.topics;
+        if version >= 2 {
+            out.put_i32(0);
         }
-        let error_code = r.i16("error_code")?;
-        let error_message = if version >= 1 {
-            r.nullable_string("error_message")?.map(str::to_owned)
-        } else {
-            None
-        };
-        let (mut num_partitions, mut replication_factor, mut configs) = (-1, -1, None);
-        if version >= 5 {
-            num_partitions = r.i32("num_partitions")?;
-            replication_factor = r.i16("replication_factor")?;
-            if let Some(n) = r.nullable_array_len("configs", 5)? {
-                let mut v = Vec::with_capacity(n);
-                for _ in 0..n {
-                    v.push(TopicConfigEntry {
-                        name: r.string("name")?.to_owned(),
-                        value: r.nullable_string("value")?.map(str::to_owned),
-                        read_only: r.bool("read_only")?,
-                        source: r.i8("config_source")?,
-                        sensitive: r.bool("is_sensitive")?,
-                    });
-                    r.tags()?;
-                }
-                configs = Some(v);
+        out.put_array(topics, |o, t| {
+            o.put_str(&t.name);
+            if version >= 7 {
+                o.extend_from_slice(&t.topic_id);
             }
+            o.put_i16(t.error_code);
+            if version >= 1 {
+                o.put_nstr(t.error_message.as_deref());
+            }
+            if version >= 5 {
+                o.put_i32(t.num_partitions);
+                o.put_i16(t.replication_factor);
+                o.put_len(t.configs.as_ref().map(Vec::len));
+                for c in t.configs.iter().flatten() {
+                    o.put_str(&c.name);
+                    o.put_nstr(c.value.as_deref());
+                    o.put_i8(c.read_only as i8);
+                    o.put_i8(c.source);
+                    o.put_i8(c.sensitive as i8);
+                    o.put_tags();
+                }
+            }
+            o.put_tags();
+        });
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for CreateTopicsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
+        if version >= 2 {
+            r.i32("throttle_time_ms")?;
         }
+        let topics = read_array(r, "topics", 4, |r| {
+            let name = r.string("name")?.to_owned();
+            let mut topic_id = [0; 16];
+            if version >= 7 {
+                topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
+            }
+            let error_code = r.i16("error_code")?;
+            let error_message = if version >= 1 {
+                r.nullable_string("error_message")?.map(str::to_owned)
+            } else {
+                None
+            };
+            let (mut num_partitions, mut replication_factor, mut configs) = (-1, -1, None);
+            if version >= 5 {
+                num_partitions = r.i32("num_partitions")?;
+                replication_factor = r.i16("replication_factor")?;
+                if let Some(n) = r.nullable_array_len("configs", 5)? {
+                    let mut v = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        v.push(TopicConfigEntry {
+                            name: r.string("name")?.to_owned(),
+                            value: r.nullable_string("value")?.map(str::to_owned),
+                            read_only: r.bool("read_only")?,
+                            source: r.i8("config_source")?,
+                            sensitive: r.bool("is_sensitive")?,
+                        });
+                        r.tags()?;
+                    }
+                    configs = Some(v);
+                }
+            }
+            r.tags()?;
+            Ok(CreatableTopicResult {
+                name,
+                topic_id,
+                error_code,
+                error_message,
+                num_partitions,
+                replication_factor,
+                configs,
+            })
+        })?;
         r.tags()?;
-        Ok(CreatableTopicResult {
-            name,
-            topic_id,
-            error_code,
-            error_message,
-            num_partitions,
-            replication_factor,
-            configs,
-        })
-    })?;
-    r.tags()?;
-    Ok(topics)
+        Ok(CreateTopicsResponse { topics })
+    }
 }
 
 /// A topic to delete: by name, or (v6+) by id with a null name.
@@ -219,8 +221,9 @@ pub struct DeleteTopicsRequest {
     pub timeout_ms: i32,
 }
 
-impl DeleteTopicsRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for DeleteTopicsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let topics = if version >= 6 {
             read_array(r, "topics", 17, |r| {
                 let name = r.nullable_string("name")?.map(str::to_owned);
@@ -239,20 +242,22 @@ impl DeleteTopicsRequest {
         r.tags()?;
         Ok(DeleteTopicsRequest { topics, timeout_ms })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(DELETE_TOPICS, version);
-        write_array_v(out, flex, &self.topics, |o, (name, id)| {
+impl Encode for DeleteTopicsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_array(&self.topics, |o, (name, id)| {
             if version >= 6 {
-                o.put_nstr(flex, name.as_deref());
+                o.put_nstr(name.as_deref());
                 o.extend_from_slice(id);
-                o.put_tags(flex);
+                o.put_tags();
             } else {
-                o.put_str(flex, name.as_deref().unwrap_or(""));
+                o.put_str(name.as_deref().unwrap_or(""));
             }
         });
         out.put_i32(self.timeout_ms);
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -267,63 +272,67 @@ pub struct DeletableTopicResult {
     pub error_message: Option<String>,
 }
 
-pub fn encode_delete_topics_response(
-    out: &mut Vec<u8>,
-    results: &[DeletableTopicResult],
-    version: i16,
-) {
-    let flex = is_flexible(DELETE_TOPICS, version);
-    if version >= 1 {
-        out.put_i32(0);
-    }
-    write_array_v(out, flex, results, |o, t| {
-        if version >= 6 {
-            o.put_nstr(flex, t.name.as_deref());
-            o.extend_from_slice(&t.topic_id);
-        } else {
-            o.put_str(flex, t.name.as_deref().unwrap_or(""));
-        }
-        o.put_i16(t.error_code);
-        if version >= 5 {
-            o.put_nstr(flex, t.error_message.as_deref());
-        }
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteTopicsResponse {
+    pub results: Vec<DeletableTopicResult>,
 }
 
-pub fn decode_delete_topics_response(
-    r: &mut Reader<'_>,
-    version: i16,
-) -> DecodeResult<Vec<DeletableTopicResult>> {
-    if version >= 1 {
-        r.i32("throttle_time_ms")?;
+impl Encode for DeleteTopicsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        let results = &self.results;
+        if version >= 1 {
+            out.put_i32(0);
+        }
+        out.put_array(results, |o, t| {
+            if version >= 6 {
+                o.put_nstr(t.name.as_deref());
+                o.extend_from_slice(&t.topic_id);
+            } else {
+                o.put_str(t.name.as_deref().unwrap_or(""));
+            }
+            o.put_i16(t.error_code);
+            if version >= 5 {
+                o.put_nstr(t.error_message.as_deref());
+            }
+            o.put_tags();
+        });
+        out.put_tags();
     }
-    let results = read_array(r, "responses", 3, |r| {
-        let mut topic_id = [0; 16];
-        let name = if version >= 6 {
-            let n = r.nullable_string("name")?.map(str::to_owned);
-            topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
-            n
-        } else {
-            Some(r.string("name")?.to_owned())
-        };
-        let error_code = r.i16("error_code")?;
-        let error_message = if version >= 5 {
-            r.nullable_string("error_message")?.map(str::to_owned)
-        } else {
-            None
-        };
+}
+
+impl<'a> Decode<'a> for DeleteTopicsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
+        if version >= 1 {
+            r.i32("throttle_time_ms")?;
+        }
+        let results = read_array(r, "responses", 3, |r| {
+            let mut topic_id = [0; 16];
+            let name = if version >= 6 {
+                let n = r.nullable_string("name")?.map(str::to_owned);
+                topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
+                n
+            } else {
+                Some(r.string("name")?.to_owned())
+            };
+            let error_code = r.i16("error_code")?;
+            let error_message = if version >= 5 {
+                r.nullable_string("error_message")?.map(str::to_owned)
+            } else {
+                None
+            };
+            r.tags()?;
+            Ok(DeletableTopicResult {
+                name,
+                topic_id,
+                error_code,
+                error_message,
+            })
+        })?;
         r.tags()?;
-        Ok(DeletableTopicResult {
-            name,
-            topic_id,
-            error_code,
-            error_message,
-        })
-    })?;
-    r.tags()?;
-    Ok(results)
+        Ok(DeleteTopicsResponse { results })
+    }
 }
 
 /// Raise a topic's partition count to `count`; `assignment` (one broker list per new
@@ -342,8 +351,8 @@ pub struct CreatePartitionsRequest {
     pub validate_only: bool,
 }
 
-impl CreatePartitionsRequest {
-    pub fn decode(r: &mut Reader<'_>, _version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for CreatePartitionsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let topics = read_array(r, "topics", 7, |r| {
             let name = r.string("name")?.to_owned();
             let count = r.i32("count")?;
@@ -374,55 +383,59 @@ impl CreatePartitionsRequest {
             validate_only,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(CREATE_PARTITIONS, version);
-        write_array_v(out, flex, &self.topics, |o, t| {
-            o.put_str(flex, &t.name);
+impl Encode for CreatePartitionsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_array(&self.topics, |o, t| {
+            o.put_str(&t.name);
             o.put_i32(t.count);
-            o.put_len(flex, t.assignment.as_ref().map(Vec::len));
+            o.put_len(t.assignment.as_ref().map(Vec::len));
             for brokers in t.assignment.iter().flatten() {
-                write_i32s(o, flex, brokers);
-                o.put_tags(flex);
+                o.put_i32s(brokers);
+                o.put_tags();
             }
-            o.put_tags(flex);
+            o.put_tags();
         });
         out.put_i32(self.timeout_ms);
         out.put_i8(self.validate_only as i8);
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
 /// CreatePartitions' answer: (topic, error code, error message) per topic.
-pub fn encode_create_partitions_response(
-    out: &mut Vec<u8>,
-    results: &[(String, i16, Option<String>)],
-    version: i16,
-) {
-    let flex = is_flexible(CREATE_PARTITIONS, version);
-    out.put_i32(0);
-    write_array_v(out, flex, results, |o, (name, code, msg)| {
-        o.put_str(flex, name);
-        o.put_i16(*code);
-        o.put_nstr(flex, msg.as_deref());
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatePartitionsResponse {
+    pub results: Vec<(String, i16, Option<String>)>,
 }
 
-pub fn decode_create_partitions_response(
-    r: &mut Reader<'_>,
-) -> DecodeResult<Vec<(String, i16, Option<String>)>> {
-    r.i32("throttle_time_ms")?;
-    let results = read_array(r, "results", 4, |r| {
-        let t = (
-            r.string("name")?.to_owned(),
-            r.i16("error_code")?,
-            r.nullable_string("error_message")?.map(str::to_owned),
-        );
+impl Encode for CreatePartitionsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let results = &self.results;
+        out.put_i32(0);
+        out.put_array(results, |o, (name, code, msg)| {
+            o.put_str(name);
+            o.put_i16(*code);
+            o.put_nstr(msg.as_deref());
+            o.put_tags();
+        });
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for CreatePartitionsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        r.i32("throttle_time_ms")?;
+        let results = read_array(r, "results", 4, |r| {
+            let t = (
+                r.string("name")?.to_owned(),
+                r.i16("error_code")?,
+                r.nullable_string("error_message")?.map(str::to_owned),
+            );
+            r.tags()?;
+            Ok(t)
+        })?;
         r.tags()?;
-        Ok(t)
-    })?;
-    r.tags()?;
-    Ok(results)
+        Ok(CreatePartitionsResponse { results })
+    }
 }

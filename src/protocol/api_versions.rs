@@ -2,9 +2,8 @@
 //! naming our ApiVersions range, so the client retries with one we serve (protocol sheet §3.8).
 //! Its flexible versions have a flexible body but response header v0 (`header::response_is_flexible`).
 
-use super::header::is_flexible;
 use super::header::{API_VERSIONS, SUPPORTED_APIS};
-use super::{DecodeResult, ErrorCode, Reader, Writer, read_array};
+use super::{Decode, DecodeResult, Encode, ErrorCode, Out, Reader, read_array};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiVersionsResponse {
@@ -41,28 +40,36 @@ impl ApiVersionsResponse {
             version,
         }
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        let flex = is_flexible(API_VERSIONS, self.version);
+/// Written in the layout of `self.version`, not the request's: an answer to a version above
+/// ours is in v0's.
+impl Encode for ApiVersionsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let out = &mut Out::body(out.bytes(), API_VERSIONS, self.version);
         out.put_i16(self.error_code);
-        out.put_len(flex, Some(self.apis.len()));
+        out.put_len(Some(self.apis.len()));
         for a in &self.apis {
             out.put_i16(a.0);
             out.put_i16(a.1);
             out.put_i16(a.2);
-            out.put_tags(flex);
+            out.put_tags();
         }
         if let Some(t) = self.throttle_time_ms {
             out.put_i32(t);
         }
         // librdkafka 2.0.2 insists on the (empty) top-level tag buffer of v3.
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    /// Reads a response to a request at `version`; an error answer may be in the v0 layout.
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+/// Read as the answer to a request at the reader's version; an error answer may be in the v0
+/// layout.
+impl<'a> Decode<'a> for ApiVersionsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let error_code = r.i16("error_code")?;
-        let flex = is_flexible(API_VERSIONS, version) && error_code == 0;
+        let flex = r.is_flexible() && error_code == 0;
         r.set_flexible(flex);
         let apis = read_array(r, "api_keys", 6, |r| {
             let a = (r.i16("api_key")?, r.i16("min")?, r.i16("max")?);
@@ -90,8 +97,9 @@ pub struct ApiVersionsRequest {
     pub client_software: Option<(String, String)>,
 }
 
-impl ApiVersionsRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for ApiVersionsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         if version < 3 {
             return Ok(ApiVersionsRequest {
                 client_software: None,
@@ -109,12 +117,13 @@ impl ApiVersionsRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::{decode_body, encode_body};
 
     #[test]
     fn unsupported_version_answers_in_v0_format_with_our_range() {
         let r = ApiVersionsResponse::for_version(4);
         let mut buf = Vec::new();
-        r.encode(&mut buf);
+        encode_body(&r, &mut buf, API_VERSIONS, 4);
         // Test vector A.2 of the protocol sheet with our range 0–3, without size and
         // correlation id.
         assert_eq!(buf, [0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 3]);
@@ -124,8 +133,8 @@ mod tests {
     fn v1_has_throttle_and_round_trips() {
         let r = ApiVersionsResponse::for_version(1);
         let mut buf = Vec::new();
-        r.encode(&mut buf);
-        let back = ApiVersionsResponse::decode(&mut Reader::new(&buf), 1).unwrap();
+        encode_body(&r, &mut buf, API_VERSIONS, 1);
+        let back: ApiVersionsResponse = decode_body(&buf, API_VERSIONS, 1).unwrap();
         assert_eq!(back, r);
         assert!(back.apis.contains(&(18, 0, 3)));
     }
@@ -134,15 +143,16 @@ mod tests {
     fn v3_is_compact_with_tag_buffers() {
         let r = ApiVersionsResponse::for_version(3);
         let mut buf = Vec::new();
-        r.encode(&mut buf);
+        encode_body(&r, &mut buf, API_VERSIONS, 3);
         // error 0, compact count n+1, then the first entry (Produce) with its empty tags.
         let n = SUPPORTED_APIS.len() as u8;
         assert_eq!(buf[..3], [0, 0, n + 1]);
         assert_eq!(buf[9], 0, "entry tag buffer");
         assert_eq!(buf[buf.len() - 5..], [0, 0, 0, 0, 0], "throttle then tags");
-        let mut rd = Reader::new(&buf);
-        assert_eq!(ApiVersionsResponse::decode(&mut rd, 3).unwrap(), r);
-        rd.finish().unwrap();
+        assert_eq!(
+            decode_body::<ApiVersionsResponse>(&buf, API_VERSIONS, 3).unwrap(),
+            r
+        );
     }
 
     #[test]
@@ -153,10 +163,7 @@ mod tests {
         body.push(6);
         body.extend_from_slice(b"4.3.0");
         body.push(0);
-        let mut r = Reader::new(&body);
-        r.set_flexible(true);
-        let req = ApiVersionsRequest::decode(&mut r, 3).unwrap();
-        r.finish().unwrap();
+        let req: ApiVersionsRequest = decode_body(&body, API_VERSIONS, 3).unwrap();
         assert_eq!(
             req.client_software,
             Some(("apache-kafka-java".into(), "4.3.0".into()))

@@ -8,8 +8,8 @@
 
 use super::TopicPartition;
 use super::{
-    BROKER_MIN, BrokerEndPoints, BrokerInfo, Decode, DecodeResult, Encode, EndPoint, Reader,
-    Writer, read_array, write_array,
+    BROKER_MIN, BrokerEndPoints, BrokerInfo, Decode, DecodeResult, Encode, EndPoint, Out, Reader,
+    Writer, read_array,
 };
 
 /// 0.8's PartitionStateInfo: the leader and ISR the controller chose, with the zk version of the
@@ -25,13 +25,13 @@ pub struct PartitionState {
 }
 
 impl Encode for PartitionState {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i32(self.controller_epoch);
         out.put_i32(self.leader);
         out.put_i32(self.leader_epoch);
-        out.put_i32_array(&self.isr);
+        out.put_i32s(&self.isr);
         out.put_i32(self.zk_version);
-        out.put_i32_array(&self.replicas);
+        out.put_i32s(&self.replicas);
     }
 }
 
@@ -62,9 +62,9 @@ pub struct TopicPartitionState {
 
 const TPS_MIN: usize = 2 + 4 + 24;
 
-fn write_states(out: &mut Vec<u8>, states: &[TopicPartitionState]) {
-    write_array(out, states, |o, s| {
-        o.put_string(&s.topic);
+fn write_states(out: &mut Out<'_>, states: &[TopicPartitionState]) {
+    out.put_array(states, |o, s| {
+        o.put_str(&s.topic);
         o.put_i32(s.partition);
         s.state.encode(o);
     });
@@ -96,11 +96,11 @@ pub struct LeaderAndIsrRequest {
 }
 
 impl Encode for LeaderAndIsrRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i32(self.controller_id);
         out.put_i32(self.controller_epoch);
         write_states(out, &self.partition_states);
-        write_array(out, &self.live_leaders, |o, b| b.encode(o));
+        out.put_array(&self.live_leaders, |o, b| b.encode(o));
         out.put_i8(self.init as i8);
         out.put_i64(self.broker_epoch);
     }
@@ -127,10 +127,10 @@ pub struct PartitionErrorsResponse {
 }
 
 impl Encode for PartitionErrorsResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i16(self.error_code);
-        write_array(out, &self.partitions, |o, (t, p, e)| {
-            o.put_string(t);
+        out.put_array(&self.partitions, |o, (t, p, e)| {
+            o.put_str(t);
             o.put_i32(*p);
             o.put_i16(*e);
         });
@@ -161,12 +161,12 @@ pub struct StopReplicaRequest {
 }
 
 impl Encode for StopReplicaRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i32(self.controller_id);
         out.put_i32(self.controller_epoch);
         out.put_i8(self.delete_partitions as i8);
-        write_array(out, &self.partitions, |o, tp| {
-            o.put_string(&tp.topic);
+        out.put_array(&self.partitions, |o, tp| {
+            o.put_str(&tp.topic);
             o.put_i32(tp.partition);
         });
     }
@@ -197,16 +197,16 @@ pub struct UpdateMetadataRequest {
 const PLAINTEXT: i16 = 0;
 
 impl Encode for UpdateMetadataRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i32(self.controller_id);
         out.put_i32(self.controller_epoch);
         write_states(out, &self.partition_states);
-        write_array(out, &self.live_brokers, |o, b| {
+        out.put_array(&self.live_brokers, |o, b| {
             o.put_i32(b.id);
-            write_array(o, &b.endpoints, |o, e| {
+            o.put_array(&b.endpoints, |o, e| {
                 o.put_i32(e.port);
-                o.put_string(&e.host);
-                o.put_string(&e.listener);
+                o.put_str(&e.host);
+                o.put_str(&e.listener);
                 o.put_i16(PLAINTEXT);
             });
             o.put_nullable_string(None); // rack
@@ -247,7 +247,7 @@ pub struct ErrorOnlyResponse {
 }
 
 impl Encode for ErrorOnlyResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i16(self.error_code);
     }
 }
@@ -267,7 +267,7 @@ pub struct ControlledShutdownRequest {
 }
 
 impl Encode for ControlledShutdownRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i32(self.broker_id);
     }
 }
@@ -288,17 +288,16 @@ pub struct ControlledShutdownResponse {
 }
 
 impl Encode for ControlledShutdownResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i16(self.error_code);
-        write_array(
-            out,
+        out.put_array(
             &self.partitions_remaining,
             |o,
              TopicPartition {
                  topic: t,
                  partition: p,
              }| {
-                o.put_string(t);
+                o.put_str(t);
                 o.put_i32(*p);
             },
         );

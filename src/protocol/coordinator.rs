@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Decode, DecodeError, DecodeResult, Encode, Reader, Writer};
+use super::{Decode, DecodeError, DecodeResult, Encode, Out, Reader, Writer};
 use crate::protocol::BrokerInfo;
 
 pub const CONSULT: i16 = 1000;
@@ -32,7 +32,7 @@ pub fn frame(type_id: i16, body: &impl Encode) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     let at = out.reserve_size();
     out.put_i16(type_id);
-    body.encode(&mut out);
+    body.encode(&mut Out::classic(&mut out));
     out.patch_size(at);
     out
 }
@@ -56,7 +56,7 @@ fn read_short_array<'a, T>(
 
 /// Writes an int16-counted list. More than i16::MAX entries cannot be expressed; the coordinator
 /// never assigns that many partitions to one consumer (`MAX_PARTITIONS_PER_CONSUMER`).
-fn write_short_array<T>(out: &mut Vec<u8>, items: &[T], mut f: impl FnMut(&mut Vec<u8>, &T)) {
+fn write_short_array<T>(out: &mut Out<'_>, items: &[T], mut f: impl FnMut(&mut Out<'_>, &T)) {
     let n = items.len().min(i16::MAX as usize);
     out.put_i16(n as i16);
     for it in &items[..n] {
@@ -71,7 +71,7 @@ pub const MAX_PARTITIONS_PER_CONSUMER: usize = i16::MAX as usize;
 pub struct Empty;
 
 impl Encode for Empty {
-    fn encode(&self, _: &mut Vec<u8>) {}
+    fn encode(&self, _: &mut Out<'_>) {}
 }
 
 impl<'a> Decode<'a> for Empty {
@@ -97,11 +97,11 @@ pub struct ConsultResponse {
 }
 
 impl Encode for ConsultResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i16(self.error_code);
         out.put_i32(self.coordinator_id);
-        super::write_array(out, &self.brokers, |o, b| {
-            o.put_string(&b.creator_id);
+        out.put_array(&self.brokers, |o, b| {
+            o.put_str(&b.creator_id);
             b.broker.encode(o);
         });
     }
@@ -133,19 +133,19 @@ const SUB_STATIC: i8 = 0;
 const SUB_WHITELIST: i8 = 1;
 
 impl Encode for Subscription {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         match self {
             Subscription::Static(topics) => {
                 out.put_i8(SUB_STATIC);
-                out.put_array_len(topics.len());
+                out.put_len(Some(topics.len()));
                 for (t, n) in topics {
-                    out.put_string(t);
+                    out.put_str(t);
                     out.put_i32(*n);
                 }
             }
             Subscription::Whitelist { pattern, streams } => {
                 out.put_i8(SUB_WHITELIST);
-                out.put_string(pattern);
+                out.put_str(pattern);
                 out.put_i32(*streams);
             }
         }
@@ -184,11 +184,11 @@ pub struct RegisterRequest {
 }
 
 impl Encode for RegisterRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.put_string(&self.group_id);
-        out.put_string(&self.consumer_id);
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_str(&self.group_id);
+        out.put_str(&self.consumer_id);
         out.put_i8(self.auto_commit as i8);
-        out.put_string(&self.auto_offset_reset);
+        out.put_str(&self.auto_offset_reset);
         out.put_i32(self.ping_interval_ms);
         out.put_i16(self.max_ping_retries);
         self.subscription.encode(out);
@@ -219,7 +219,7 @@ pub struct RegisterResponse {
 }
 
 impl Encode for RegisterResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i16(self.error_code);
         out.put_i32(self.rebalance_timeout_ms);
     }
@@ -242,7 +242,7 @@ pub struct ErrorResponse {
 }
 
 impl Encode for ErrorResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i16(self.error_code);
     }
 }
@@ -262,7 +262,7 @@ pub struct PingRequest {
 }
 
 impl Encode for PingRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i16(self.num_retries);
     }
 }
@@ -283,9 +283,9 @@ pub struct PartitionOffset {
     pub offset: i64,
 }
 
-fn write_offsets(out: &mut Vec<u8>, offsets: &[PartitionOffset]) {
+fn write_offsets(out: &mut Out<'_>, offsets: &[PartitionOffset]) {
     write_short_array(out, offsets, |o, p| {
-        o.put_string(&p.topic);
+        o.put_str(&p.topic);
         o.put_i32(p.partition);
         o.put_i64(p.offset);
     });
@@ -303,7 +303,7 @@ fn read_offsets(r: &mut Reader<'_>, field: &'static str) -> DecodeResult<Vec<Par
 
 /// Offsets to commit, present only when the consumer registered with auto_commit — the spec's
 /// "the last two fields should not exist" otherwise. Used by PingResponse and StopResponse.
-fn write_optional_offsets(out: &mut Vec<u8>, offsets: &Option<Vec<PartitionOffset>>) {
+fn write_optional_offsets(out: &mut Out<'_>, offsets: &Option<Vec<PartitionOffset>>) {
     if let Some(o) = offsets {
         write_offsets(out, o);
     }
@@ -323,7 +323,7 @@ pub struct PingResponse {
 }
 
 impl Encode for PingResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         write_optional_offsets(out, &self.offsets);
     }
 }
@@ -343,7 +343,7 @@ pub struct StopResponse {
 }
 
 impl Encode for StopResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i16(self.error_code);
         write_optional_offsets(out, &self.offsets);
     }
@@ -366,7 +366,7 @@ pub struct StartRequest {
 }
 
 impl Encode for StartRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         write_offsets(out, &self.assigned);
     }
 }
@@ -382,15 +382,15 @@ impl<'a> Decode<'a> for StartRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::decode_all;
+    use crate::protocol::{decode_classic, encode_classic};
 
     fn round_trip<T: Encode + for<'a> Decode<'a> + PartialEq + std::fmt::Debug>(v: T) {
         let mut b = Vec::new();
-        v.encode(&mut b);
-        assert_eq!(decode_all::<T>(&b).unwrap(), v);
+        encode_classic(&v, &mut b);
+        assert_eq!(decode_classic::<T>(&b).unwrap(), v);
         // Every strict prefix of a body with a non-optional tail must fail, never panic.
         for n in 0..b.len() {
-            let _ = decode_all::<T>(&b[..n]);
+            let _ = decode_classic::<T>(&b[..n]);
         }
     }
 
@@ -457,10 +457,10 @@ mod tests {
     #[test]
     fn bad_counts_and_kinds_are_errors() {
         // A StartRequest claiming 1000 partitions in 3 bytes.
-        assert!(decode_all::<StartRequest>(&[0x03, 0xe8, 0, 0, 0]).is_err());
-        assert!(decode_all::<StartRequest>(&[0xff, 0xff]).is_err());
+        assert!(decode_classic::<StartRequest>(&[0x03, 0xe8, 0, 0, 0]).is_err());
+        assert!(decode_classic::<StartRequest>(&[0xff, 0xff]).is_err());
         // Subscription kind 7 does not exist.
-        assert!(decode_all::<Subscription>(&[7]).is_err());
+        assert!(decode_classic::<Subscription>(&[7]).is_err());
     }
 
     #[test]

@@ -1,8 +1,7 @@
 //! DeleteRecords (21): move partitions' log start offsets forward, what
 //! `kafka-delete-records.sh` and the admin clients' `deleteRecords` send.
 
-use super::header::{DELETE_RECORDS, is_flexible};
-use super::{DecodeResult, Reader, Writer, read_topics, write_topics_v};
+use super::{Decode, DecodeResult, Encode, Out, Reader, read_topics};
 
 /// Offset -1 in a request: the partition's high watermark.
 pub const HIGH_WATERMARK: i64 = -1;
@@ -14,8 +13,8 @@ pub struct DeleteRecordsRequest {
     pub timeout_ms: i32,
 }
 
-impl DeleteRecordsRequest {
-    pub fn decode(r: &mut Reader<'_>) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for DeleteRecordsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let topics = read_topics(r, 12, |r| {
             let p = (r.i32("partition_index")?, r.i64("offset")?);
             r.tags()?;
@@ -25,16 +24,17 @@ impl DeleteRecordsRequest {
         r.tags()?;
         Ok(DeleteRecordsRequest { topics, timeout_ms })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(DELETE_RECORDS, version);
-        write_topics_v(out, flex, &self.topics, |o, (p, offset)| {
+impl Encode for DeleteRecordsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_topics(&self.topics, |o, (p, offset)| {
             o.put_i32(*p);
             o.put_i64(*offset);
-            o.put_tags(flex);
+            o.put_tags();
         });
         out.put_i32(self.timeout_ms);
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -46,35 +46,38 @@ pub struct DeletedRecords {
     pub error_code: i16,
 }
 
-pub fn encode_delete_records_response(
-    out: &mut Vec<u8>,
-    topics: &[(String, Vec<DeletedRecords>)],
-    version: i16,
-) {
-    let flex = is_flexible(DELETE_RECORDS, version);
-    out.put_i32(0);
-    write_topics_v(out, flex, topics, |o, p| {
-        o.put_i32(p.partition);
-        o.put_i64(p.low_watermark);
-        o.put_i16(p.error_code);
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteRecordsResponse {
+    pub topics: Vec<(String, Vec<DeletedRecords>)>,
 }
 
-pub fn decode_delete_records_response(
-    r: &mut Reader<'_>,
-) -> DecodeResult<Vec<(String, Vec<DeletedRecords>)>> {
-    r.i32("throttle_time_ms")?;
-    let topics = read_topics(r, 14, |r| {
-        let p = DeletedRecords {
-            partition: r.i32("partition_index")?,
-            low_watermark: r.i64("low_watermark")?,
-            error_code: r.i16("error_code")?,
-        };
+impl Encode for DeleteRecordsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let topics = &self.topics;
+        out.put_i32(0);
+        out.put_topics(topics, |o, p| {
+            o.put_i32(p.partition);
+            o.put_i64(p.low_watermark);
+            o.put_i16(p.error_code);
+            o.put_tags();
+        });
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for DeleteRecordsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        r.i32("throttle_time_ms")?;
+        let topics = read_topics(r, 14, |r| {
+            let p = DeletedRecords {
+                partition: r.i32("partition_index")?,
+                low_watermark: r.i64("low_watermark")?,
+                error_code: r.i16("error_code")?,
+            };
+            r.tags()?;
+            Ok(p)
+        })?;
         r.tags()?;
-        Ok(p)
-    })?;
-    r.tags()?;
-    Ok(topics)
+        Ok(DeleteRecordsResponse { topics })
+    }
 }

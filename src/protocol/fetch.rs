@@ -5,8 +5,7 @@
 //! straight from the segment file, then `finish_partition`), so record sets are never decoded
 //! or re-encoded on the way out. The owned `FetchResponse` is for clients and tests.
 
-use super::header::{FETCH, is_flexible};
-use super::{DecodeResult, Reader, Writer, read_array, read_topics};
+use super::{Decode, DecodeResult, Encode, Out, Reader, Writer, read_array, read_topics};
 
 /// The version gregor's own fetchers (followers, consumers, tools) send: format v2 as stored
 /// (v4+) and the leader's log start offset (v5+, how a follower learns of DeleteRecords),
@@ -75,9 +74,11 @@ impl FetchRequest {
             topics,
         }
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(FETCH, version);
+impl Encode for FetchRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         out.put_i32(self.replica_id);
         out.put_i32(self.max_wait_ms);
         out.put_i32(self.min_bytes);
@@ -91,7 +92,7 @@ impl FetchRequest {
             out.put_i32(self.session_id);
             out.put_i32(self.session_epoch);
         }
-        super::write_topics_v(out, flex, &self.topics, |o, p| {
+        out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             if version >= 9 {
                 o.put_i32(p.current_leader_epoch);
@@ -104,18 +105,21 @@ impl FetchRequest {
                 o.put_i64(p.log_start_offset);
             }
             o.put_i32(p.max_bytes);
-            o.put_tags(flex);
+            o.put_tags();
         });
         if version >= 7 {
-            out.put_len(flex, Some(0)); // forgotten_topics_data
+            out.put_len(Some(0)); // forgotten_topics_data
         }
         if version >= 11 {
-            out.put_str(flex, "");
+            out.put_str("");
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for FetchRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let replica_id = r.i32("replica_id")?;
         let max_wait_ms = r.i32("max_wait_ms")?;
         let min_bytes = r.i32("min_bytes")?;
@@ -197,7 +201,8 @@ pub fn readable_magic(version: i16) -> i8 {
 
 /// Writes the fields before the top-level topics array: throttle, and (v7+) the error code
 /// and session id.
-pub fn write_response_head(out: &mut Vec<u8>, version: i16, error_code: i16) {
+pub fn write_response_head<B: AsMut<Vec<u8>>>(out: &mut Out<'_, B>, error_code: i16) {
+    let version = out.version();
     if version >= 1 {
         out.put_i32(0);
     }
@@ -221,7 +226,8 @@ pub struct PartitionHead {
 /// placeholder and returns its position; for a flexible one the compact length is inserted
 /// by `finish_partition` once the records are written, and the returned position is where
 /// they start.
-pub fn write_partition_head(out: &mut Vec<u8>, version: i16, h: &PartitionHead) -> usize {
+pub fn write_partition_head<B: AsMut<Vec<u8>>>(out: &mut Out<'_, B>, h: &PartitionHead) -> usize {
+    let version = out.version();
     out.put_i32(h.partition);
     out.put_i16(h.error_code);
     out.put_i64(h.high_watermark);
@@ -232,55 +238,57 @@ pub fn write_partition_head(out: &mut Vec<u8>, version: i16, h: &PartitionHead) 
         out.put_i64(h.log_start_offset);
     }
     if version >= 4 {
-        out.put_len(version >= 12, None); // aborted_transactions: null
+        out.put_len(None); // aborted_transactions: null
     }
     if version >= 11 {
         out.put_i32(-1); // preferred_read_replica: none
     }
-    if version >= 12 {
-        out.len()
+    if out.is_flexible() {
+        out.bytes().len()
     } else {
-        out.reserve_size()
+        out.bytes().reserve_size()
     }
 }
 
 /// Writes one partition's answer that is only an error: no high watermark, no records.
-pub fn write_error_partition(out: &mut Vec<u8>, version: i16, partition: i32, error_code: i16) {
+pub fn write_error_partition<B: AsMut<Vec<u8>>>(
+    out: &mut Out<'_, B>,
+    partition: i32,
+    error_code: i16,
+) {
     let head = PartitionHead {
         partition,
         error_code,
         high_watermark: -1,
         log_start_offset: -1,
     };
-    let at = write_partition_head(out, version, &head);
-    finish_partition(out, version, at);
+    let at = write_partition_head(out, &head);
+    finish_partition(out, at);
 }
 
 /// Writes the length of the records that follow a partition head begun at `at` (by
 /// `write_partition_head`) when the records themselves are sent from elsewhere (a file
 /// slice); `finish_records` closes the entry after them.
-pub fn put_records_len(out: &mut Vec<u8>, version: i16, at: usize, len: usize) {
-    if version >= 12 {
-        out.put_len(true, Some(len));
+pub fn put_records_len<B: AsMut<Vec<u8>>>(out: &mut Out<'_, B>, at: usize, len: usize) {
+    if out.is_flexible() {
+        out.put_len(Some(len));
     } else {
-        out[at..at + 4].copy_from_slice(&(len as i32).to_be_bytes());
+        out.bytes()[at..at + 4].copy_from_slice(&(len as i32).to_be_bytes());
     }
 }
 
 /// Closes a partition entry whose records' length `put_records_len` wrote.
-pub fn finish_records(out: &mut Vec<u8>, version: i16) {
-    if version >= 12 {
-        out.put_tags(true);
-    }
+pub fn finish_records<B: AsMut<Vec<u8>>>(out: &mut Out<'_, B>) {
+    out.put_tags();
 }
 
 /// Closes a partition entry begun by `write_partition_head` after its records.
-pub fn finish_partition(out: &mut Vec<u8>, version: i16, at: usize) {
-    if version >= 12 {
-        out.insert_compact_len(at);
-        out.put_tags(true);
+pub fn finish_partition<B: AsMut<Vec<u8>>>(out: &mut Out<'_, B>, at: usize) {
+    if out.is_flexible() {
+        out.bytes().insert_compact_len(at);
+        out.put_tags();
     } else {
-        out.patch_size(at);
+        out.bytes().patch_size(at);
     }
 }
 
@@ -300,25 +308,27 @@ pub struct FetchResponse {
     pub topics: Vec<(String, Vec<FetchPartitionResponse>)>,
 }
 
-impl FetchResponse {
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(FETCH, version);
-        write_response_head(out, version, self.error_code);
-        super::write_topics_v(out, flex, &self.topics, |o, p| {
+impl Encode for FetchResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        write_response_head(out, self.error_code);
+        out.put_topics(&self.topics, |o, p| {
             let head = PartitionHead {
                 partition: p.partition,
                 error_code: p.error_code,
                 high_watermark: p.high_watermark,
                 log_start_offset: p.log_start_offset,
             };
-            let at = write_partition_head(o, version, &head);
+            let at = write_partition_head(o, &head);
             o.extend_from_slice(&p.message_set);
-            finish_partition(o, version, at);
+            finish_partition(o, at);
         });
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for FetchResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         if version >= 1 {
             r.i32("throttle_time_ms")?;
         }
@@ -369,7 +379,8 @@ impl FetchResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::round_trip_with;
+    use crate::protocol::header::*;
+    use crate::protocol::round_trip_at;
 
     #[test]
     fn round_trips_at_every_version() {
@@ -389,15 +400,7 @@ mod tests {
             if version >= 9 {
                 req.topics[0].1[0].current_leader_epoch = 4;
             }
-            let flex = is_flexible(FETCH, version);
-            round_trip_with(
-                &req,
-                |v, o| v.encode(o, version),
-                |r| {
-                    r.set_flexible(flex);
-                    FetchRequest::decode(r, version)
-                },
-            );
+            round_trip_at(&req, FETCH, version);
             let resp = FetchResponse {
                 error_code: 0,
                 topics: vec![(
@@ -411,14 +414,7 @@ mod tests {
                     }],
                 )],
             };
-            round_trip_with(
-                &resp,
-                |v, o| v.encode(o, version),
-                |r| {
-                    r.set_flexible(flex);
-                    FetchResponse::decode(r, version)
-                },
-            );
+            round_trip_at(&resp, FETCH, version);
         }
     }
 
@@ -434,9 +430,10 @@ mod tests {
             high_watermark: 2,
             log_start_offset: 0,
         };
-        let at = write_partition_head(&mut out, 12, &head);
-        out.extend_from_slice(&[0xaa, 0xbb]);
-        finish_partition(&mut out, 12, at);
+        let o = &mut Out::body(&mut out, FETCH, 12);
+        let at = write_partition_head(o, &head);
+        o.extend_from_slice(&[0xaa, 0xbb]);
+        finish_partition(o, at);
         let mut want = vec![0, 0, 0, 1, 0, 0];
         want.extend_from_slice(&2i64.to_be_bytes());
         want.extend_from_slice(&2i64.to_be_bytes());

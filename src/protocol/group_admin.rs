@@ -4,10 +4,7 @@
 //! group's ownership in Kafka's own shape).
 
 use super::group_membership::bytes;
-use super::header::{DELETE_GROUPS, DESCRIBE_GROUPS, LIST_GROUPS, is_flexible};
-use super::{
-    DecodeResult, Reader, Writer, read_array, read_topics, write_array, write_array_v, write_topics,
-};
+use super::{Decode, DecodeResult, Encode, Out, Reader, Writer, read_array, read_topics};
 
 /// DescribeGroups request: v3+ add `include_authorized_operations` (gregor has no ACLs and
 /// answers operations unknown).
@@ -16,8 +13,9 @@ pub struct DescribeGroupsRequest {
     pub groups: Vec<String>,
 }
 
-impl DescribeGroupsRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for DescribeGroupsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let groups = read_array(r, "groups", 1, |r| Ok(r.string("group")?.to_owned()))?;
         if version >= 3 {
             r.bool("include_authorized_operations")?;
@@ -25,14 +23,16 @@ impl DescribeGroupsRequest {
         r.tags()?;
         Ok(DescribeGroupsRequest { groups })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(DESCRIBE_GROUPS, version);
-        write_array_v(out, flex, &self.groups, |o, g| o.put_str(flex, g));
+impl Encode for DescribeGroupsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_array(&self.groups, |o, g| o.put_str(g));
         if version >= 3 {
             out.put_i8(0);
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -62,75 +62,83 @@ pub struct DescribedGroup {
 /// Kafka's "unknown" for `authorized_operations`.
 const OPERATIONS_UNKNOWN: i32 = i32::MIN;
 
-pub fn encode_describe_groups(out: &mut Vec<u8>, groups: &[DescribedGroup], version: i16) {
-    let flex = is_flexible(DESCRIBE_GROUPS, version);
-    if version >= 1 {
-        out.put_i32(0);
-    }
-    write_array_v(out, flex, groups, |o, g| {
-        o.put_i16(g.error_code);
-        o.put_str(flex, &g.group_id);
-        o.put_str(flex, &g.state);
-        o.put_str(flex, &g.protocol_type);
-        o.put_str(flex, &g.protocol);
-        write_array_v(o, flex, &g.members, |o, m| {
-            o.put_str(flex, &m.member_id);
-            if version >= 4 {
-                o.put_nstr(flex, m.group_instance_id.as_deref());
-            }
-            o.put_str(flex, &m.client_id);
-            o.put_str(flex, &m.client_host);
-            o.put_bytes(flex, Some(&m.metadata));
-            o.put_bytes(flex, Some(&m.assignment));
-            o.put_tags(flex);
-        });
-        if version >= 3 {
-            o.put_i32(OPERATIONS_UNKNOWN);
-        }
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeGroupsResponse {
+    pub groups: Vec<DescribedGroup>,
 }
 
-pub fn decode_describe_groups(
-    r: &mut Reader<'_>,
-    version: i16,
-) -> DecodeResult<Vec<DescribedGroup>> {
-    if version >= 1 {
-        r.i32("throttle_time_ms")?;
-    }
-    let groups = read_array(r, "groups", 9, |r| {
-        let g = DescribedGroup {
-            error_code: r.i16("error_code")?,
-            group_id: r.string("group_id")?.to_owned(),
-            state: r.string("group_state")?.to_owned(),
-            protocol_type: r.string("protocol_type")?.to_owned(),
-            protocol: r.string("protocol_data")?.to_owned(),
-            members: read_array(r, "members", 8, |r| {
-                let m = DescribedMember {
-                    member_id: r.string("member_id")?.to_owned(),
-                    group_instance_id: if version >= 4 {
-                        r.nullable_string("group_instance_id")?.map(str::to_owned)
-                    } else {
-                        None
-                    },
-                    client_id: r.string("client_id")?.to_owned(),
-                    client_host: r.string("client_host")?.to_owned(),
-                    metadata: bytes(r, "member_metadata")?,
-                    assignment: bytes(r, "member_assignment")?,
-                };
-                r.tags()?;
-                Ok(m)
-            })?,
-        };
-        if version >= 3 {
-            r.i32("authorized_operations")?;
+impl Encode for DescribeGroupsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        let groups = &self.groups;
+        if version >= 1 {
+            out.put_i32(0);
         }
+        out.put_array(groups, |o, g| {
+            o.put_i16(g.error_code);
+            o.put_str(&g.group_id);
+            o.put_str(&g.state);
+            o.put_str(&g.protocol_type);
+            o.put_str(&g.protocol);
+            o.put_array(&g.members, |o, m| {
+                o.put_str(&m.member_id);
+                if version >= 4 {
+                    o.put_nstr(m.group_instance_id.as_deref());
+                }
+                o.put_str(&m.client_id);
+                o.put_str(&m.client_host);
+                o.put_bytes(Some(&m.metadata));
+                o.put_bytes(Some(&m.assignment));
+                o.put_tags();
+            });
+            if version >= 3 {
+                o.put_i32(OPERATIONS_UNKNOWN);
+            }
+            o.put_tags();
+        });
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for DescribeGroupsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
+        if version >= 1 {
+            r.i32("throttle_time_ms")?;
+        }
+        let groups = read_array(r, "groups", 9, |r| {
+            let g = DescribedGroup {
+                error_code: r.i16("error_code")?,
+                group_id: r.string("group_id")?.to_owned(),
+                state: r.string("group_state")?.to_owned(),
+                protocol_type: r.string("protocol_type")?.to_owned(),
+                protocol: r.string("protocol_data")?.to_owned(),
+                members: read_array(r, "members", 8, |r| {
+                    let m = DescribedMember {
+                        member_id: r.string("member_id")?.to_owned(),
+                        group_instance_id: if version >= 4 {
+                            r.nullable_string("group_instance_id")?.map(str::to_owned)
+                        } else {
+                            None
+                        },
+                        client_id: r.string("client_id")?.to_owned(),
+                        client_host: r.string("client_host")?.to_owned(),
+                        metadata: bytes(r, "member_metadata")?,
+                        assignment: bytes(r, "member_assignment")?,
+                    };
+                    r.tags()?;
+                    Ok(m)
+                })?,
+            };
+            if version >= 3 {
+                r.i32("authorized_operations")?;
+            }
+            r.tags()?;
+            Ok(g)
+        })?;
         r.tags()?;
-        Ok(g)
-    })?;
-    r.tags()?;
-    Ok(groups)
+        Ok(DescribeGroupsResponse { groups })
+    }
 }
 
 /// ListGroups request: the states to list (v4+) and the group types (v5+, KIP-848); `None`
@@ -141,8 +149,9 @@ pub struct ListGroupsRequest {
     pub types: Option<Vec<String>>,
 }
 
-impl ListGroupsRequest {
-    pub fn decode(r: &mut Reader<'_>, v: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for ListGroupsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let v = r.version();
         let mut filter = |name, from: i16| -> DecodeResult<Option<Vec<String>>> {
             Ok(if v >= from {
                 Some(r.string_array(name)?).filter(|s| !s.is_empty())
@@ -155,16 +164,18 @@ impl ListGroupsRequest {
         r.tags()?;
         Ok(ListGroupsRequest { states, types })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, v: i16) {
-        let flex = is_flexible(LIST_GROUPS, v);
+impl Encode for ListGroupsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let v = out.version();
         for (filter, from) in [(&self.states, 4), (&self.types, 5)] {
             if v >= from {
                 let names = filter.as_deref().unwrap_or_default();
-                write_array_v(out, flex, names, |o, s| o.put_str(flex, s));
+                out.put_array(names, |o, s| o.put_str(s));
             }
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -182,86 +193,113 @@ pub struct ListedGroup {
     pub group_type: String,
 }
 
-/// ListGroups response.
-pub fn encode_list_groups(out: &mut Vec<u8>, error_code: i16, groups: &[ListedGroup], v: i16) {
-    let flex = is_flexible(LIST_GROUPS, v);
-    if v >= 1 {
-        out.put_i32(0);
-    }
-    out.put_i16(error_code);
-    write_array_v(out, flex, groups, |o, g| {
-        o.put_str(flex, &g.group_id);
-        o.put_str(flex, &g.protocol_type);
-        if v >= 4 {
-            o.put_str(flex, &g.state);
-        }
-        if v >= 5 {
-            o.put_str(flex, &g.group_type);
-        }
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+/// ListGroups response; fields a version does not carry read as empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListGroupsResponse {
+    pub error_code: i16,
+    pub groups: Vec<ListedGroup>,
 }
 
-/// Fields a version does not carry are empty.
-pub fn decode_list_groups(r: &mut Reader<'_>, v: i16) -> DecodeResult<(i16, Vec<ListedGroup>)> {
-    if v >= 1 {
-        r.i32("throttle_time_ms")?;
+impl Encode for ListGroupsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let v = out.version();
+        if v >= 1 {
+            out.put_i32(0);
+        }
+        out.put_i16(self.error_code);
+        out.put_array(&self.groups, |o, g| {
+            o.put_str(&g.group_id);
+            o.put_str(&g.protocol_type);
+            if v >= 4 {
+                o.put_str(&g.state);
+            }
+            if v >= 5 {
+                o.put_str(&g.group_type);
+            }
+            o.put_tags();
+        });
+        out.put_tags();
     }
-    let code = r.i16("error_code")?;
-    let groups = read_array(r, "groups", 2, |r| {
-        let mut g = ListedGroup {
-            group_id: r.string("group_id")?.to_owned(),
-            protocol_type: r.string("protocol_type")?.to_owned(),
-            ..ListedGroup::default()
-        };
-        if v >= 4 {
-            g.state = r.string("group_state")?.to_owned();
+}
+
+impl<'a> Decode<'a> for ListGroupsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let v = r.version();
+        if v >= 1 {
+            r.i32("throttle_time_ms")?;
         }
-        if v >= 5 {
-            g.group_type = r.string("group_type")?.to_owned();
-        }
+        let error_code = r.i16("error_code")?;
+        let groups = read_array(r, "groups", 2, |r| {
+            let mut g = ListedGroup {
+                group_id: r.string("group_id")?.to_owned(),
+                protocol_type: r.string("protocol_type")?.to_owned(),
+                ..ListedGroup::default()
+            };
+            if v >= 4 {
+                g.state = r.string("group_state")?.to_owned();
+            }
+            if v >= 5 {
+                g.group_type = r.string("group_type")?.to_owned();
+            }
+            r.tags()?;
+            Ok(g)
+        })?;
         r.tags()?;
-        Ok(g)
-    })?;
-    r.tags()?;
-    Ok((code, groups))
+        Ok(ListGroupsResponse { error_code, groups })
+    }
 }
 
-/// DeleteGroups request: the groups' names (v2 flexible).
-pub fn decode_delete_groups_request(r: &mut Reader<'_>) -> DecodeResult<Vec<String>> {
-    let groups = r.string_array("groups_names")?;
-    r.tags()?;
-    Ok(groups)
+/// DeleteGroups request: the groups' names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteGroupsRequest {
+    pub groups: Vec<String>,
 }
 
-pub fn encode_delete_groups_request(out: &mut Vec<u8>, groups: &[String], v: i16) {
-    let flex = is_flexible(DELETE_GROUPS, v);
-    write_array_v(out, flex, groups, |o, g| o.put_str(flex, g));
-    out.put_tags(flex);
+impl<'a> Decode<'a> for DeleteGroupsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let groups = r.string_array("groups_names")?;
+        r.tags()?;
+        Ok(DeleteGroupsRequest { groups })
+    }
+}
+
+impl Encode for DeleteGroupsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_strs(&self.groups);
+        out.put_tags();
+    }
 }
 
 /// DeleteGroups response (v0 and v1 share it; v2 is flexible): an error per group.
-pub fn encode_delete_groups(out: &mut Vec<u8>, results: &[(String, i16)], v: i16) {
-    let flex = is_flexible(DELETE_GROUPS, v);
-    out.put_i32(0);
-    write_array_v(out, flex, results, |o, (g, e)| {
-        o.put_str(flex, g);
-        o.put_i16(*e);
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteGroupsResponse {
+    pub results: Vec<(String, i16)>,
 }
 
-pub fn decode_delete_groups(r: &mut Reader<'_>) -> DecodeResult<Vec<(String, i16)>> {
-    r.i32("throttle_time_ms")?;
-    let results = read_array(r, "results", 3, |r| {
-        let g = (r.string("group_id")?.to_owned(), r.i16("error_code")?);
+impl Encode for DeleteGroupsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let results = &self.results;
+        out.put_i32(0);
+        out.put_array(results, |o, (g, e)| {
+            o.put_str(g);
+            o.put_i16(*e);
+            o.put_tags();
+        });
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for DeleteGroupsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        r.i32("throttle_time_ms")?;
+        let results = read_array(r, "results", 3, |r| {
+            let g = (r.string("group_id")?.to_owned(), r.i16("error_code")?);
+            r.tags()?;
+            Ok(g)
+        })?;
         r.tags()?;
-        Ok(g)
-    })?;
-    r.tags()?;
-    Ok(results)
+        Ok(DeleteGroupsResponse { results })
+    }
 }
 
 /// The topics of a "consumer" protocol subscription (version, topics, then fields the
@@ -277,8 +315,9 @@ pub fn subscription_topics(metadata: &[u8]) -> Option<Vec<String>> {
 pub fn encode_subscription(topics: &[String]) -> Vec<u8> {
     let mut out = Vec::new();
     out.put_i16(0);
-    write_array(&mut out, topics, |o, t| o.put_string(t));
-    out.put_nullable_bytes(None);
+    let mut o = Out::classic(&mut out);
+    o.put_strs(topics);
+    o.put_bytes(None);
     out
 }
 
@@ -286,8 +325,9 @@ pub fn encode_subscription(topics: &[String]) -> Vec<u8> {
 pub fn encode_assignment(partitions: &[(String, Vec<i32>)]) -> Vec<u8> {
     let mut out = Vec::new();
     out.put_i16(0);
-    write_topics(&mut out, partitions, |o, p| o.put_i32(*p));
-    out.put_nullable_bytes(None);
+    let mut o = Out::classic(&mut out);
+    o.put_topics(partitions, |o, p| o.put_i32(*p));
+    o.put_bytes(None);
     out
 }
 
@@ -305,6 +345,8 @@ pub fn decode_assignment(b: &[u8]) -> DecodeResult<Vec<(String, Vec<i32>)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::header::*;
+    use crate::protocol::{decode_body, encode_body, round_trip_at};
 
     #[test]
     fn describe_round_trips_at_every_version() {
@@ -312,12 +354,7 @@ mod tests {
             let req = DescribeGroupsRequest {
                 groups: vec!["a".into(), "b".into()],
             };
-            let mut b = Vec::new();
-            req.encode(&mut b, v);
-            let mut r = Reader::new(&b);
-            r.set_flexible(is_flexible(DESCRIBE_GROUPS, v));
-            assert_eq!(DescribeGroupsRequest::decode(&mut r, v).unwrap(), req);
-            r.finish().unwrap();
+            round_trip_at(&req, DESCRIBE_GROUPS, v);
             let groups = vec![DescribedGroup {
                 error_code: 0,
                 group_id: "a".into(),
@@ -333,12 +370,7 @@ mod tests {
                     assignment: encode_assignment(&[("t".into(), vec![0, 1])]),
                 }],
             }];
-            let mut b = Vec::new();
-            encode_describe_groups(&mut b, &groups, v);
-            let mut r = Reader::new(&b);
-            r.set_flexible(is_flexible(DESCRIBE_GROUPS, v));
-            assert_eq!(decode_describe_groups(&mut r, v).unwrap(), groups);
-            r.finish().unwrap();
+            round_trip_at(&DescribeGroupsResponse { groups }, DESCRIBE_GROUPS, v);
         }
     }
 
@@ -352,12 +384,6 @@ mod tests {
         assert_eq!(decode_assignment(&[]).unwrap(), Vec::new());
     }
 
-    fn reader(b: &[u8], flex: bool) -> Reader<'_> {
-        let mut r = Reader::new(b);
-        r.set_flexible(flex);
-        r
-    }
-
     #[test]
     fn list_and_delete_round_trip() {
         for v in 0..=5 {
@@ -367,9 +393,12 @@ mod tests {
                 state: "Stable".into(),
                 group_type: CLASSIC_GROUP_TYPE.into(),
             }];
+            let resp = ListGroupsResponse {
+                error_code: 0,
+                groups: g.clone(),
+            };
             let mut b = Vec::new();
-            encode_list_groups(&mut b, 0, &g, v);
-            let mut r = reader(&b, is_flexible(LIST_GROUPS, v));
+            encode_body(&resp, &mut b, LIST_GROUPS, v);
             let mut want = g.clone();
             if v < 4 {
                 want[0].state.clear();
@@ -377,33 +406,23 @@ mod tests {
             if v < 5 {
                 want[0].group_type.clear();
             }
-            assert_eq!(decode_list_groups(&mut r, v).unwrap(), (0, want));
-            r.finish().unwrap();
+            let got: ListGroupsResponse = decode_body(&b, LIST_GROUPS, v).unwrap();
+            assert_eq!((got.error_code, got.groups), (0, want));
             let req = ListGroupsRequest {
                 states: Some(vec!["Stable".into()]),
                 types: Some(vec!["classic".into()]),
             };
             let mut b = Vec::new();
-            req.encode(&mut b, v);
-            let mut r = reader(&b, is_flexible(LIST_GROUPS, v));
-            let got = ListGroupsRequest::decode(&mut r, v).unwrap();
+            encode_body(&req, &mut b, LIST_GROUPS, v);
+            let got: ListGroupsRequest = decode_body(&b, LIST_GROUPS, v).unwrap();
             assert_eq!(got.states, req.states.clone().filter(|_| v >= 4));
             assert_eq!(got.types, req.types.clone().filter(|_| v >= 5));
-            r.finish().unwrap();
         }
         for v in 0..=2 {
-            let res = vec![("g".to_owned(), 69)];
-            let mut b = Vec::new();
-            encode_delete_groups(&mut b, &res, v);
-            let mut r = reader(&b, is_flexible(DELETE_GROUPS, v));
-            assert_eq!(decode_delete_groups(&mut r).unwrap(), res);
-            r.finish().unwrap();
-            let names = vec!["g".to_owned()];
-            let mut b = Vec::new();
-            encode_delete_groups_request(&mut b, &names, v);
-            let mut r = reader(&b, is_flexible(DELETE_GROUPS, v));
-            assert_eq!(decode_delete_groups_request(&mut r).unwrap(), names);
-            r.finish().unwrap();
+            let results = vec![("g".to_owned(), 69)];
+            round_trip_at(&DeleteGroupsResponse { results }, DELETE_GROUPS, v);
+            let groups = vec!["g".to_owned()];
+            round_trip_at(&DeleteGroupsRequest { groups }, DELETE_GROUPS, v);
         }
     }
 }

@@ -1,12 +1,10 @@
 //! Kafka's group membership APIs: JoinGroup (11), Heartbeat (12), LeaveGroup (13) and
-//! SyncGroup (14). Decoders read the encoding the reader is in; encoders write compact types
-//! and tag buffers for the versions `header::SUPPORTED_APIS` calls flexible (`flex`).
+//! SyncGroup (14).
 //!
 //! Member metadata and assignments are opaque bytes here: the coordinator relays them, the
 //! clients' own assignors read them (`consumer_protocol` decodes the "consumer" kind).
 
-use super::header::{HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP, is_flexible};
-use super::{DecodeResult, Reader, Writer, read_array, write_array_v};
+use super::{Decode, DecodeResult, Encode, Out, Reader, Writer, read_array};
 
 /// One protocol a joining member supports, with its metadata (for "consumer": a subscription).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +28,9 @@ pub struct JoinGroupRequest {
     pub reason: Option<String>,
 }
 
-impl JoinGroupRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for JoinGroupRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let group_id = r.string("group_id")?.to_owned();
         let session_timeout_ms = r.i32("session_timeout_ms")?;
         let rebalance_timeout_ms = if version >= 1 {
@@ -71,28 +70,30 @@ impl JoinGroupRequest {
             reason,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(JOIN_GROUP, version);
-        out.put_str(flex, &self.group_id);
+impl Encode for JoinGroupRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_str(&self.group_id);
         out.put_i32(self.session_timeout_ms);
         if version >= 1 {
             out.put_i32(self.rebalance_timeout_ms);
         }
-        out.put_str(flex, &self.member_id);
+        out.put_str(&self.member_id);
         if version >= 5 {
-            out.put_nstr(flex, self.group_instance_id.as_deref());
+            out.put_nstr(self.group_instance_id.as_deref());
         }
-        out.put_str(flex, &self.protocol_type);
-        write_array_v(out, flex, &self.protocols, |o, p| {
-            o.put_str(flex, &p.name);
-            o.put_bytes(flex, Some(&p.metadata));
-            o.put_tags(flex);
+        out.put_str(&self.protocol_type);
+        out.put_array(&self.protocols, |o, p| {
+            o.put_str(&p.name);
+            o.put_bytes(Some(&p.metadata));
+            o.put_tags();
         });
         if version >= 8 {
-            out.put_nstr(flex, self.reason.as_deref());
+            out.put_nstr(self.reason.as_deref());
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -132,39 +133,44 @@ impl JoinGroupResponse {
             members: Vec::new(),
         }
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(JOIN_GROUP, version);
+impl Encode for JoinGroupResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         if version >= 2 {
             out.put_i32(0);
         }
         out.put_i16(self.error_code);
         out.put_i32(self.generation_id);
         if version >= 7 {
-            out.put_nstr(flex, self.protocol_type.as_deref());
+            out.put_nstr(self.protocol_type.as_deref());
             // Nullable from v7: an error answer names no protocol.
             let name = (self.error_code == 0).then_some(self.protocol_name.as_str());
-            out.put_nstr(flex, name);
+            out.put_nstr(name);
         } else {
-            out.put_str(flex, &self.protocol_name);
+            out.put_str(&self.protocol_name);
         }
-        out.put_str(flex, &self.leader);
+        out.put_str(&self.leader);
         if version >= 9 {
             out.put_i8(0); // skip_assignment: the leader always assigns
         }
-        out.put_str(flex, &self.member_id);
-        write_array_v(out, flex, &self.members, |o, m| {
-            o.put_str(flex, &m.member_id);
+        out.put_str(&self.member_id);
+        out.put_array(&self.members, |o, m| {
+            o.put_str(&m.member_id);
             if version >= 5 {
-                o.put_nstr(flex, m.group_instance_id.as_deref());
+                o.put_nstr(m.group_instance_id.as_deref());
             }
-            o.put_bytes(flex, Some(&m.metadata));
-            o.put_tags(flex);
+            o.put_bytes(Some(&m.metadata));
+            o.put_tags();
         });
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for JoinGroupResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         if version >= 2 {
             r.i32("throttle_time_ms")?;
         }
@@ -221,42 +227,79 @@ pub struct GenerationMember {
     pub group_instance_id: Option<String>,
 }
 
-impl GenerationMember {
-    /// The fields alone; a Heartbeat request is these and its tag buffer (`decode_heartbeat`).
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+/// The fields alone: a Heartbeat request is these and its tag buffer, a SyncGroup request
+/// starts with them.
+impl<'a> Decode<'a> for GenerationMember {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         Ok(GenerationMember {
             group_id: r.string("group_id")?.to_owned(),
             generation_id: r.i32("generation_id")?,
             member_id: r.string("member_id")?.to_owned(),
-            group_instance_id: if version >= 3 {
+            group_instance_id: if r.version() >= 3 {
                 r.nullable_string("group_instance_id")?.map(str::to_owned)
             } else {
                 None
             },
         })
     }
+}
 
-    /// The fields alone, in the encoding of the request they are part of.
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16, flex: bool) {
-        out.put_str(flex, &self.group_id);
+impl Encode for GenerationMember {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_str(&self.group_id);
         out.put_i32(self.generation_id);
-        out.put_str(flex, &self.member_id);
-        if version >= 3 {
-            out.put_nstr(flex, self.group_instance_id.as_deref());
+        out.put_str(&self.member_id);
+        if out.version() >= 3 {
+            out.put_nstr(self.group_instance_id.as_deref());
         }
     }
+}
 
-    /// A whole Heartbeat request.
-    pub fn decode_heartbeat(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
-        let m = Self::decode(r, version)?;
+/// Heartbeat (12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatRequest {
+    pub member: GenerationMember,
+}
+
+impl<'a> Decode<'a> for HeartbeatRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let member = GenerationMember::decode(r)?;
         r.tags()?;
-        Ok(m)
+        Ok(HeartbeatRequest { member })
     }
+}
 
-    pub fn encode_heartbeat(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(HEARTBEAT, version);
-        self.encode(out, version, flex);
-        out.put_tags(flex);
+impl Encode for HeartbeatRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put(&self.member);
+        out.put_tags();
+    }
+}
+
+/// Heartbeat's answer: `throttle_time_ms` from v1, then the error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatResponse {
+    pub error_code: i16,
+}
+
+impl Encode for HeartbeatResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        if out.version() >= 1 {
+            out.put_i32(0);
+        }
+        out.put_i16(self.error_code);
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for HeartbeatResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        if r.version() >= 1 {
+            r.i32("throttle_time_ms")?;
+        }
+        let error_code = r.i16("error_code")?;
+        r.tags()?;
+        Ok(HeartbeatResponse { error_code })
     }
 }
 
@@ -270,9 +313,10 @@ pub struct SyncGroupRequest {
     pub assignments: Vec<(String, Vec<u8>)>,
 }
 
-impl SyncGroupRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
-        let member = GenerationMember::decode(r, version)?;
+impl<'a> Decode<'a> for SyncGroupRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
+        let member = GenerationMember::decode(r)?;
         let (protocol_type, protocol_name) = if version >= 5 {
             (
                 r.nullable_string("protocol_type")?.map(str::to_owned),
@@ -294,20 +338,22 @@ impl SyncGroupRequest {
             assignments,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(SYNC_GROUP, version);
-        self.member.encode(out, version, flex);
+impl Encode for SyncGroupRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put(&self.member);
         if version >= 5 {
-            out.put_nstr(flex, self.protocol_type.as_deref());
-            out.put_nstr(flex, self.protocol_name.as_deref());
+            out.put_nstr(self.protocol_type.as_deref());
+            out.put_nstr(self.protocol_name.as_deref());
         }
-        write_array_v(out, flex, &self.assignments, |o, (m, a)| {
-            o.put_str(flex, m);
-            o.put_bytes(flex, Some(a));
-            o.put_tags(flex);
+        out.put_array(&self.assignments, |o, (m, a)| {
+            o.put_str(m);
+            o.put_bytes(Some(a));
+            o.put_tags();
         });
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -321,22 +367,25 @@ pub struct SyncGroupResponse {
     pub assignment: Vec<u8>,
 }
 
-impl SyncGroupResponse {
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(SYNC_GROUP, version);
+impl Encode for SyncGroupResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         if version >= 1 {
             out.put_i32(0);
         }
         out.put_i16(self.error_code);
         if version >= 5 {
-            out.put_nstr(flex, self.protocol_type.as_deref());
-            out.put_nstr(flex, self.protocol_name.as_deref());
+            out.put_nstr(self.protocol_type.as_deref());
+            out.put_nstr(self.protocol_name.as_deref());
         }
-        out.put_bytes(flex, Some(&self.assignment));
-        out.put_tags(flex);
+        out.put_bytes(Some(&self.assignment));
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for SyncGroupResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         if version >= 1 {
             r.i32("throttle_time_ms")?;
         }
@@ -360,33 +409,6 @@ impl SyncGroupResponse {
     }
 }
 
-/// Heartbeat's answer, and LeaveGroup v0–v2's: `throttle_time_ms` from v1, then the error
-/// (and a tag buffer when flexible, v4+).
-pub fn encode_error_response(out: &mut Vec<u8>, error_code: i16, version: i16) {
-    if version >= 1 {
-        out.put_i32(0);
-    }
-    out.put_i16(error_code);
-}
-
-pub fn decode_error_response(r: &mut Reader<'_>, version: i16) -> DecodeResult<i16> {
-    if version >= 1 {
-        r.i32("throttle_time_ms")?;
-    }
-    r.i16("error_code")
-}
-
-pub fn encode_heartbeat_response(out: &mut Vec<u8>, error_code: i16, version: i16) {
-    encode_error_response(out, error_code, version);
-    out.put_tags(is_flexible(HEARTBEAT, version));
-}
-
-pub fn decode_heartbeat_response(r: &mut Reader<'_>, version: i16) -> DecodeResult<i16> {
-    let e = decode_error_response(r, version)?;
-    r.tags()?;
-    Ok(e)
-}
-
 /// A member leaving: v0–v2 name one by member id, v3+ a batch with instance ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeavingMember {
@@ -402,8 +424,9 @@ pub struct LeaveGroupRequest {
     pub members: Vec<LeavingMember>,
 }
 
-impl LeaveGroupRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for LeaveGroupRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let group_id = r.string("group_id")?.to_owned();
         let members = if version >= 3 {
             read_array(r, "members", 2, |r| {
@@ -429,24 +452,26 @@ impl LeaveGroupRequest {
         r.tags()?;
         Ok(LeaveGroupRequest { group_id, members })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(LEAVE_GROUP, version);
-        out.put_str(flex, &self.group_id);
+impl Encode for LeaveGroupRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_str(&self.group_id);
         if version >= 3 {
-            write_array_v(out, flex, &self.members, |o, m| {
-                o.put_str(flex, &m.member_id);
-                o.put_nstr(flex, m.group_instance_id.as_deref());
+            out.put_array(&self.members, |o, m| {
+                o.put_str(&m.member_id);
+                o.put_nstr(m.group_instance_id.as_deref());
                 if version >= 5 {
-                    o.put_nstr(flex, m.reason.as_deref());
+                    o.put_nstr(m.reason.as_deref());
                 }
-                o.put_tags(flex);
+                o.put_tags();
             });
         } else {
             let first = self.members.first().map_or("", |m| m.member_id.as_str());
             out.put_string(first);
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -457,23 +482,32 @@ pub struct LeaveGroupResponse {
     pub members: Vec<(LeavingMember, i16)>,
 }
 
-impl LeaveGroupResponse {
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(LEAVE_GROUP, version);
-        encode_error_response(out, self.error_code, version);
+impl Encode for LeaveGroupResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        if version >= 1 {
+            out.put_i32(0);
+        }
+        out.put_i16(self.error_code);
         if version >= 3 {
-            write_array_v(out, flex, &self.members, |o, (m, e)| {
-                o.put_str(flex, &m.member_id);
-                o.put_nstr(flex, m.group_instance_id.as_deref());
+            out.put_array(&self.members, |o, (m, e)| {
+                o.put_str(&m.member_id);
+                o.put_nstr(m.group_instance_id.as_deref());
                 o.put_i16(*e);
-                o.put_tags(flex);
+                o.put_tags();
             });
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
-        let error_code = decode_error_response(r, version)?;
+impl<'a> Decode<'a> for LeaveGroupResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
+        if version >= 1 {
+            r.i32("throttle_time_ms")?;
+        }
+        let error_code = r.i16("error_code")?;
         let members = if version >= 3 {
             read_array(r, "members", 4, |r| {
                 let m = LeavingMember {

@@ -2,8 +2,8 @@
 //! schemas byte for byte.
 
 use super::*;
-use crate::protocol::header::{HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP, is_flexible};
-use crate::protocol::round_trip_with as check;
+use crate::protocol::header::{HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP};
+use crate::protocol::{encode_body, round_trip_at};
 
 #[test]
 fn join_round_trips_at_every_version() {
@@ -21,14 +21,7 @@ fn join_round_trips_at_every_version() {
             }],
             reason: (v >= 8).then(|| "rebalance needed".into()),
         };
-        check(
-            &req,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(JOIN_GROUP, v));
-                JoinGroupRequest::decode(r, v)
-            },
-        );
+        round_trip_at(&req, JOIN_GROUP, v);
         let resp = JoinGroupResponse {
             error_code: 0,
             generation_id: 4,
@@ -42,14 +35,7 @@ fn join_round_trips_at_every_version() {
                 metadata: vec![9],
             }],
         };
-        check(
-            &resp,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(JOIN_GROUP, v));
-                JoinGroupResponse::decode(r, v)
-            },
-        );
+        round_trip_at(&resp, JOIN_GROUP, v);
     }
 }
 
@@ -69,7 +55,7 @@ fn a_v0_join_is_kafkas_layout() {
         reason: None,
     };
     let mut b = Vec::new();
-    req.encode(&mut b, 0);
+    encode_body(&req, &mut b, JOIN_GROUP, 0);
     #[rustfmt::skip]
     let want = [
         0, 1, b'g', 0, 0, 0x17, 0x70, 0, 0, 0, 1, b'c',
@@ -87,42 +73,25 @@ fn sync_heartbeat_and_leave_round_trip() {
             member_id: "m".into(),
             group_instance_id: (v >= 3).then(|| "i".into()),
         };
-        check(
-            &member,
-            |x, b| x.encode_heartbeat(b, v),
-            |r| {
-                r.set_flexible(is_flexible(HEARTBEAT, v));
-                GenerationMember::decode_heartbeat(r, v)
-            },
-        );
+        let heartbeat = HeartbeatRequest {
+            member: member.clone(),
+        };
+        round_trip_at(&heartbeat, HEARTBEAT, v);
+        round_trip_at(&HeartbeatResponse { error_code: 27 }, HEARTBEAT, v);
         let sync = SyncGroupRequest {
             member,
             protocol_type: (v >= 5).then(|| "consumer".into()),
             protocol_name: (v >= 5).then(|| "range".into()),
             assignments: vec![("m".into(), vec![1, 2])],
         };
-        check(
-            &sync,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(SYNC_GROUP, v));
-                SyncGroupRequest::decode(r, v)
-            },
-        );
+        round_trip_at(&sync, SYNC_GROUP, v);
         let resp = SyncGroupResponse {
             error_code: 27,
             protocol_type: (v >= 5).then(|| "consumer".into()),
             protocol_name: None,
             assignment: vec![3],
         };
-        check(
-            &resp,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(SYNC_GROUP, v));
-                SyncGroupResponse::decode(r, v)
-            },
-        );
+        round_trip_at(&resp, SYNC_GROUP, v);
         let leave = LeaveGroupRequest {
             group_id: "g".into(),
             members: vec![LeavingMember {
@@ -131,14 +100,7 @@ fn sync_heartbeat_and_leave_round_trip() {
                 reason: (v >= 5).then(|| "shutting down".into()),
             }],
         };
-        check(
-            &leave,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(LEAVE_GROUP, v));
-                LeaveGroupRequest::decode(r, v)
-            },
-        );
+        round_trip_at(&leave, LEAVE_GROUP, v);
         let lr = LeaveGroupResponse {
             error_code: 0,
             members: if v >= 3 {
@@ -149,14 +111,7 @@ fn sync_heartbeat_and_leave_round_trip() {
                 Vec::new()
             },
         };
-        check(
-            &lr,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(LEAVE_GROUP, v));
-                LeaveGroupResponse::decode(r, v)
-            },
-        );
+        round_trip_at(&lr, LEAVE_GROUP, v);
     }
 }
 
@@ -178,7 +133,7 @@ fn a_v6_join_matches_the_schema_byte_for_byte() {
         reason: None,
     };
     let mut b = Vec::new();
-    req.encode(&mut b, 6);
+    encode_body(&req, &mut b, JOIN_GROUP, 6);
     #[rustfmt::skip]
     let want = [
         2, b'g', 0, 0, 0x17, 0x70, 0, 0, 0x17, 0x70, 1, 0, 2, b'c',
@@ -197,10 +152,10 @@ fn a_v4_heartbeat_matches_the_schema_byte_for_byte() {
         group_instance_id: None,
     };
     let mut b = Vec::new();
-    m.encode_heartbeat(&mut b, 4);
+    encode_body(&HeartbeatRequest { member: m }, &mut b, HEARTBEAT, 4);
     assert_eq!(b, [2, b'g', 0, 0, 0, 3, 2, b'm', 0, 0]);
     let mut b = Vec::new();
-    encode_heartbeat_response(&mut b, 27, 4);
+    encode_body(&HeartbeatResponse { error_code: 27 }, &mut b, HEARTBEAT, 4);
     assert_eq!(b, [0, 0, 0, 0, 0, 27, 0]);
 }
 
@@ -215,6 +170,6 @@ fn a_v5_sync_answer_matches_the_schema_byte_for_byte() {
         assignment: vec![1, 2],
     };
     let mut b = Vec::new();
-    resp.encode(&mut b, 5);
+    encode_body(&resp, &mut b, SYNC_GROUP, 5);
     assert_eq!(b, [0, 0, 0, 0, 0, 0, 2, b'c', 0, 3, 1, 2, 0]);
 }

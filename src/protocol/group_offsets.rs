@@ -3,8 +3,7 @@
 //!
 //! A field's versions are written beside it, as the published JSON schemas give them.
 
-use super::header::{FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH, is_flexible};
-use super::{DecodeResult, Reader, Writer, read_topics, read_topics_n, write_topics_v};
+use super::{Decode, DecodeResult, Encode, Out, Reader, read_topics, read_topics_n};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitPartition {
@@ -31,8 +30,9 @@ pub struct OffsetCommitRequest {
     pub topics: Vec<(String, Vec<CommitPartition>)>,
 }
 
-impl OffsetCommitRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for OffsetCommitRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let group_id = r.string("group_id")?.to_owned();
         let (generation_id, member_id) = if version >= 1 {
             (r.i32("generation_id")?, r.string("member_id")?.to_owned())
@@ -83,21 +83,23 @@ impl OffsetCommitRequest {
             topics,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(OFFSET_COMMIT, version);
-        out.put_str(flex, &self.group_id);
+impl Encode for OffsetCommitRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_str(&self.group_id);
         if version >= 1 {
             out.put_i32(self.generation_id);
-            out.put_str(flex, &self.member_id);
+            out.put_str(&self.member_id);
         }
         if version >= 7 {
-            out.put_nstr(flex, self.group_instance_id.as_deref());
+            out.put_nstr(self.group_instance_id.as_deref());
         }
         if (2..=4).contains(&version) {
             out.put_i64(self.retention_time_ms);
         }
-        write_topics_v(out, flex, &self.topics, |o, p| {
+        out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i64(p.offset);
             if version >= 6 {
@@ -106,10 +108,10 @@ impl OffsetCommitRequest {
             if version == 1 {
                 o.put_i64(p.timestamp);
             }
-            o.put_nstr(flex, p.metadata.as_deref());
-            o.put_tags(flex);
+            o.put_nstr(p.metadata.as_deref());
+            o.put_tags();
         });
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -119,21 +121,24 @@ pub struct OffsetCommitResponse {
     pub topics: Vec<(String, Vec<(i32, i16)>)>,
 }
 
-impl OffsetCommitResponse {
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(OFFSET_COMMIT, version);
+impl Encode for OffsetCommitResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         if version >= 3 {
             out.put_i32(0);
         }
-        write_topics_v(out, flex, &self.topics, |o, (p, e)| {
+        out.put_topics(&self.topics, |o, (p, e)| {
             o.put_i32(*p);
             o.put_i16(*e);
-            o.put_tags(flex);
+            o.put_tags();
         });
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for OffsetCommitResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         if version >= 3 {
             r.i32("throttle_time_ms")?;
         }
@@ -158,8 +163,9 @@ pub struct OffsetFetchRequest {
 /// transactions, so every commit is stable and the flag changes nothing.
 const REQUIRE_STABLE_DEFAULT: bool = false;
 
-impl OffsetFetchRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for OffsetFetchRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let group_id = r.string("group_id")?.to_owned();
         let topics = if version >= 2 {
             match r.nullable_array_len("topics", 6)? {
@@ -175,18 +181,20 @@ impl OffsetFetchRequest {
         r.tags()?;
         Ok(OffsetFetchRequest { group_id, topics })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(OFFSET_FETCH, version);
-        out.put_str(flex, &self.group_id);
+impl Encode for OffsetFetchRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_str(&self.group_id);
         match &self.topics {
-            Some(t) => write_topics_v(out, flex, t, |o, p| o.put_i32(*p)),
-            None => out.put_len(flex, None),
+            Some(t) => out.put_topics(t, |o, p| o.put_i32(*p)),
+            None => out.put_len(None),
         }
         if version >= 7 {
             out.put_i8(i8::from(REQUIRE_STABLE_DEFAULT));
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -208,29 +216,32 @@ pub struct OffsetFetchResponse {
     pub error_code: i16,
 }
 
-impl OffsetFetchResponse {
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(OFFSET_FETCH, version);
+impl Encode for OffsetFetchResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         if version >= 3 {
             out.put_i32(0);
         }
-        write_topics_v(out, flex, &self.topics, |o, p| {
+        out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i64(p.offset);
             if version >= 5 {
                 o.put_i32(p.leader_epoch);
             }
-            o.put_nstr(flex, Some(&p.metadata));
+            o.put_nstr(Some(&p.metadata));
             o.put_i16(p.error_code);
-            o.put_tags(flex);
+            o.put_tags();
         });
         if version >= 2 {
             out.put_i16(self.error_code);
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for OffsetFetchResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         if version >= 3 {
             r.i32("throttle_time_ms")?;
         }
@@ -270,8 +281,9 @@ pub struct FindCoordinatorRequest {
     pub key_type: i8,
 }
 
-impl FindCoordinatorRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for FindCoordinatorRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let req = FindCoordinatorRequest {
             key: r.string("key")?.to_owned(),
             key_type: if version >= 1 { r.i8("key_type")? } else { 0 },
@@ -279,14 +291,16 @@ impl FindCoordinatorRequest {
         r.tags()?;
         Ok(req)
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(FIND_COORDINATOR, version);
-        out.put_str(flex, &self.key);
+impl Encode for FindCoordinatorRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_str(&self.key);
         if version >= 1 {
             out.put_i8(self.key_type);
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -300,23 +314,26 @@ pub struct FindCoordinatorResponse {
     pub port: i32,
 }
 
-impl FindCoordinatorResponse {
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(FIND_COORDINATOR, version);
+impl Encode for FindCoordinatorResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         if version >= 1 {
             out.put_i32(0);
         }
         out.put_i16(self.error_code);
         if version >= 1 {
-            out.put_nstr(flex, self.error_message.as_deref());
+            out.put_nstr(self.error_message.as_deref());
         }
         out.put_i32(self.node_id);
-        out.put_str(flex, &self.host);
+        out.put_str(&self.host);
         out.put_i32(self.port);
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for FindCoordinatorResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         if version >= 1 {
             r.i32("throttle_time_ms")?;
         }
@@ -346,45 +363,49 @@ pub struct OffsetDeleteRequest {
     pub topics: Vec<(String, Vec<i32>)>,
 }
 
-impl OffsetDeleteRequest {
-    pub fn decode(r: &mut Reader<'_>) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for OffsetDeleteRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         Ok(OffsetDeleteRequest {
             group_id: r.string("group_id")?.to_owned(),
             topics: read_topics(r, 4, |r| r.i32("partition_index"))?,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.put_str(false, &self.group_id);
-        write_topics_v(out, false, &self.topics, |o, p| o.put_i32(*p));
+impl Encode for OffsetDeleteRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_str(&self.group_id);
+        out.put_topics(&self.topics, |o, p| o.put_i32(*p));
     }
 }
 
 /// OffsetDelete's answer: a group-level error, then an error per partition.
-pub fn encode_offset_delete_response(
-    out: &mut Vec<u8>,
-    error_code: i16,
-    topics: &[(String, Vec<(i32, i16)>)],
-) {
-    out.put_i16(error_code);
-    out.put_i32(0);
-    write_topics_v(out, false, topics, |o, (p, code)| {
-        o.put_i32(*p);
-        o.put_i16(*code);
-    });
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetDeleteResponse {
+    pub error_code: i16,
+    pub topics: Vec<(String, Vec<(i32, i16)>)>,
 }
 
-pub type OffsetDeleteResults = Vec<(String, Vec<(i32, i16)>)>;
+impl Encode for OffsetDeleteResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_i16(self.error_code);
+        out.put_i32(0);
+        out.put_topics(&self.topics, |o, (p, code)| {
+            o.put_i32(*p);
+            o.put_i16(*code);
+        });
+    }
+}
 
-pub fn decode_offset_delete_response(
-    r: &mut Reader<'_>,
-) -> DecodeResult<(i16, OffsetDeleteResults)> {
-    let code = r.i16("error_code")?;
-    r.i32("throttle_time_ms")?;
-    let topics = read_topics(r, 6, |r| {
-        Ok((r.i32("partition_index")?, r.i16("error_code")?))
-    })?;
-    Ok((code, topics))
+impl<'a> Decode<'a> for OffsetDeleteResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let error_code = r.i16("error_code")?;
+        r.i32("throttle_time_ms")?;
+        let topics = read_topics(r, 6, |r| {
+            Ok((r.i32("partition_index")?, r.i16("error_code")?))
+        })?;
+        Ok(OffsetDeleteResponse { error_code, topics })
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! schemas byte for byte.
 
 use super::*;
-use crate::protocol::round_trip_with as versioned;
+use crate::protocol::header::{FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH};
+use crate::protocol::{decode_body, encode_body, round_trip_at};
 
 #[test]
 fn commit_requests_round_trip_at_every_version() {
@@ -24,25 +25,11 @@ fn commit_requests_round_trip_at_every_version() {
                 }],
             )],
         };
-        versioned(
-            &req,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(OFFSET_COMMIT, v));
-                OffsetCommitRequest::decode(r, v)
-            },
-        );
+        round_trip_at(&req, OFFSET_COMMIT, v);
         let resp = OffsetCommitResponse {
             topics: vec![("t".into(), vec![(0, 22)])],
         };
-        versioned(
-            &resp,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(OFFSET_COMMIT, v));
-                OffsetCommitResponse::decode(r, v)
-            },
-        );
+        round_trip_at(&resp, OFFSET_COMMIT, v);
     }
 }
 
@@ -66,7 +53,7 @@ fn a_v3_commit_is_kafkas_layout() {
         )],
     };
     let mut b = Vec::new();
-    req.encode(&mut b, 3);
+    encode_body(&req, &mut b, OFFSET_COMMIT, 3);
     #[rustfmt::skip]
     let want = [
         0, 1, b'g', 0, 0, 0, 2, 0, 1, b'm',
@@ -84,14 +71,7 @@ fn fetch_round_trips_and_null_topics_mean_all() {
             group_id: "g".into(),
             topics: Some(vec![("t".into(), vec![0, 1])]),
         };
-        versioned(
-            &req,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(OFFSET_FETCH, v));
-                OffsetFetchRequest::decode(r, v)
-            },
-        );
+        round_trip_at(&req, OFFSET_FETCH, v);
         let resp = OffsetFetchResponse {
             topics: vec![(
                 "t".into(),
@@ -105,28 +85,17 @@ fn fetch_round_trips_and_null_topics_mean_all() {
             )],
             error_code: if v >= 2 { 16 } else { 0 },
         };
-        versioned(
-            &resp,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(OFFSET_FETCH, v));
-                OffsetFetchResponse::decode(r, v)
-            },
-        );
+        round_trip_at(&resp, OFFSET_FETCH, v);
     }
     let all = OffsetFetchRequest {
         group_id: "g".into(),
         topics: None,
     };
-    versioned(
-        &all,
-        |x, b| x.encode(b, 2),
-        |r| OffsetFetchRequest::decode(r, 2),
-    );
+    round_trip_at(&all, OFFSET_FETCH, 2);
     // v1 has no null array.
     let mut b = Vec::new();
-    all.encode(&mut b, 1);
-    assert!(OffsetFetchRequest::decode(&mut Reader::new(&b), 1).is_err());
+    encode_body(&all, &mut b, OFFSET_FETCH, 1);
+    assert!(decode_body::<OffsetFetchRequest>(&b, OFFSET_FETCH, 1).is_err());
 }
 
 #[test]
@@ -136,14 +105,7 @@ fn find_coordinator_round_trips() {
             key: "g".into(),
             key_type: 0,
         };
-        versioned(
-            &req,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(FIND_COORDINATOR, v));
-                FindCoordinatorRequest::decode(r, v)
-            },
-        );
+        round_trip_at(&req, FIND_COORDINATOR, v);
         let resp = FindCoordinatorResponse {
             error_code: 0,
             error_message: (v >= 1).then(|| "ok".into()),
@@ -151,14 +113,7 @@ fn find_coordinator_round_trips() {
             host: "127.0.0.1".into(),
             port: 9092,
         };
-        versioned(
-            &resp,
-            |x, b| x.encode(b, v),
-            |r| {
-                r.set_flexible(is_flexible(FIND_COORDINATOR, v));
-                FindCoordinatorResponse::decode(r, v)
-            },
-        );
+        round_trip_at(&resp, FIND_COORDINATOR, v);
     }
 }
 
@@ -183,7 +138,7 @@ fn flexible_commit_and_fetch_match_the_schemas_byte_for_byte() {
         )],
     };
     let mut b = Vec::new();
-    req.encode(&mut b, 8);
+    encode_body(&req, &mut b, OFFSET_COMMIT, 8);
     #[rustfmt::skip]
     let want = [
         2, b'g', 0, 0, 0, 1, 2, b'm', 0, // group, generation, member, null instance
@@ -193,11 +148,11 @@ fn flexible_commit_and_fetch_match_the_schemas_byte_for_byte() {
     ];
     assert_eq!(b, want);
     let mut b = Vec::new();
-    OffsetFetchRequest {
+    let all = OffsetFetchRequest {
         group_id: "g".into(),
         topics: None,
-    }
-    .encode(&mut b, 7);
+    };
+    encode_body(&all, &mut b, OFFSET_FETCH, 7);
     assert_eq!(
         b,
         [2, b'g', 0, 0, 0],

@@ -81,7 +81,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(PRODUCE, "Produce", 0, 9, 9),
     api(FETCH, "Fetch", 0, 12, 12),
     api(LIST_OFFSETS, "ListOffsets", 0, 7, 6),
-    api(METADATA, "Metadata", 0, 12, 9),
+    api(METADATA, "Metadata", 0, 13, 9),
     from_brokers(LEADER_AND_ISR, "LeaderAndIsr", 0, 0, NEVER),
     from_brokers(STOP_REPLICA, "StopReplica", 0, 0, NEVER),
     from_brokers(UPDATE_METADATA, "UpdateMetadata", 3, 3, NEVER),
@@ -194,7 +194,9 @@ impl<'a> RequestHeader<'a> {
         out.put_i16(self.api_version);
         out.put_i32(self.correlation_id);
         out.put_nullable_string(self.client_id);
-        out.put_tags(is_flexible(self.api_key, self.api_version));
+        if is_flexible(self.api_key, self.api_version) {
+            out.put_i8(0); // an empty tag buffer
+        }
     }
 }
 

@@ -1,8 +1,7 @@
 //! InitProducerId (key 22). Gives an idempotent producer its id and
 //! epoch; from v3 a producer may ask for its epoch to be bumped (KIP-360).
 
-use super::header::{INIT_PRODUCER_ID, is_flexible};
-use super::{DecodeResult, Reader, Writer};
+use super::{Decode, DecodeResult, Encode, Out, Reader};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InitProducerIdRequest {
@@ -13,8 +12,9 @@ pub struct InitProducerIdRequest {
     pub producer_epoch: i16,
 }
 
-impl InitProducerIdRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for InitProducerIdRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let transactional_id = r.nullable_string("transactional_id")?.map(str::to_owned);
         let transaction_timeout_ms = r.i32("transaction_timeout_ms")?;
         let (producer_id, producer_epoch) = if version >= 3 {
@@ -30,16 +30,18 @@ impl InitProducerIdRequest {
             producer_epoch,
         })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(INIT_PRODUCER_ID, version);
-        out.put_nstr(flex, self.transactional_id.as_deref());
+impl Encode for InitProducerIdRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_nstr(self.transactional_id.as_deref());
         out.put_i32(self.transaction_timeout_ms);
         if version >= 3 {
             out.put_i64(self.producer_id);
             out.put_i16(self.producer_epoch);
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -50,16 +52,18 @@ pub struct InitProducerIdResponse {
     pub producer_epoch: i16,
 }
 
-impl InitProducerIdResponse {
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
+impl Encode for InitProducerIdResponse {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i32(0); // throttle_time_ms
         out.put_i16(self.error_code);
         out.put_i64(self.producer_id);
         out.put_i16(self.producer_epoch);
-        out.put_tags(is_flexible(INIT_PRODUCER_ID, version));
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, _version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for InitProducerIdResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         r.i32("throttle_time_ms")?;
         let resp = InitProducerIdResponse {
             error_code: r.i16("error_code")?,
@@ -74,7 +78,8 @@ impl InitProducerIdResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::round_trip_with;
+    use crate::protocol::header::*;
+    use crate::protocol::{encode_body, round_trip_at};
 
     #[test]
     fn round_trips_at_every_version() {
@@ -85,28 +90,13 @@ mod tests {
                 producer_id: if version >= 3 { 5 } else { -1 },
                 producer_epoch: if version >= 3 { 2 } else { -1 },
             };
-            let flex = is_flexible(INIT_PRODUCER_ID, version);
-            round_trip_with(
-                &req,
-                |v, o| v.encode(o, version),
-                |r| {
-                    r.set_flexible(flex);
-                    InitProducerIdRequest::decode(r, version)
-                },
-            );
+            round_trip_at(&req, INIT_PRODUCER_ID, version);
             let resp = InitProducerIdResponse {
                 error_code: 0,
                 producer_id: 1000,
                 producer_epoch: 0,
             };
-            round_trip_with(
-                &resp,
-                |v, o| v.encode(o, version),
-                |r| {
-                    r.set_flexible(flex);
-                    InitProducerIdResponse::decode(r, version)
-                },
-            );
+            round_trip_at(&resp, INIT_PRODUCER_ID, version);
         }
     }
 
@@ -115,13 +105,13 @@ mod tests {
         // InitProducerIdRequest v4 as the Java client sends it for an idempotent producer:
         // null transactional id (compact 0), timeout, producer id -1, epoch -1, tags.
         let mut buf = Vec::new();
-        InitProducerIdRequest {
+        let req = InitProducerIdRequest {
             transactional_id: None,
             transaction_timeout_ms: 60_000,
             producer_id: -1,
             producer_epoch: -1,
-        }
-        .encode(&mut buf, 4);
+        };
+        encode_body(&req, &mut buf, INIT_PRODUCER_ID, 4);
         let mut want = vec![0];
         want.extend_from_slice(&60_000i32.to_be_bytes());
         want.extend_from_slice(&[0xff; 10]);

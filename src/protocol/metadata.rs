@@ -1,8 +1,7 @@
 //! Metadata (key 3). v0 takes an empty topic list to mean "all
 //! topics"; from v1 a null list means all and an empty one none.
 
-use super::header::{METADATA, is_flexible};
-use super::{BROKER_MIN, BrokerInfo, Decode, DecodeResult, Encode, Reader, Writer, read_array};
+use super::{BROKER_MIN, BrokerInfo, Decode, DecodeResult, Encode, Out, Reader, read_array};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetadataRequest {
@@ -12,20 +11,20 @@ pub struct MetadataRequest {
     pub allow_auto_topic_creation: bool,
 }
 
-impl MetadataRequest {
-    pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(METADATA, version);
+impl Encode for MetadataRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         let topics = match (&self.topics, version) {
             (None, 0) => Some(&[][..]),
             (t, _) => t.as_deref(),
         };
-        out.put_len(flex, topics.map(<[String]>::len));
+        out.put_len(topics.map(<[String]>::len));
         for t in topics.unwrap_or_default() {
             if version >= 10 {
                 out.extend_from_slice(&[0; 16]); // topic_id: asked by name
             }
-            out.put_str(flex, t);
-            out.put_tags(flex);
+            out.put_str(t);
+            out.put_tags();
         }
         if version >= 4 {
             out.put_i8(i8::from(self.allow_auto_topic_creation));
@@ -36,10 +35,13 @@ impl MetadataRequest {
         if version >= 8 {
             out.put_i8(0); // include_topic_authorized_operations
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode_v(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for MetadataRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let topics = match r.nullable_array_len("topics", 2)? {
             None if version >= 1 => None,
             None => return Err(super::DecodeError::Invalid("topics")),
@@ -82,18 +84,6 @@ impl MetadataRequest {
     }
 }
 
-impl Encode for MetadataRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
-        self.encode_v(out, 0);
-    }
-}
-
-impl<'a> Decode<'a> for MetadataRequest {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Self::decode_v(r, 0)
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionMetadata {
     pub error_code: i16,
@@ -124,44 +114,46 @@ pub struct MetadataResponse {
     /// v1+: -1 when unknown.
     pub controller_id: i32,
     pub topics: Vec<TopicMetadata>,
+    /// v13+: an error for the whole answer (KIP-1102); gregor answers 0.
+    pub error_code: i16,
 }
 
 /// `topic_authorized_operations` when not asked for (v8+).
 const OPERATIONS_NOT_ASKED: i32 = i32::MIN;
 
-impl MetadataResponse {
-    pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(METADATA, version);
+impl Encode for MetadataResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         if version >= 3 {
             out.put_i32(0); // throttle_time_ms
         }
-        out.put_len(flex, Some(self.brokers.len()));
+        out.put_len(Some(self.brokers.len()));
         for b in &self.brokers {
             out.put_i32(b.id);
-            out.put_str(flex, &b.host);
+            out.put_str(&b.host);
             out.put_i32(b.port);
             if version >= 1 {
-                out.put_nstr(flex, None); // rack
+                out.put_nstr(None); // rack
             }
-            out.put_tags(flex);
+            out.put_tags();
         }
         if version >= 2 {
-            out.put_nstr(flex, self.cluster_id.as_deref());
+            out.put_nstr(self.cluster_id.as_deref());
         }
         if version >= 1 {
             out.put_i32(self.controller_id);
         }
-        out.put_len(flex, Some(self.topics.len()));
+        out.put_len(Some(self.topics.len()));
         for t in &self.topics {
             out.put_i16(t.error_code);
-            out.put_str(flex, &t.topic);
+            out.put_str(&t.topic);
             if version >= 10 {
                 out.extend_from_slice(&t.topic_id);
             }
             if version >= 1 {
                 out.put_i8(0); // is_internal: gregor keeps offsets in ZooKeeper, not a topic
             }
-            out.put_len(flex, Some(t.partitions.len()));
+            out.put_len(Some(t.partitions.len()));
             for p in &t.partitions {
                 out.put_i16(p.error_code);
                 out.put_i32(p.partition);
@@ -169,25 +161,31 @@ impl MetadataResponse {
                 if version >= 7 {
                     out.put_i32(p.leader_epoch);
                 }
-                put_ids(out, flex, &p.replicas);
-                put_ids(out, flex, &p.isr);
+                out.put_i32s(&p.replicas);
+                out.put_i32s(&p.isr);
                 if version >= 5 {
-                    put_ids(out, flex, &p.offline_replicas);
+                    out.put_i32s(&p.offline_replicas);
                 }
-                out.put_tags(flex);
+                out.put_tags();
             }
             if version >= 8 {
                 out.put_i32(OPERATIONS_NOT_ASKED);
             }
-            out.put_tags(flex);
+            out.put_tags();
         }
         if (8..=10).contains(&version) {
             out.put_i32(OPERATIONS_NOT_ASKED);
         }
-        out.put_tags(flex);
+        if version >= 13 {
+            out.put_i16(self.error_code);
+        }
+        out.put_tags();
     }
+}
 
-    pub fn decode_v(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for MetadataResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         if version >= 3 {
             r.i32("throttle_time_ms")?;
         }
@@ -264,39 +262,27 @@ impl MetadataResponse {
         if (8..=10).contains(&version) {
             r.i32("cluster_authorized_operations")?;
         }
+        let error_code = if version >= 13 {
+            r.i16("error_code")?
+        } else {
+            0
+        };
         r.tags()?;
         Ok(MetadataResponse {
             brokers,
             cluster_id,
             controller_id,
             topics,
+            error_code,
         })
-    }
-}
-
-fn put_ids(out: &mut Vec<u8>, flex: bool, ids: &[i32]) {
-    out.put_len(flex, Some(ids.len()));
-    for id in ids {
-        out.put_i32(*id);
-    }
-}
-
-impl Encode for MetadataResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
-        self.encode_v(out, 0);
-    }
-}
-
-impl<'a> Decode<'a> for MetadataResponse {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Self::decode_v(r, 0)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::round_trip_with;
+    use crate::protocol::header::*;
+    use crate::protocol::{decode_body, encode_body, round_trip_at};
 
     fn response(version: i16) -> MetadataResponse {
         MetadataResponse {
@@ -321,48 +307,35 @@ mod tests {
                     offline_replicas: if version >= 5 { vec![2] } else { Vec::new() },
                 }],
             }],
+            error_code: if version >= 13 { 56 } else { 0 },
         }
     }
 
     #[test]
     fn round_trips_at_every_version() {
-        for version in 0..=12 {
-            let flex = is_flexible(METADATA, version);
+        for version in 0..=13 {
             for topics in [None, Some(vec!["a".to_owned(), "bb".to_owned()])] {
                 let req = MetadataRequest {
                     topics,
                     allow_auto_topic_creation: true,
                 };
-                round_trip_with(
-                    &req,
-                    |v, o| v.encode_v(o, version),
-                    |r| {
-                        r.set_flexible(flex);
-                        MetadataRequest::decode_v(r, version)
-                    },
-                );
+                round_trip_at(&req, METADATA, version);
             }
-            round_trip_with(
-                &response(version),
-                |v, o| v.encode_v(o, version),
-                |r| {
-                    r.set_flexible(flex);
-                    MetadataResponse::decode_v(r, version)
-                },
-            );
+            round_trip_at(&response(version), METADATA, version);
         }
     }
 
     #[test]
     fn null_empty_and_all_topics() {
         let read = |bytes: &[u8], version| {
-            let mut r = Reader::new(bytes);
-            MetadataRequest::decode_v(&mut r, version).unwrap().topics
+            decode_body::<MetadataRequest>(bytes, METADATA, version)
+                .unwrap()
+                .topics
         };
         assert_eq!(read(&[0, 0, 0, 0], 0), None, "v0: empty is all");
         assert_eq!(read(&[0, 0, 0, 0], 1), Some(vec![]), "v1: empty is none");
         assert_eq!(read(&[0xff, 0xff, 0xff, 0xff], 1), None, "v1: null is all");
-        assert!(MetadataRequest::decode_v(&mut Reader::new(&[0xff; 4]), 0).is_err());
+        assert!(decode_body::<MetadataRequest>(&[0xff; 4], METADATA, 0).is_err());
     }
 
     #[test]
@@ -371,11 +344,11 @@ mod tests {
         // compact name "t", topic tags, allow_auto_topic_creation, include_cluster_authorized
         // _operations, include_topic_authorized_operations, top-level tags.
         let mut buf = Vec::new();
-        MetadataRequest {
+        let req = MetadataRequest {
             topics: Some(vec!["t".into()]),
             allow_auto_topic_creation: true,
-        }
-        .encode_v(&mut buf, 9);
+        };
+        encode_body(&req, &mut buf, METADATA, 9);
         assert_eq!(buf, [2, 2, b't', 0, 1, 0, 0, 0]);
     }
 }

@@ -2,8 +2,11 @@
 //! v0 client APIs and the controller commands.
 //!
 //! Pure encode/decode with no I/O. Decoders are bounded: a malformed frame is an `Err`, never a
-//! panic. Each request and response type implements `Encode` and `Decode` both ways, so the
-//! broker, gregor's own clients and the tests share one definition of each layout.
+//! panic. Every request and response body has one codec convention: it implements `Decode`
+//! (read from a `Reader`) and `Encode` (written to an `Out`), and both learn the version from
+//! the reader or writer, which the API table set to the right encoding — so a module states
+//! only its fields and the version each appears in. The broker, gregor's own clients and the
+//! tests share one definition of each layout.
 
 pub mod admin_configs;
 pub mod admin_describe;
@@ -33,21 +36,44 @@ mod topic_partition;
 
 pub use errors::ErrorCode;
 pub use file_slice::FileSlice;
-pub use primitives::{DecodeError, DecodeResult, Reader, Writer};
+pub use primitives::{DecodeError, DecodeResult, Out, Reader, Writer};
 pub use topic_partition::TopicPartition;
 
-/// A body that can be written to a frame.
+/// A body (or a part of one) written at the version, and in the encoding, `out` carries.
 pub trait Encode {
-    fn encode(&self, out: &mut Vec<u8>);
+    fn encode(&self, out: &mut Out<'_>);
 }
 
-/// A body that can be read from a frame.
+/// A body (or a part of one) read at the version, and in the encoding, `r` carries.
 pub trait Decode<'a>: Sized {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self>;
 }
 
-/// Decodes a whole body and insists nothing is left over.
-pub fn decode_all<'a, T: Decode<'a>>(buf: &'a [u8]) -> DecodeResult<T> {
+/// Appends the body of `api_key` at `version` to `buf`.
+pub fn encode_body<T: Encode + ?Sized>(body: &T, buf: &mut Vec<u8>, api_key: i16, version: i16) {
+    body.encode(&mut Out::body(buf, api_key, version));
+}
+
+/// Reads a whole body of `api_key` at `version` and insists nothing is left over.
+pub fn decode_body<'a, T: Decode<'a>>(
+    buf: &'a [u8],
+    api_key: i16,
+    version: i16,
+) -> DecodeResult<T> {
+    let mut r = Reader::body(buf, api_key, version);
+    let v = T::decode(&mut r)?;
+    r.finish()?;
+    Ok(v)
+}
+
+/// `encode_body` for bytes with a single classic layout: the spec's coordinator protocol, and
+/// what gregor keeps in ZooKeeper.
+pub fn encode_classic<T: Encode + ?Sized>(body: &T, buf: &mut Vec<u8>) {
+    body.encode(&mut Out::classic(buf));
+}
+
+/// `decode_body` for bytes with a single classic layout.
+pub fn decode_classic<'a, T: Decode<'a>>(buf: &'a [u8]) -> DecodeResult<T> {
     let mut r = Reader::new(buf);
     let v = T::decode(&mut r)?;
     r.finish()?;
@@ -67,39 +93,6 @@ pub(crate) fn read_array<'a, T>(
         v.push(f(r)?);
     }
     Ok(v)
-}
-
-/// Writes a slice as an ARRAY (COMPACT_ARRAY when `flex`) with `f` for each element.
-pub fn write_array_v<T>(
-    out: &mut Vec<u8>,
-    flex: bool,
-    items: &[T],
-    mut f: impl FnMut(&mut Vec<u8>, &T),
-) {
-    out.put_len(flex, Some(items.len()));
-    for it in items {
-        f(out, it);
-    }
-}
-
-/// Writes a slice as an ARRAY with `f` for each element.
-pub fn write_array<T>(out: &mut Vec<u8>, items: &[T], mut f: impl FnMut(&mut Vec<u8>, &T)) {
-    out.put_array_len(items.len());
-    for it in items {
-        f(out, it);
-    }
-}
-
-/// Writes Kafka's `[topic [partition …]]` nesting, with `f` for each partition entry.
-pub fn write_topics<T>(
-    out: &mut Vec<u8>,
-    topics: &[(String, Vec<T>)],
-    mut f: impl FnMut(&mut Vec<u8>, &T),
-) {
-    write_array(out, topics, |o, (t, parts)| {
-        o.put_string(t);
-        write_array(o, parts, &mut f);
-    });
 }
 
 /// Builds a response's `[topic [partition …]]` from a request's: `f` answers each partition
@@ -142,25 +135,6 @@ pub fn read_topics_n<'a, T>(
     Ok(topics)
 }
 
-/// `write_topics` in either encoding: compact names and counts and a tag buffer per topic when
-/// `flex` (`f` writes each partition's own).
-pub fn write_topics_v<T>(
-    out: &mut Vec<u8>,
-    flex: bool,
-    topics: &[(String, Vec<T>)],
-    mut f: impl FnMut(&mut Vec<u8>, &T),
-) {
-    out.put_len(flex, Some(topics.len()));
-    for (t, parts) in topics {
-        out.put_str(flex, t);
-        out.put_len(flex, Some(parts.len()));
-        for p in parts {
-            f(out, p);
-        }
-        out.put_tags(flex);
-    }
-}
-
 /// A broker as the protocol lists it (0.8's `kafka.cluster.Broker`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerInfo {
@@ -170,9 +144,9 @@ pub struct BrokerInfo {
 }
 
 impl Encode for BrokerInfo {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Out<'_>) {
         out.put_i32(self.id);
-        out.put_string(&self.host);
+        out.put_str(&self.host);
         out.put_i32(self.port);
     }
 }
@@ -219,43 +193,32 @@ impl BrokerEndPoints {
 /// Smallest encoded `BrokerInfo`: id, empty host, port.
 pub(crate) const BROKER_MIN: usize = 10;
 
+/// Encodes `v` as a body of `api_key` at `version`, decodes it back, compares, and checks that
+/// every strict prefix fails cleanly rather than panicking or succeeding.
 #[cfg(test)]
-pub(crate) fn round_trip<T>(v: &T) -> T
+pub(crate) fn round_trip_at<T>(v: &T, api_key: i16, version: i16) -> T
 where
     T: Encode + for<'a> Decode<'a> + PartialEq + std::fmt::Debug,
 {
     let mut buf = Vec::new();
-    v.encode(&mut buf);
-    let back: T = decode_all(&buf).expect("decodes what it encoded");
-    assert_eq!(&back, v);
-    // Every strict prefix must fail cleanly rather than panic or succeed.
+    encode_body(v, &mut buf, api_key, version);
+    let back: T = decode_body(&buf, api_key, version).expect("decodes what it encoded");
+    assert_eq!(&back, v, "{api_key} v{version}");
     for cut in 0..buf.len() {
         assert!(
-            decode_all::<T>(&buf[..cut]).is_err(),
-            "prefix {cut} decoded"
+            decode_body::<T>(&buf[..cut], api_key, version).is_err(),
+            "{api_key} v{version}: prefix {cut} decoded"
         );
     }
     back
 }
 
-/// `round_trip` for a versioned layout: encodes with `enc`, decodes with `dec`, compares, and
-/// checks that every strict prefix fails cleanly.
+/// `round_trip_at` for a body whose layout has one version (0.8's inter-broker requests, the
+/// spec's coordinator protocol).
 #[cfg(test)]
-pub(crate) fn round_trip_with<T: PartialEq + std::fmt::Debug>(
-    v: &T,
-    enc: impl Fn(&T, &mut Vec<u8>),
-    dec: impl Fn(&mut Reader<'_>) -> DecodeResult<T>,
-) {
-    let mut buf = Vec::new();
-    enc(v, &mut buf);
-    let mut r = Reader::new(&buf);
-    assert_eq!(&dec(&mut r).unwrap(), v);
-    r.finish().unwrap();
-    for cut in 0..buf.len() {
-        let mut r = Reader::new(&buf[..cut]);
-        assert!(
-            dec(&mut r).and_then(|_| r.finish()).is_err(),
-            "prefix {cut}"
-        );
-    }
+pub(crate) fn round_trip<T>(v: &T) -> T
+where
+    T: Encode + for<'a> Decode<'a> + PartialEq + std::fmt::Debug,
+{
+    round_trip_at(v, -1, 0)
 }

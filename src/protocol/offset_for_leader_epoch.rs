@@ -3,8 +3,7 @@
 //! `replica_id`); consumers ask it to check that the log they read was not cut. The oldest
 //! version served is the oldest Kafka 4 serves.
 
-use super::header::{OFFSET_FOR_LEADER_EPOCH, is_flexible};
-use super::{DecodeResult, Reader, Writer, read_topics, write_topics_v};
+use super::{Decode, DecodeResult, Encode, Out, Reader, read_topics};
 
 /// The version our replica fetchers send: the first to carry `replica_id`.
 pub const CLIENT_VERSION: i16 = 3;
@@ -25,8 +24,9 @@ pub struct OffsetForLeaderEpochRequest {
     pub topics: Vec<(String, Vec<EpochQuery>)>,
 }
 
-impl OffsetForLeaderEpochRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for OffsetForLeaderEpochRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let replica_id = if version >= 3 {
             r.i32("replica_id")?
         } else {
@@ -44,19 +44,21 @@ impl OffsetForLeaderEpochRequest {
         r.tags()?;
         Ok(OffsetForLeaderEpochRequest { replica_id, topics })
     }
+}
 
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(OFFSET_FOR_LEADER_EPOCH, version);
+impl Encode for OffsetForLeaderEpochRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         if version >= 3 {
             out.put_i32(self.replica_id);
         }
-        write_topics_v(out, flex, &self.topics, |o, q| {
+        out.put_topics(&self.topics, |o, q| {
             o.put_i32(q.partition);
             o.put_i32(q.current_leader_epoch);
             o.put_i32(q.leader_epoch);
-            o.put_tags(flex);
+            o.put_tags();
         });
-        out.put_tags(flex);
+        out.put_tags();
     }
 }
 
@@ -70,38 +72,49 @@ pub struct EpochEndOffset {
     pub end_offset: i64,
 }
 
-pub fn encode_response(out: &mut Vec<u8>, topics: &[(String, Vec<EpochEndOffset>)], version: i16) {
-    let flex = is_flexible(OFFSET_FOR_LEADER_EPOCH, version);
-    out.put_i32(0);
-    write_topics_v(out, flex, topics, |o, p| {
-        o.put_i16(p.error_code);
-        o.put_i32(p.partition);
-        o.put_i32(p.leader_epoch);
-        o.put_i64(p.end_offset);
-        o.put_tags(flex);
-    });
-    out.put_tags(flex);
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetForLeaderEpochResponse {
+    pub topics: Vec<(String, Vec<EpochEndOffset>)>,
 }
 
-pub fn decode_response(r: &mut Reader<'_>) -> DecodeResult<Vec<(String, Vec<EpochEndOffset>)>> {
-    r.i32("throttle_time_ms")?;
-    let topics = read_topics(r, 18, |r| {
-        let p = EpochEndOffset {
-            error_code: r.i16("error_code")?,
-            partition: r.i32("partition")?,
-            leader_epoch: r.i32("leader_epoch")?,
-            end_offset: r.i64("end_offset")?,
-        };
+impl Encode for OffsetForLeaderEpochResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let topics = &self.topics;
+        out.put_i32(0);
+        out.put_topics(topics, |o, p| {
+            o.put_i16(p.error_code);
+            o.put_i32(p.partition);
+            o.put_i32(p.leader_epoch);
+            o.put_i64(p.end_offset);
+            o.put_tags();
+        });
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for OffsetForLeaderEpochResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        r.i32("throttle_time_ms")?;
+        let topics = read_topics(r, 18, |r| {
+            let p = EpochEndOffset {
+                error_code: r.i16("error_code")?,
+                partition: r.i32("partition")?,
+                leader_epoch: r.i32("leader_epoch")?,
+                end_offset: r.i64("end_offset")?,
+            };
+            r.tags()?;
+            Ok(p)
+        })?;
         r.tags()?;
-        Ok(p)
-    })?;
-    r.tags()?;
-    Ok(topics)
+        Ok(OffsetForLeaderEpochResponse { topics })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::header::*;
+    use crate::protocol::{decode_body, encode_body, round_trip_at};
 
     #[test]
     fn requests_and_responses_round_trip_at_every_version() {
@@ -127,17 +140,17 @@ mod tests {
         )];
         for v in 2..=4 {
             let mut b = Vec::new();
-            req.encode(&mut b, v);
-            let mut r = Reader::new(&b);
-            r.set_flexible(is_flexible(OFFSET_FOR_LEADER_EPOCH, v));
-            let back = OffsetForLeaderEpochRequest::decode(&mut r, v).unwrap();
+            encode_body(&req, &mut b, OFFSET_FOR_LEADER_EPOCH, v);
+            let back: OffsetForLeaderEpochRequest =
+                decode_body(&b, OFFSET_FOR_LEADER_EPOCH, v).unwrap();
             assert_eq!(back.topics, req.topics, "v{v}");
             assert_eq!(back.replica_id, if v >= 3 { 2 } else { -2 });
-            let mut o = Vec::new();
-            encode_response(&mut o, &resp, v);
-            let mut r = Reader::new(&o);
-            r.set_flexible(is_flexible(OFFSET_FOR_LEADER_EPOCH, v));
-            assert_eq!(decode_response(&mut r).unwrap(), resp, "v{v}");
+            let topics = resp.clone();
+            round_trip_at(
+                &OffsetForLeaderEpochResponse { topics },
+                OFFSET_FOR_LEADER_EPOCH,
+                v,
+            );
         }
     }
 }

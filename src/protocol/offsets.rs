@@ -2,10 +2,7 @@
 //! time, newest first (0.8's segment-granular rule); v1+ with the one offset of the first
 //! message at or after a timestamp, found through the time index.
 
-use super::header::{LIST_OFFSETS, is_flexible};
-use super::{
-    Decode, DecodeResult, Encode, Reader, Writer, read_array, read_topics, write_topics_v,
-};
+use super::{Decode, DecodeResult, Encode, Out, Reader, read_array, read_topics};
 
 /// `time` asking for the log end offset (the high watermark for a consumer).
 pub const LATEST_TIME: i64 = -1;
@@ -30,14 +27,14 @@ pub struct ListOffsetsRequest {
     pub topics: Vec<(String, Vec<OffsetsPartition>)>,
 }
 
-impl ListOffsetsRequest {
-    pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(LIST_OFFSETS, version);
+impl Encode for ListOffsetsRequest {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         out.put_i32(self.replica_id);
         if version >= 2 {
             out.put_i8(0); // isolation_level: read uncommitted
         }
-        write_topics_v(out, flex, &self.topics, |o, p| {
+        out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             if version >= 4 {
                 o.put_i32(p.current_leader_epoch);
@@ -46,12 +43,15 @@ impl ListOffsetsRequest {
             if version == 0 {
                 o.put_i32(p.max_num_offsets);
             }
-            o.put_tags(flex);
+            o.put_tags();
         });
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode_v(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for ListOffsetsRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let replica_id = r.i32("replica_id")?;
         if version >= 2 {
             // Without transactions read_committed and read_uncommitted see the same offsets.
@@ -83,18 +83,6 @@ impl ListOffsetsRequest {
     }
 }
 
-impl Encode for ListOffsetsRequest {
-    fn encode(&self, out: &mut Vec<u8>) {
-        self.encode_v(out, 0);
-    }
-}
-
-impl<'a> Decode<'a> for ListOffsetsRequest {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Self::decode_v(r, 0)
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetsPartitionResponse {
     pub partition: i32,
@@ -114,17 +102,17 @@ pub struct ListOffsetsResponse {
     pub topics: Vec<(String, Vec<OffsetsPartitionResponse>)>,
 }
 
-impl ListOffsetsResponse {
-    pub fn encode_v(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(LIST_OFFSETS, version);
+impl Encode for ListOffsetsResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
         if version >= 2 {
             out.put_i32(0); // throttle_time_ms
         }
-        write_topics_v(out, flex, &self.topics, |o, p| {
+        out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i16(p.error_code);
             if version == 0 {
-                o.put_len(false, Some(p.offsets.len()));
+                o.put_len(Some(p.offsets.len()));
                 for x in &p.offsets {
                     o.put_i64(*x);
                 }
@@ -135,12 +123,15 @@ impl ListOffsetsResponse {
             if version >= 4 {
                 o.put_i32(p.leader_epoch);
             }
-            o.put_tags(flex);
+            o.put_tags();
         });
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode_v(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for ListOffsetsResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         if version >= 2 {
             r.i32("throttle_time_ms")?;
         }
@@ -174,27 +165,15 @@ impl ListOffsetsResponse {
     }
 }
 
-impl Encode for ListOffsetsResponse {
-    fn encode(&self, out: &mut Vec<u8>) {
-        self.encode_v(out, 0);
-    }
-}
-
-impl<'a> Decode<'a> for ListOffsetsResponse {
-    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        Self::decode_v(r, 0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::round_trip_with;
+    use crate::protocol::header::*;
+    use crate::protocol::{encode_body, round_trip_at};
 
     #[test]
     fn round_trips_at_every_version() {
         for version in 0..=7 {
-            let flex = is_flexible(LIST_OFFSETS, version);
             let req = ListOffsetsRequest {
                 replica_id: -1,
                 topics: vec![(
@@ -211,14 +190,7 @@ mod tests {
                     }],
                 )],
             };
-            round_trip_with(
-                &req,
-                |v, o| v.encode_v(o, version),
-                |r| {
-                    r.set_flexible(flex);
-                    ListOffsetsRequest::decode_v(r, version)
-                },
-            );
+            round_trip_at(&req, LIST_OFFSETS, version);
             let v0 = version == 0;
             let resp = ListOffsetsResponse {
                 topics: vec![(
@@ -233,14 +205,7 @@ mod tests {
                     }],
                 )],
             };
-            round_trip_with(
-                &resp,
-                |v, o| v.encode_v(o, version),
-                |r| {
-                    r.set_flexible(flex);
-                    ListOffsetsResponse::decode_v(r, version)
-                },
-            );
+            round_trip_at(&resp, LIST_OFFSETS, version);
         }
     }
 
@@ -262,7 +227,7 @@ mod tests {
             )],
         };
         let mut buf = Vec::new();
-        req.encode_v(&mut buf, 6);
+        encode_body(&req, &mut buf, LIST_OFFSETS, 6);
         let mut want = vec![0xff, 0xff, 0xff, 0xff, 0, 2, 2, b't', 2, 0, 0, 0, 3];
         want.extend_from_slice(&[0xff; 4]);
         want.extend_from_slice(&[0xff; 8]);

@@ -1,10 +1,12 @@
 //! Big-endian primitives of the Kafka wire format, read from a borrowed buffer.
 //!
-//! A `Reader` is either classic or *flexible* (KIP-482, the request bodies of flexible
-//! versions): a flexible reader reads STRING, BYTES and ARRAY lengths as unsigned varints
-//! holding length + 1 (0 is null), and `tags` reads a tagged-field buffer where a classic
-//! reader reads nothing. Decoders are written once per API and call the same methods in both
-//! modes, so a layout reads like its schema. Writers take the mode as an argument (`flex`).
+//! A `Reader` and an `Out` carry the version of the body they read or write, and whether that
+//! version is *flexible* (KIP-482), both set once from the API table (`header::SUPPORTED_APIS`)
+//! for the frame's api key and version. A flexible reader reads STRING, BYTES and ARRAY
+//! lengths as unsigned varints holding length + 1 (0 is null), and `tags` reads a tagged-field
+//! buffer where a classic reader reads nothing; `Out` writes them the same way. A codec is
+//! written once per API, asks `version()` where a field comes or goes, and calls the same
+//! methods in both encodings, so a layout reads like its schema.
 //!
 //! Every read checks the bytes present first, so a truncated or inconsistent frame becomes a
 //! `DecodeError` and never a panic or an out-of-bounds slice. Array counts are checked against
@@ -44,6 +46,8 @@ pub type DecodeResult<T> = Result<T, DecodeError>;
 pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    api_key: i16,
+    version: i16,
     flexible: bool,
 }
 
@@ -51,27 +55,43 @@ pub struct Reader<'a> {
 const MAX_TAGS: usize = 64;
 
 impl<'a> Reader<'a> {
+    /// A reader of classic bytes at version 0: headers, message sets, 0.8 layouts.
     pub fn new(buf: &'a [u8]) -> Self {
         Reader {
             buf,
             pos: 0,
+            api_key: -1,
+            version: 0,
             flexible: false,
         }
     }
 
-    /// A reader of a request's body that starts at `body_at` of the whole frame, so positions
-    /// and regions it gives are the frame's (Produce's record sets, modified in place).
-    pub fn body_of(frame: &'a [u8], body_at: usize, flexible: bool) -> Self {
+    /// A reader of a body of `api_key` at `version`, in the encoding the API table gives it.
+    pub fn body(buf: &'a [u8], api_key: i16, version: i16) -> Self {
         Reader {
-            buf: frame,
-            pos: body_at.min(frame.len()),
-            flexible,
+            buf,
+            pos: 0,
+            api_key,
+            version,
+            flexible: super::header::is_flexible(api_key, version),
         }
     }
 
-    /// Switches between the classic and the flexible encoding (a body of a flexible version).
-    pub fn set_flexible(&mut self, on: bool) {
+    /// Switches to the flexible encoding: the tag buffer of a flexible header, read before the
+    /// reader knows the body's version.
+    pub(crate) fn set_flexible(&mut self, on: bool) {
         self.flexible = on;
+    }
+
+    /// The api key whose body is being read (-1 for classic bytes): the one layout shared by
+    /// two APIs, AlterConfigs and IncrementalAlterConfigs, tells them apart by it.
+    pub fn api_key(&self) -> i16 {
+        self.api_key
+    }
+
+    /// The version of the body being read.
+    pub fn version(&self) -> i16 {
+        self.version
     }
 
     pub fn is_flexible(&self) -> bool {
@@ -280,8 +300,9 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Appends big-endian values to a response buffer. Writing into a `Vec` cannot fail, so these
-/// are infallible.
+/// Appends big-endian values to a buffer: the classic primitives of headers, message sets and
+/// record batches (request and response bodies go through `Out`). Writing into a `Vec`
+/// cannot fail, so these are infallible.
 pub trait Writer {
     fn put_i8(&mut self, v: i8);
     fn put_i16(&mut self, v: i16);
@@ -290,8 +311,6 @@ pub trait Writer {
     fn put_string(&mut self, s: &str);
     fn put_nullable_string(&mut self, s: Option<&str>);
     fn put_nullable_bytes(&mut self, b: Option<&[u8]>);
-    fn put_array_len(&mut self, n: usize);
-    fn put_i32_array(&mut self, v: &[i32]);
     /// Reserves an int32 to be filled by `patch_size`; returns its position.
     fn reserve_size(&mut self) -> usize;
     /// Writes the number of bytes after the int32 at `at` into it.
@@ -299,16 +318,6 @@ pub trait Writer {
     fn put_uvarint(&mut self, v: u32);
     fn put_varint(&mut self, v: i32);
     fn put_varlong(&mut self, v: i64);
-    /// STRING, or COMPACT_STRING when `flex`.
-    fn put_str(&mut self, flex: bool, s: &str);
-    /// NULLABLE_STRING, or COMPACT_NULLABLE_STRING when `flex`.
-    fn put_nstr(&mut self, flex: bool, s: Option<&str>);
-    /// An ARRAY count, or a COMPACT_ARRAY one (n + 1) when `flex`; `None` is null.
-    fn put_len(&mut self, flex: bool, n: Option<usize>);
-    /// BYTES (nullable), or COMPACT_BYTES when `flex`.
-    fn put_bytes(&mut self, flex: bool, b: Option<&[u8]>);
-    /// An empty tagged-field buffer when `flex`; nothing otherwise.
-    fn put_tags(&mut self, flex: bool);
     /// Inserts at `at` the COMPACT length prefix of the `len` bytes written after it (a
     /// flexible fetch's records, whose size is known once they are read).
     fn insert_compact_len(&mut self, at: usize);
@@ -348,15 +357,6 @@ impl Writer for Vec<u8> {
             None => self.put_i32(-1),
         }
     }
-    fn put_array_len(&mut self, n: usize) {
-        self.put_i32(n as i32);
-    }
-    fn put_i32_array(&mut self, v: &[i32]) {
-        self.put_array_len(v.len());
-        for x in v {
-            self.put_i32(*x);
-        }
-    }
     fn reserve_size(&mut self) -> usize {
         let at = self.len();
         self.put_i32(0);
@@ -384,44 +384,181 @@ impl Writer for Vec<u8> {
         }
         self.push(u as u8);
     }
-    fn put_str(&mut self, flex: bool, s: &str) {
-        self.put_nstr(flex, Some(s));
-    }
-    fn put_nstr(&mut self, flex: bool, s: Option<&str>) {
-        match (flex, s) {
-            (false, s) => self.put_nullable_string(s),
-            (true, None) => self.put_uvarint(0),
-            (true, Some(s)) => {
-                self.put_uvarint(s.len() as u32 + 1);
-                self.extend_from_slice(s.as_bytes());
-            }
-        }
-    }
-    fn put_len(&mut self, flex: bool, n: Option<usize>) {
-        match (flex, n) {
-            (false, n) => self.put_i32(n.map_or(-1, |n| n as i32)),
-            (true, n) => self.put_uvarint(n.map_or(0, |n| n as u32 + 1)),
-        }
-    }
-    fn put_bytes(&mut self, flex: bool, b: Option<&[u8]>) {
-        match (flex, b) {
-            (false, b) => self.put_nullable_bytes(b),
-            (true, None) => self.put_uvarint(0),
-            (true, Some(b)) => {
-                self.put_uvarint(b.len() as u32 + 1);
-                self.extend_from_slice(b);
-            }
-        }
-    }
-    fn put_tags(&mut self, flex: bool) {
-        if flex {
-            self.push(0);
-        }
-    }
     fn insert_compact_len(&mut self, at: usize) {
         let mut prefix = Vec::with_capacity(5);
         prefix.put_uvarint((self.len() - at) as u32 + 1);
         self.splice(at..at, prefix);
+    }
+}
+
+/// A body being written at one version, in the encoding the API table gives that version:
+/// the writing half of `Reader`. Numbers are written as they are in both encodings; strings,
+/// byte arrays, array counts and tag buffers in the classic or the compact form. The buffer is a `Vec<u8>`, or
+/// the broker's `Response` when a Fetch answer splices file slices in between.
+pub struct Out<'o, B: AsMut<Vec<u8>> + ?Sized = Vec<u8>> {
+    buf: &'o mut B,
+    version: i16,
+    flexible: bool,
+}
+
+impl<'o, B: AsMut<Vec<u8>> + ?Sized> Out<'o, B> {
+    /// A writer of a body of `api_key` at `version`, appending to `buf`.
+    pub fn body(buf: &'o mut B, api_key: i16, version: i16) -> Self {
+        Out {
+            buf,
+            version,
+            flexible: super::header::is_flexible(api_key, version),
+        }
+    }
+
+    /// A writer of classic bytes at version 0 (0.8 layouts, the spec's coordinator protocol).
+    pub fn classic(buf: &'o mut B) -> Self {
+        Out {
+            buf,
+            version: 0,
+            flexible: false,
+        }
+    }
+
+    /// The version of the body being written.
+    pub fn version(&self) -> i16 {
+        self.version
+    }
+
+    pub fn is_flexible(&self) -> bool {
+        self.flexible
+    }
+
+    /// The bytes written so far, for numbers and raw bytes.
+    pub fn bytes(&mut self) -> &mut Vec<u8> {
+        self.buf.as_mut()
+    }
+
+    pub fn put_i8(&mut self, v: i8) {
+        self.bytes().put_i8(v);
+    }
+
+    pub fn put_i16(&mut self, v: i16) {
+        self.bytes().put_i16(v);
+    }
+
+    pub fn put_i32(&mut self, v: i32) {
+        self.bytes().put_i32(v);
+    }
+
+    pub fn put_i64(&mut self, v: i64) {
+        self.bytes().put_i64(v);
+    }
+
+    /// Raw bytes: a UUID, a record set.
+    pub fn extend_from_slice(&mut self, b: &[u8]) {
+        self.bytes().extend_from_slice(b);
+    }
+
+    /// STRING, or COMPACT_STRING.
+    pub fn put_str(&mut self, s: &str) {
+        self.put_nstr(Some(s));
+    }
+
+    /// NULLABLE_STRING, or COMPACT_NULLABLE_STRING.
+    pub fn put_nstr(&mut self, s: Option<&str>) {
+        let flexible = self.flexible;
+        let buf = self.bytes();
+        match (flexible, s) {
+            (false, s) => buf.put_nullable_string(s),
+            (true, None) => buf.put_uvarint(0),
+            (true, Some(s)) => {
+                buf.put_uvarint(s.len() as u32 + 1);
+                buf.extend_from_slice(s.as_bytes());
+            }
+        }
+    }
+
+    /// An ARRAY count, or a COMPACT_ARRAY one (n + 1); `None` is null.
+    pub fn put_len(&mut self, n: Option<usize>) {
+        let flexible = self.flexible;
+        let buf = self.bytes();
+        match (flexible, n) {
+            (false, n) => buf.put_i32(n.map_or(-1, |n| n as i32)),
+            (true, n) => buf.put_uvarint(n.map_or(0, |n| n as u32 + 1)),
+        }
+    }
+
+    /// BYTES (nullable), or COMPACT_BYTES.
+    pub fn put_bytes(&mut self, b: Option<&[u8]>) {
+        let flexible = self.flexible;
+        let buf = self.bytes();
+        match (flexible, b) {
+            (false, b) => buf.put_nullable_bytes(b),
+            (true, None) => buf.put_uvarint(0),
+            (true, Some(b)) => {
+                buf.put_uvarint(b.len() as u32 + 1);
+                buf.extend_from_slice(b);
+            }
+        }
+    }
+
+    /// An empty tagged-field buffer in the flexible encoding; nothing in the classic one.
+    pub fn put_tags(&mut self) {
+        if self.flexible {
+            self.bytes().push(0);
+        }
+    }
+
+    /// An ARRAY of INT32 (broker ids, partitions).
+    pub fn put_i32s(&mut self, v: &[i32]) {
+        self.put_len(Some(v.len()));
+        for x in v {
+            self.bytes().put_i32(*x);
+        }
+    }
+
+    /// An ARRAY of STRING.
+    pub fn put_strs(&mut self, v: &[String]) {
+        self.put_len(Some(v.len()));
+        for s in v {
+            self.put_str(s);
+        }
+    }
+
+    /// An ARRAY written with `f` for each element.
+    pub fn put_array<T>(&mut self, items: &[T], mut f: impl FnMut(&mut Self, &T)) {
+        self.put_len(Some(items.len()));
+        for it in items {
+            f(self, it);
+        }
+    }
+
+    /// Kafka's `[topic [partition …]]` nesting, with `f` for each partition entry; in the
+    /// flexible encoding each topic entry ends with its tag buffer (`f` writes the
+    /// partitions' own).
+    pub fn put_topics<T>(&mut self, topics: &[(String, Vec<T>)], mut f: impl FnMut(&mut Self, &T)) {
+        self.put_len(Some(topics.len()));
+        for (t, parts) in topics {
+            self.put_str(t);
+            self.put_array(parts, &mut f);
+            self.put_tags();
+        }
+    }
+}
+
+impl Out<'_> {
+    /// Writes a nested part of the body (a struct that is a field of it) at this version.
+    pub fn put<T: super::Encode + ?Sized>(&mut self, part: &T) {
+        part.encode(self);
+    }
+}
+
+impl<B: AsMut<Vec<u8>> + ?Sized> std::ops::Deref for Out<'_, B> {
+    type Target = B;
+    fn deref(&self) -> &B {
+        self.buf
+    }
+}
+
+impl<B: AsMut<Vec<u8>> + ?Sized> std::ops::DerefMut for Out<'_, B> {
+    fn deref_mut(&mut self) -> &mut B {
+        self.buf
     }
 }
 
@@ -478,10 +615,11 @@ mod tests {
     #[test]
     fn compact_types_and_tags() {
         let mut b = Vec::new();
-        b.put_str(true, "abc");
-        b.put_nstr(true, None);
-        b.put_len(true, Some(2));
-        b.put_bytes(true, Some(b"xy"));
+        let mut o = Out::body(&mut b, super::super::header::METADATA, 12);
+        o.put_str("abc");
+        o.put_nstr(None);
+        o.put_len(Some(2));
+        o.put_bytes(Some(b"xy"));
         // A tag buffer with one unknown tag (7) of two bytes, which is skipped.
         b.extend_from_slice(&[1, 7, 2, 0xaa, 0xbb]);
         assert_eq!(b[..4], [4, b'a', b'b', b'c']);

@@ -5,10 +5,9 @@
 //! later carry format v2 batches, earlier versions magic 0/1 message sets (the broker checks
 //! which, `handle_produce`).
 
-use super::header::{PRODUCE, is_flexible};
 use std::ops::Range;
 
-use super::{DecodeResult, Reader, Writer, read_topics, write_topics_v};
+use super::{Decode, DecodeResult, Encode, Out, Reader, read_topics};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducePartition {
@@ -26,8 +25,9 @@ pub struct ProduceRequest {
     pub topics: Vec<(String, Vec<ProducePartition>)>,
 }
 
-impl ProduceRequest {
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for ProduceRequest {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let transactional_id = if version >= 3 {
             r.nullable_string("transactional_id")?.map(str::to_owned)
         } else {
@@ -56,32 +56,35 @@ impl ProduceRequest {
 /// A topic's partitions with their record sets, as a client sends them.
 pub type TopicSets<'a> = (&'a str, Vec<(i32, &'a [u8])>);
 
-/// Writes a produce request body at `version` from borrowed record sets (the client side).
-pub fn encode_request(
-    out: &mut Vec<u8>,
-    version: i16,
-    acks: i16,
-    timeout_ms: i32,
-    topics: &[TopicSets<'_>],
-) {
-    let flex = is_flexible(PRODUCE, version);
-    if version >= 3 {
-        out.put_nstr(flex, None);
-    }
-    out.put_i16(acks);
-    out.put_i32(timeout_ms);
-    out.put_len(flex, Some(topics.len()));
-    for (t, parts) in topics {
-        out.put_str(flex, t);
-        out.put_len(flex, Some(parts.len()));
-        for (p, set) in parts {
-            out.put_i32(*p);
-            out.put_bytes(flex, Some(set));
-            out.put_tags(flex);
+/// A produce request as a client writes it, from borrowed record sets: the broker's side
+/// reads a `ProduceRequest`, whose sets stay in the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProduceSets<'a> {
+    pub acks: i16,
+    pub timeout_ms: i32,
+    pub topics: &'a [TopicSets<'a>],
+}
+
+impl Encode for ProduceSets<'_> {
+    fn encode(&self, out: &mut Out<'_>) {
+        if out.version() >= 3 {
+            out.put_nstr(None); // transactional_id
         }
-        out.put_tags(flex);
+        out.put_i16(self.acks);
+        out.put_i32(self.timeout_ms);
+        out.put_len(Some(self.topics.len()));
+        for (t, parts) in self.topics {
+            out.put_str(t);
+            out.put_len(Some(parts.len()));
+            for (p, set) in parts {
+                out.put_i32(*p);
+                out.put_bytes(Some(set));
+                out.put_tags();
+            }
+            out.put_tags();
+        }
+        out.put_tags();
     }
-    out.put_tags(flex);
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,10 +106,10 @@ pub struct ProduceResponse {
     pub topics: Vec<(String, Vec<ProducePartitionResponse>)>,
 }
 
-impl ProduceResponse {
-    pub fn encode(&self, out: &mut Vec<u8>, version: i16) {
-        let flex = is_flexible(PRODUCE, version);
-        write_topics_v(out, flex, &self.topics, |o, p| {
+impl Encode for ProduceResponse {
+    fn encode(&self, out: &mut Out<'_>) {
+        let version = out.version();
+        out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i16(p.error_code);
             o.put_i64(p.base_offset);
@@ -117,18 +120,21 @@ impl ProduceResponse {
                 o.put_i64(p.log_start_offset);
             }
             if version >= 8 {
-                o.put_len(flex, Some(0)); // record_errors: none singled out
-                o.put_nstr(flex, p.error_message.as_deref());
+                o.put_len(Some(0)); // record_errors: none singled out
+                o.put_nstr(p.error_message.as_deref());
             }
-            o.put_tags(flex);
+            o.put_tags();
         });
         if version >= 1 {
             out.put_i32(0); // throttle_time_ms: gregor does not throttle
         }
-        out.put_tags(flex);
+        out.put_tags();
     }
+}
 
-    pub fn decode(r: &mut Reader<'_>, version: i16) -> DecodeResult<Self> {
+impl<'a> Decode<'a> for ProduceResponse {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let version = r.version();
         let topics = read_topics(r, 14, |r| {
             let partition = r.i32("partition")?;
             let error_code = r.i16("error_code")?;
@@ -174,18 +180,20 @@ impl ProduceResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::round_trip_with;
+    use crate::protocol::header::*;
+    use crate::protocol::{decode_body, encode_body, round_trip_at};
 
     #[test]
     fn request_records_set_ranges_at_every_version() {
         for version in 0..=9 {
             let mut buf = Vec::new();
-            encode_request(&mut buf, version, -1, 500, &[("t", vec![(3, &b"xyz"[..])])]);
-            let dec = |buf: &[u8]| {
-                let mut r = Reader::new(buf);
-                r.set_flexible(is_flexible(PRODUCE, version));
-                ProduceRequest::decode(&mut r, version).and_then(|q| r.finish().map(|_| q))
+            let sets = ProduceSets {
+                acks: -1,
+                timeout_ms: 500,
+                topics: &[("t", vec![(3, &b"xyz"[..])])],
             };
+            encode_body(&sets, &mut buf, PRODUCE, version);
+            let dec = |buf: &[u8]| decode_body::<ProduceRequest>(buf, PRODUCE, version);
             let req = dec(&buf).unwrap();
             assert_eq!((req.acks, req.transactional_id.as_deref()), (-1, None));
             let p = &req.topics[0].1[0];
@@ -212,14 +220,7 @@ mod tests {
                     }],
                 )],
             };
-            round_trip_with(
-                &resp,
-                |v, o| v.encode(o, version),
-                |r| {
-                    r.set_flexible(is_flexible(PRODUCE, version));
-                    ProduceResponse::decode(r, version)
-                },
-            );
+            round_trip_at(&resp, PRODUCE, version);
         }
     }
 
@@ -243,7 +244,7 @@ mod tests {
             )],
         };
         let mut buf = Vec::new();
-        resp.encode(&mut buf, 9);
+        encode_body(&resp, &mut buf, PRODUCE, 9);
         let mut want = vec![2, 2, b't', 2, 0, 0, 0, 0, 0, 0];
         want.extend_from_slice(&5i64.to_be_bytes());
         want.extend_from_slice(&(-1i64).to_be_bytes());

@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use gregor::protocol::ErrorCode;
-use gregor::protocol::produce::{ProduceResponse, encode_request};
+use gregor::protocol::produce::{ProduceResponse, ProduceSets};
 use gregor::zk::ZkClient;
 use gregor::zk::paths::{self, CONTROLLER, COORDINATOR, ElectedBroker};
 
@@ -485,18 +485,14 @@ pub fn try_produce(
         .map_err(|e| e.to_string())?;
     let mut c = Client { chan };
     let set = crate::common::message_set(values);
-    let body = |b: &mut Vec<u8>| {
-        encode_request(
-            b,
-            0,
-            acks,
-            timeout.as_millis() as i32 / 2,
-            &[(topic, vec![(p, &set[..])])],
-        )
+    let body = ProduceSets {
+        acks,
+        timeout_ms: timeout.as_millis() as i32 / 2,
+        topics: &[(topic, vec![(p, &set[..])])],
     };
     let resp = c
         .chan
-        .call(0, 0, &body, |r| ProduceResponse::decode(r, 0))
+        .send::<ProduceResponse>(0, 0, &body)
         .map_err(|e| e.to_string())?;
     let part = &resp.topics[0].1[0];
     Ok((part.error_code, part.base_offset))

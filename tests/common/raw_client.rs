@@ -1,13 +1,13 @@
 //! A raw Kafka-protocol client over `BlockingChannel`, and the bodies tests send with it.
 
 use gregor::network::BlockingChannel;
-use gregor::protocol::BrokerInfo;
 use gregor::protocol::controller::*;
 use gregor::protocol::fetch::{self, *};
 use gregor::protocol::message;
 use gregor::protocol::metadata::*;
 use gregor::protocol::offsets::*;
 use gregor::protocol::produce::*;
+use gregor::protocol::{BrokerInfo, encode_body};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -98,9 +98,7 @@ pub fn init_producer(
         producer_epoch: epoch,
     };
     c.chan
-        .call(22, version, &|b| req.encode(b, version), |r| {
-            InitProducerIdResponse::decode(r, version)
-        })
+        .send::<InitProducerIdResponse>(22, version, &req)
         .unwrap()
 }
 
@@ -130,13 +128,13 @@ impl Client {
     /// The error code of an empty acks=1 produce, `None` on a network failure: "does this broker
     /// lead the partition and serve?"
     pub fn try_produce_empty(&mut self, topic: &str, partition: i32) -> Option<i16> {
-        let body = |b: &mut Vec<u8>| {
-            encode_request(b, 0, 1, 10_000, &[(topic, vec![(partition, &[][..])])])
+        let topics = [(topic, vec![(partition, &[][..])])];
+        let req = ProduceSets {
+            acks: 1,
+            timeout_ms: 10_000,
+            topics: &topics,
         };
-        let resp = self
-            .chan
-            .call(0, 0, &body, |r| ProduceResponse::decode(r, 0))
-            .ok()?;
+        let resp: ProduceResponse = self.chan.send(0, 0, &req).ok()?;
         resp.topics.first()?.1.first().map(|p| p.error_code)
     }
 
@@ -155,7 +153,7 @@ impl Client {
             init,
             broker_epoch: -1,
         };
-        self.chan.request(4, &req).unwrap()
+        self.chan.send(4, 0, &req).unwrap()
     }
 
     /// A LeaderAndIsr addressed to the incarnation registered in `broker_epoch`.
@@ -173,7 +171,7 @@ impl Client {
             init: false,
             broker_epoch,
         };
-        self.chan.request(4, &req).unwrap()
+        self.chan.send(4, 0, &req).unwrap()
     }
 
     pub fn update_metadata(
@@ -188,8 +186,9 @@ impl Client {
             partition_states: states,
             live_brokers: brokers.into_iter().map(plaintext_endpoints).collect(),
         };
+        // UpdateMetadata keeps Kafka's v3 layout, the one version brokers serve.
         self.chan
-            .request::<_, ErrorOnlyResponse>(6, &req)
+            .send::<ErrorOnlyResponse>(6, 3, &req)
             .unwrap()
             .error_code
     }
@@ -209,7 +208,7 @@ impl Client {
                 .map(|(t, p)| gregor::protocol::TopicPartition::new(t, p))
                 .collect(),
         };
-        self.chan.request(5, &req).unwrap()
+        self.chan.send(5, 0, &req).unwrap()
     }
 
     pub fn metadata(&mut self, topics: &[&str]) -> MetadataResponse {
@@ -217,7 +216,7 @@ impl Client {
             topics: (!topics.is_empty()).then(|| topics.iter().map(|t| t.to_string()).collect()),
             allow_auto_topic_creation: true,
         };
-        self.chan.request(3, &req).unwrap()
+        self.chan.send(3, 0, &req).unwrap()
     }
 
     /// Produces `values` to one partition; returns (error code, base offset).
@@ -251,10 +250,14 @@ impl Client {
         partition: i32,
         set: &[u8],
     ) -> ProducePartitionResponse {
-        let body = |b: &mut Vec<u8>| {
-            encode_request(b, version, acks, 10_000, &[(topic, vec![(partition, set)])])
+        let topics = [(topic, vec![(partition, set)])];
+        let req = ProduceSets {
+            acks,
+            timeout_ms: 10_000,
+            topics: &topics,
         };
         if acks == 0 {
+            let body = |b: &mut Vec<u8>| encode_body(&req, b, 0, version);
             self.chan.send_only(0, version, &body).unwrap();
             return ProducePartitionResponse {
                 partition,
@@ -265,10 +268,7 @@ impl Client {
                 error_message: None,
             };
         }
-        let resp = self
-            .chan
-            .call(0, version, &body, |r| ProduceResponse::decode(r, version))
-            .unwrap();
+        let resp: ProduceResponse = self.chan.send(0, version, &req).unwrap();
         resp.topics[0].1[0].clone()
     }
 
@@ -325,9 +325,7 @@ impl Client {
         );
         let resp = self
             .chan
-            .call(1, version, &|b| req.encode(b, version), |r| {
-                FetchResponse::decode(r, version)
-            })
+            .send::<FetchResponse>(1, version, &req)
             .map_err(|e| e.to_string())?;
         resp.topics
             .into_iter()
@@ -359,7 +357,7 @@ impl Client {
                 }],
             )],
         };
-        let resp: ListOffsetsResponse = self.chan.request(2, &req).unwrap();
+        let resp: ListOffsetsResponse = self.chan.send(2, 0, &req).unwrap();
         let p = &resp.topics[0].1[0];
         (p.error_code, p.offsets.clone())
     }

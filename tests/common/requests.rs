@@ -11,113 +11,34 @@ use gregor::protocol::api_versions::ApiVersionsRequest;
 use gregor::protocol::delete_records::DeleteRecordsRequest;
 use gregor::protocol::fetch::FetchRequest;
 use gregor::protocol::group_admin::{self, DescribeGroupsRequest};
-use gregor::protocol::group_membership::{GenerationMember, JoinGroupRequest};
+use gregor::protocol::group_membership::{HeartbeatRequest, JoinGroupRequest};
 use gregor::protocol::group_membership::{LeaveGroupRequest, SyncGroupRequest};
 use gregor::protocol::group_offsets::{
     FindCoordinatorRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
 };
-use gregor::protocol::header::is_flexible;
 use gregor::protocol::init_producer_id::InitProducerIdRequest;
 use gregor::protocol::metadata::MetadataRequest;
 use gregor::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
 use gregor::protocol::offsets::ListOffsetsRequest;
-use gregor::protocol::produce::{ProduceRequest, TopicSets, encode_request};
-use gregor::protocol::{Reader, Writer};
+use gregor::protocol::produce::{ProduceRequest, ProduceSets, TopicSets};
+use gregor::protocol::{Decode, Encode, Out, Reader};
+
+/// Reads a `T` and writes it again.
+fn again<'a, T: Decode<'a> + Encode>(r: &mut Reader<'a>, out: &mut Out<'_>) -> Result<(), String> {
+    T::decode(r).map_err(|e| e.to_string())?.encode(out);
+    Ok(())
+}
 
 /// gregor's decode then encode of one request body, and how many bytes were left after its
 /// last field.
 pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, usize), String> {
-    let mut r = Reader::new(body);
-    r.set_flexible(is_flexible(key, v));
-    let mut out = Vec::new();
-    let e = |e| format!("{e}");
+    let mut r = Reader::body(body, key, v);
+    let mut buf = Vec::new();
+    let out = &mut Out::body(&mut buf, key, v);
+    let r = &mut r;
     match key {
-        3 => MetadataRequest::decode_v(&mut r, v)
-            .map_err(e)?
-            .encode_v(&mut out, v),
-        2 => ListOffsetsRequest::decode_v(&mut r, v)
-            .map_err(e)?
-            .encode_v(&mut out, v),
-        12 => GenerationMember::decode_heartbeat(&mut r, v)
-            .map_err(e)?
-            .encode_heartbeat(&mut out, v),
-        9 => OffsetFetchRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        10 => FindCoordinatorRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        11 => JoinGroupRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        8 => OffsetCommitRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        1 => FetchRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        14 => SyncGroupRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        13 => LeaveGroupRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        15 => DescribeGroupsRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        16 => group_admin::ListGroupsRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        47 => OffsetDeleteRequest::decode(&mut r)
-            .map_err(e)?
-            .encode(&mut out),
-        42 => {
-            let names = group_admin::decode_delete_groups_request(&mut r).map_err(e)?;
-            group_admin::encode_delete_groups_request(&mut out, &names, v);
-        }
-        18 => {
-            // The broker only reads this request; its fields are written back here.
-            if let Some((name, version)) = ApiVersionsRequest::decode(&mut r, v)
-                .map_err(e)?
-                .client_software
-            {
-                out.put_str(true, &name);
-                out.put_str(true, &version);
-                out.put_tags(true);
-            }
-        }
-        19 => CreateTopicsRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        20 => DeleteTopicsRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        21 => DeleteRecordsRequest::decode(&mut r)
-            .map_err(e)?
-            .encode(&mut out, v),
-        23 => OffsetForLeaderEpochRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        37 => CreatePartitionsRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        32 => DescribeConfigsRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        33 | 44 => {
-            let incremental = key == 44;
-            AlterConfigsRequest::decode(&mut r, incremental)
-                .map_err(e)?
-                .encode(&mut out, is_flexible(key, v));
-        }
-        60 => DescribeClusterRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
-        22 => InitProducerIdRequest::decode(&mut r, v)
-            .map_err(e)?
-            .encode(&mut out, v),
         0 => {
-            let req = ProduceRequest::decode(&mut r, v).map_err(e)?;
+            let req = ProduceRequest::decode(r).map_err(|e| e.to_string())?;
             let topics: Vec<TopicSets<'_>> = req
                 .topics
                 .iter()
@@ -129,11 +50,48 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
                     (t.as_str(), sets)
                 })
                 .collect();
-            encode_request(&mut out, v, req.acks, req.timeout_ms, &topics);
+            let sets = ProduceSets {
+                acks: req.acks,
+                timeout_ms: req.timeout_ms,
+                topics: &topics,
+            };
+            sets.encode(out);
         }
+        1 => again::<FetchRequest>(r, out)?,
+        2 => again::<ListOffsetsRequest>(r, out)?,
+        3 => again::<MetadataRequest>(r, out)?,
+        8 => again::<OffsetCommitRequest>(r, out)?,
+        9 => again::<OffsetFetchRequest>(r, out)?,
+        10 => again::<FindCoordinatorRequest>(r, out)?,
+        11 => again::<JoinGroupRequest>(r, out)?,
+        12 => again::<HeartbeatRequest>(r, out)?,
+        13 => again::<LeaveGroupRequest>(r, out)?,
+        14 => again::<SyncGroupRequest>(r, out)?,
+        15 => again::<DescribeGroupsRequest>(r, out)?,
+        16 => again::<group_admin::ListGroupsRequest>(r, out)?,
+        18 => {
+            // The broker only reads this request; its fields are written back here.
+            let req = ApiVersionsRequest::decode(r).map_err(|e| e.to_string())?;
+            if let Some((name, version)) = req.client_software {
+                out.put_str(&name);
+                out.put_str(&version);
+                out.put_tags();
+            }
+        }
+        19 => again::<CreateTopicsRequest>(r, out)?,
+        20 => again::<DeleteTopicsRequest>(r, out)?,
+        21 => again::<DeleteRecordsRequest>(r, out)?,
+        22 => again::<InitProducerIdRequest>(r, out)?,
+        23 => again::<OffsetForLeaderEpochRequest>(r, out)?,
+        32 => again::<DescribeConfigsRequest>(r, out)?,
+        33 | 44 => again::<AlterConfigsRequest>(r, out)?,
+        37 => again::<CreatePartitionsRequest>(r, out)?,
+        42 => again::<group_admin::DeleteGroupsRequest>(r, out)?,
+        47 => again::<OffsetDeleteRequest>(r, out)?,
+        60 => again::<DescribeClusterRequest>(r, out)?,
         k => return Err(format!("no case for api {k}")),
     }
-    Ok((out, r.remaining()))
+    Ok((buf, r.remaining()))
 }
 
 /// gregor's decode then encode of one request body, which must end with its last field.

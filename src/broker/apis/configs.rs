@@ -8,18 +8,18 @@
 
 use std::collections::BTreeMap;
 
-use super::KafkaApis;
+use super::{KafkaApis, RequestContext};
 use crate::config::keys;
-use crate::network::Action;
+use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
 use crate::protocol::admin_configs::{
-    AlterConfigsRequest, AlterConfigsResource, AlterConfigsResult, OP_APPEND, OP_DELETE, OP_SET,
-    OP_SUBTRACT, encode_alter_configs_response,
+    AlterConfigsRequest, AlterConfigsResource, AlterConfigsResponse, AlterConfigsResult, OP_APPEND,
+    OP_DELETE, OP_SET, OP_SUBTRACT,
 };
 use crate::protocol::admin_describe::{
     ConfigResource, DescribeClusterRequest, DescribeClusterResponse, DescribeConfigsRequest,
-    DescribeConfigsResult, DescribedConfig, RESOURCE_BROKER, RESOURCE_TOPIC, SOURCE_DEFAULT,
-    SOURCE_STATIC_BROKER, SOURCE_TOPIC, encode_describe_configs_response,
+    DescribeConfigsResponse, DescribeConfigsResult, DescribedConfig, RESOURCE_BROKER,
+    RESOURCE_TOPIC, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC,
 };
 use crate::zk::{paths, topic_config};
 
@@ -32,8 +32,8 @@ impl KafkaApis {
     pub(super) fn handle_describe_configs(
         &self,
         req: &DescribeConfigsRequest,
-        version: i16,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
         let results: Vec<DescribeConfigsResult> = req
             .resources
@@ -60,7 +60,7 @@ impl KafkaApis {
                 }
             })
             .collect();
-        encode_describe_configs_response(out, &results, version);
+        cx.answer(out, &DescribeConfigsResponse { results });
         Action::Respond
     }
 
@@ -148,11 +148,12 @@ impl KafkaApis {
     pub(super) fn handle_describe_cluster(
         &self,
         req: &DescribeClusterRequest,
-        version: i16,
-        listener: &str,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
-        let m = self.metadata_cache.metadata(Some(&[]), 1, listener);
+        let m = self
+            .metadata_cache
+            .metadata(Some(&[]), 1, &cx.conn.listener);
         let resp = if req.endpoint_type != 1 {
             DescribeClusterResponse {
                 error_code: ErrorCode::UnsupportedEndpointType.code(),
@@ -176,7 +177,7 @@ impl KafkaApis {
                     .collect(),
             }
         };
-        resp.encode(out, version);
+        cx.answer(out, &resp);
         Action::Respond
     }
 
@@ -185,10 +186,10 @@ impl KafkaApis {
     pub(super) fn handle_alter_configs(
         &self,
         req: &AlterConfigsRequest,
-        incremental: bool,
-        flex: bool,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
+        let incremental = cx.api_key == crate::protocol::header::INCREMENTAL_ALTER_CONFIGS;
         let results: Vec<AlterConfigsResult> = req
             .resources
             .iter()
@@ -212,7 +213,7 @@ impl KafkaApis {
                 (code, msg, res.resource_type, res.name.clone())
             })
             .collect();
-        encode_alter_configs_response(out, &results, flex);
+        cx.answer(out, &AlterConfigsResponse { results });
         Action::Respond
     }
 

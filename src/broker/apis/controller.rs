@@ -2,14 +2,14 @@
 //! UpdateMetadata, and a broker's ControlledShutdown to the controller; refused on a client
 //! listener when an inter-broker listener exists.
 
-use super::KafkaApis;
-use crate::network::{Action, ConnectionContext};
+use super::{KafkaApis, RequestContext};
+use crate::network::{Action, Response};
+use crate::protocol::ErrorCode;
 use crate::protocol::controller::{
     ControlledShutdownRequest, ControlledShutdownResponse, ErrorOnlyResponse, LeaderAndIsrRequest,
     PartitionErrorsResponse, StopReplicaRequest, UpdateMetadataRequest,
 };
 use crate::protocol::header::{self};
-use crate::protocol::{Encode, ErrorCode};
 
 impl KafkaApis {
     /// A request only brokers send (LeaderAndIsr, StopReplica, UpdateMetadata,
@@ -19,9 +19,10 @@ impl KafkaApis {
     pub(super) fn refuse_broker_request(
         &self,
         key: i16,
-        conn: &ConnectionContext,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
+        let conn = cx.conn;
         log::warn!(
             "[Broker {}] refusing api {key} from {} on listener {}: only brokers send it, on {}",
             self.broker_id,
@@ -31,17 +32,21 @@ impl KafkaApis {
         );
         let code = ErrorCode::ClusterAuthorizationFailed.code();
         match key {
-            header::UPDATE_METADATA => ErrorOnlyResponse { error_code: code }.encode(out),
-            header::CONTROLLED_SHUTDOWN => ControlledShutdownResponse {
-                error_code: code,
-                partitions_remaining: Vec::new(),
+            header::UPDATE_METADATA => cx.answer(out, &ErrorOnlyResponse { error_code: code }),
+            header::CONTROLLED_SHUTDOWN => {
+                let resp = ControlledShutdownResponse {
+                    error_code: code,
+                    partitions_remaining: Vec::new(),
+                };
+                cx.answer(out, &resp)
             }
-            .encode(out),
-            _ => PartitionErrorsResponse {
-                error_code: code,
-                partitions: Vec::new(),
+            _ => {
+                let resp = PartitionErrorsResponse {
+                    error_code: code,
+                    partitions: Vec::new(),
+                };
+                cx.answer(out, &resp)
             }
-            .encode(out),
         }
         Action::Respond
     }
@@ -49,7 +54,8 @@ impl KafkaApis {
     pub(super) fn handle_controlled_shutdown(
         &self,
         req: &ControlledShutdownRequest,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
         let (code, remaining) = if !self.controller.is_controller() {
             (ErrorCode::NotController, Vec::new())
@@ -59,33 +65,31 @@ impl KafkaApis {
                 Err(e) => (e, Vec::new()),
             }
         };
-        ControlledShutdownResponse {
+        let resp = ControlledShutdownResponse {
             error_code: code.code(),
             partitions_remaining: remaining,
-        }
-        .encode(out);
+        };
+        cx.answer(out, &resp);
         Action::Respond
     }
 
     pub(super) fn handle_leader_and_isr(
         &self,
         req: &LeaderAndIsrRequest,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
-        self.replica_manager
-            .on_leader_and_isr_command(req)
-            .encode(out);
+        cx.answer(out, &self.replica_manager.on_leader_and_isr_command(req));
         Action::Respond
     }
 
     pub(super) fn handle_stop_replica(
         &self,
         req: &StopReplicaRequest,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
-        self.replica_manager
-            .on_stop_replica_command(req)
-            .encode(out);
+        cx.answer(out, &self.replica_manager.on_stop_replica_command(req));
         Action::Respond
     }
 
@@ -93,7 +97,8 @@ impl KafkaApis {
     pub(super) fn handle_update_metadata(
         &self,
         req: &UpdateMetadataRequest,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
         let check = self.replica_manager.controller_epoch.check(
             req.controller_epoch,
@@ -109,10 +114,12 @@ impl KafkaApis {
                 ErrorCode::None
             }
         };
-        ErrorOnlyResponse {
-            error_code: code.code(),
-        }
-        .encode(out);
+        cx.answer(
+            out,
+            &ErrorOnlyResponse {
+                error_code: code.code(),
+            },
+        );
         Action::Respond
     }
 }

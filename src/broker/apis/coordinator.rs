@@ -14,7 +14,7 @@ use crate::network::{Action, ConnectionContext};
 use crate::protocol::coordinator::{
     self as proto, ConsultBroker, ConsultResponse, Empty, ErrorResponse, RegisterRequest,
 };
-use crate::protocol::{Encode, ErrorCode, decode_all};
+use crate::protocol::{ErrorCode, decode_classic, encode_classic};
 use crate::zk::ZkClient;
 use crate::zk::paths::{self, COORDINATOR, ElectedBroker};
 
@@ -30,9 +30,9 @@ impl KafkaApis {
         let body = &frame[2..];
         let result = match type_id {
             proto::CONSULT => {
-                decode_all::<Empty>(body).map(|_| self.handle_consult(&conn.listener, out))
+                decode_classic::<Empty>(body).map(|_| self.handle_consult(&conn.listener, out))
             }
-            proto::REGISTER => decode_all::<RegisterRequest>(body).map(|req| {
+            proto::REGISTER => decode_classic::<RegisterRequest>(body).map(|req| {
                 let coordinator = self.coordinator.clone();
                 Action::Adopt(Box::new(move |stream| coordinator.register(req, stream)))
             }),
@@ -67,7 +67,7 @@ impl KafkaApis {
                 }
             }
         };
-        resp.encode(out);
+        encode_classic(&resp, out);
         Action::Respond
     }
 }
@@ -77,10 +77,10 @@ fn refuse() -> Action {
     Action::Adopt(Box::new(|mut stream| {
         let mut out = Vec::with_capacity(6);
         out.extend_from_slice(&2i32.to_be_bytes());
-        ErrorResponse {
+        let error = ErrorResponse {
             error_code: ErrorCode::InvalidRequest.code(),
-        }
-        .encode(&mut out);
+        };
+        encode_classic(&error, &mut out);
         let _ = stream.write_all(&out);
     }))
 }

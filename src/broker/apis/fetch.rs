@@ -3,19 +3,21 @@
 //! consumer at a version that cannot read format v2 (v0–v3) gets batches down-converted, in
 //! memory, bounded like every answer by `fetch.max.bytes`.
 
-use crate::protocol::header::{FETCH, is_flexible};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use std::sync::atomic::Ordering;
 
-use super::KafkaApis;
+use super::{KafkaApis, RequestContext};
 use crate::broker::fetch_budget::FetchBudget;
 use crate::broker::partition::Partition;
 use crate::log::{FirstEntry, LogError};
-use crate::network::{Action, ConnectionContext, Response};
+use crate::network::{Action, Response};
 use crate::protocol::fetch::{self, FetchRequest, PartitionHead};
-use crate::protocol::{ErrorCode, Writer, records};
+use crate::protocol::{ErrorCode, Out, records};
+
+/// A Fetch answer being written: file slices are spliced in between its pieces.
+type Answer<'o> = Out<'o, Response>;
 
 impl KafkaApis {
     /// Fetch: up to the high watermark for consumers and the log end offset for followers.
@@ -28,10 +30,11 @@ impl KafkaApis {
     pub(super) fn handle_fetch(
         &self,
         req: &FetchRequest,
-        version: i16,
-        conn: &ConnectionContext,
+        cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
+        let (version, conn) = (cx.version, cx.conn);
+        let out = &mut cx.writer(out);
         if req.replica_id >= 0 && !conn.inter_broker {
             log::warn!(
                 "[Broker {}] refusing a fetch as replica {} from {} on listener {}: followers fetch on {}",
@@ -41,13 +44,13 @@ impl KafkaApis {
                 conn.listener,
                 self.config.listeners.inter_broker
             );
-            self.write_error_partitions(req, version, ErrorCode::TopicAuthorizationFailed, out);
+            self.write_error_partitions(req, ErrorCode::TopicAuthorizationFailed, out);
             return Action::Respond;
         }
         if version >= 7 && req.session_id != 0 {
-            fetch::write_response_head(out, version, ErrorCode::FetchSessionIdNotFound.code());
-            out.put_len(version >= 12, Some(0));
-            out.put_tags(version >= 12);
+            fetch::write_response_head(out, ErrorCode::FetchSessionIdNotFound.code());
+            out.put_len(Some(0));
+            out.put_tags();
             return Action::Respond;
         }
         if req.replica_id >= 0 {
@@ -68,8 +71,7 @@ impl KafkaApis {
             let seen = self.replica_manager.notifier.seq();
             out.truncate(start);
             sent.clear();
-            let (bytes, errors, next) =
-                self.write_fetch_response(req, version, out, first, &mut sent);
+            let (bytes, errors, next) = self.write_fetch_response(req, out, first, &mut sent);
             let enough = bytes >= req.min_bytes.max(0) as usize;
             if req.max_wait_ms <= 0
                 || errors
@@ -97,11 +99,11 @@ impl KafkaApis {
     fn write_fetch_response(
         &self,
         req: &FetchRequest,
-        version: i16,
-        out: &mut Response,
+        out: &mut Answer<'_>,
         first: usize,
         sent: &mut Vec<(Arc<Partition>, usize)>,
     ) -> (usize, bool, usize) {
+        let version = out.version();
         let cap = self.config.fetch_max_bytes.max(0) as usize;
         let request_max = (req.max_bytes.max(0) as usize).min(cap);
         let partitions = req.topics.iter().map(|(_, ps)| ps.len()).sum();
@@ -110,17 +112,10 @@ impl KafkaApis {
         let mut errors = false;
         write_partitions(
             req,
-            version,
             budget.start(),
             out,
-            |index, topic, p, out| match self.read_partition(
-                topic,
-                p,
-                req.replica_id,
-                version,
-                &budget,
-                out,
-            ) {
+            |index, topic, p, out| match self.read_partition(topic, p, req.replica_id, &budget, out)
+            {
                 Ok((part, n, had_data)) => {
                     budget.took(index, n, had_data);
                     total += n;
@@ -130,7 +125,7 @@ impl KafkaApis {
                 }
                 Err(e) => {
                     errors = true;
-                    fetch::write_error_partition(out, version, p.partition, e.code());
+                    fetch::write_error_partition(out, p.partition, e.code());
                 }
             },
         );
@@ -139,15 +134,9 @@ impl KafkaApis {
 
     /// Answers every partition of `req` with `code` (Kafka's answer to a follower fetch
     /// without the ClusterAction right: TOPIC_AUTHORIZATION_FAILED per partition).
-    fn write_error_partitions(
-        &self,
-        req: &FetchRequest,
-        version: i16,
-        code: ErrorCode,
-        out: &mut Response,
-    ) {
-        write_partitions(req, version, 0, out, |_, _, p, out| {
-            fetch::write_error_partition(out, version, p.partition, code.code());
+    fn write_error_partitions(&self, req: &FetchRequest, code: ErrorCode, out: &mut Answer<'_>) {
+        write_partitions(req, 0, out, |_, _, p, out| {
+            fetch::write_error_partition(out, p.partition, code.code());
         });
     }
 
@@ -159,9 +148,8 @@ impl KafkaApis {
         topic: &str,
         p: &fetch::FetchPartition,
         replica_id: i32,
-        version: i16,
         budget: &FetchBudget,
-        o: &mut Response,
+        o: &mut Answer<'_>,
     ) -> Result<(Arc<Partition>, usize, bool), ErrorCode> {
         let part = self.partition(topic, p.partition)?;
         part.check_leader(
@@ -183,8 +171,8 @@ impl KafkaApis {
             log_start_offset: part.log.log_start_offset(),
         };
         let head_at = o.len();
-        let at = fetch::write_partition_head(o, version, &head);
-        let magic = fetch::readable_magic(version);
+        let at = fetch::write_partition_head(o, &head);
+        let magic = fetch::readable_magic(o.version());
         // Once the answer's budget is spent, later partitions get no records: no read at all
         // (a 1,000-partition fetch with a small budget looked into every segment), unless
         // the offset is out of range, which the read reports.
@@ -193,25 +181,32 @@ impl KafkaApis {
             && (part.log.log_start_offset()..=part.log.log_end_offset()).contains(&p.fetch_offset);
         let read = if spent {
             if replica_id < 0 && magic < 2 {
-                fetch::finish_partition(o, version, at);
+                fetch::finish_partition(o, at);
             } else {
-                fetch::put_records_len(o, version, at, 0);
-                fetch::finish_records(o, version);
+                fetch::put_records_len(o, at, 0);
+                fetch::finish_records(o);
             }
             Ok(0)
         } else if replica_id < 0 && magic < 2 {
-            self.read_down_converted(&part, p.fetch_offset, max_bytes, max_offset, magic, o)
-                .inspect(|_| fetch::finish_partition(o, version, at))
+            self.read_down_converted(
+                &part,
+                p.fetch_offset,
+                max_bytes,
+                max_offset,
+                magic,
+                o.bytes(),
+            )
+            .inspect(|_| fetch::finish_partition(o, at))
         } else {
             part.log
                 .read_slice(p.fetch_offset, max_bytes, max_offset, first_entry)
                 .map(|slice| {
                     let len = slice.as_ref().map_or(0, |s| s.len);
-                    fetch::put_records_len(o, version, at, len);
+                    fetch::put_records_len(o, at, len);
                     if let Some(s) = slice {
                         o.push_slice(s);
                     }
-                    fetch::finish_records(o, version);
+                    fetch::finish_records(o);
                     len
                 })
         };
@@ -226,8 +221,8 @@ impl KafkaApis {
                             && p.fetch_offset > hw
                             && p.fetch_offset <= part.log.log_end_offset()
                         {
-                            let at = fetch::write_partition_head(o, version, &head);
-                            fetch::finish_partition(o, version, at);
+                            let at = fetch::write_partition_head(o, &head);
+                            fetch::finish_partition(o, at);
                             return Ok((part, 0, false));
                         }
                         log::debug!(
@@ -294,13 +289,11 @@ impl KafkaApis {
 /// topic `start` falls inside is written in two parts, its later partitions first).
 fn write_partitions(
     req: &FetchRequest,
-    version: i16,
     start: usize,
-    out: &mut Response,
-    mut partition: impl FnMut(usize, &str, &fetch::FetchPartition, &mut Response),
+    out: &mut Answer<'_>,
+    mut partition: impl FnMut(usize, &str, &fetch::FetchPartition, &mut Answer<'_>),
 ) {
-    let flex = is_flexible(FETCH, version);
-    fetch::write_response_head(out, version, 0);
+    fetch::write_response_head(out, 0);
     // Request positions where each topic's partitions begin.
     let mut begin = 0;
     let mut split = None;
@@ -311,14 +304,14 @@ fn write_partitions(
         begin += parts.len();
     }
     let runs = req.topics.len() + usize::from(split.is_some());
-    out.put_len(flex, Some(runs));
+    out.put_len(Some(runs));
     let mut write_run = |topic: &str, parts: &[fetch::FetchPartition], first_index: usize| {
-        out.put_str(flex, topic);
-        out.put_len(flex, Some(parts.len()));
+        out.put_str(topic);
+        out.put_len(Some(parts.len()));
         for (k, p) in parts.iter().enumerate() {
             partition(first_index + k, topic, p, out);
         }
-        out.put_tags(flex);
+        out.put_tags();
     };
     // (topic, its first request position), from the one holding `start` round.
     let mut positions = Vec::with_capacity(req.topics.len());
@@ -345,5 +338,5 @@ fn write_partitions(
         let (topic, parts, at) = positions[t];
         write_run(topic, &parts[..cut], at);
     }
-    out.put_tags(flex);
+    out.put_tags();
 }

@@ -7,11 +7,11 @@
 //! (NOT_COORDINATOR elsewhere). A commit outside group management and every fetch can be
 //! served by any broker, as in 0.8: the offsets are in ZooKeeper, not in the coordinator.
 
-use super::KafkaApis;
-use crate::network::Action;
+use super::{KafkaApis, RequestContext};
+use crate::network::{Action, Response};
 use crate::protocol::group_offsets::{
     FetchedOffset, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
-    OffsetFetchRequest, OffsetFetchResponse, encode_offset_delete_response,
+    OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
 use crate::protocol::{ErrorCode, map_topics};
 use crate::zk::{ZkClient, paths};
@@ -57,8 +57,8 @@ impl KafkaApis {
     pub(super) fn handle_offset_commit(
         &self,
         req: &OffsetCommitRequest,
-        version: i16,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
         let group_error = self.commit_group_error(req);
         let topics = map_topics(&req.topics, |topic, p| {
@@ -96,7 +96,7 @@ impl KafkaApis {
             };
             (p.partition, code.code())
         });
-        OffsetCommitResponse { topics }.encode(out, version);
+        cx.answer(out, &OffsetCommitResponse { topics });
         Action::Respond
     }
 
@@ -106,12 +106,17 @@ impl KafkaApis {
     pub(super) fn handle_offset_delete(
         &self,
         req: &OffsetDeleteRequest,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
         let in_use = match self.coordinator.topics_in_use(&req.group_id) {
             Ok(t) => t,
             Err(e) => {
-                encode_offset_delete_response(out, e.code(), &[]);
+                let resp = OffsetDeleteResponse {
+                    error_code: e.code(),
+                    topics: Vec::new(),
+                };
+                cx.answer(out, &resp);
                 return Action::Respond;
             }
         };
@@ -135,7 +140,11 @@ impl KafkaApis {
             };
             (partition, code.code())
         });
-        encode_offset_delete_response(out, 0, &topics);
+        let resp = OffsetDeleteResponse {
+            error_code: 0,
+            topics,
+        };
+        cx.answer(out, &resp);
         Action::Respond
     }
 
@@ -145,9 +154,10 @@ impl KafkaApis {
     pub(super) fn handle_offset_fetch(
         &self,
         req: &OffsetFetchRequest,
-        version: i16,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
+        let version = cx.version;
         let mut error_code = ErrorCode::None;
         let topics = match &req.topics {
             Some(t) => t.clone(),
@@ -194,11 +204,11 @@ impl KafkaApis {
                 error_code: code.code(),
             }
         });
-        OffsetFetchResponse {
+        let resp = OffsetFetchResponse {
             topics,
             error_code: error_code.code(),
-        }
-        .encode(out, version);
+        };
+        cx.answer(out, &resp);
         Action::Respond
     }
 }

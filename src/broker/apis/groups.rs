@@ -2,22 +2,21 @@
 //! with the coordinator elected at `/consumers/coordinator`), and JoinGroup, SyncGroup,
 //! Heartbeat, LeaveGroup, DescribeGroups, ListGroups and DeleteGroups, which the coordinator
 //! serves (any other broker answers NOT_COORDINATOR). Version differences are the codec's;
-//! these functions decode, hand over and encode.
+//! these functions hand the request over and answer.
 
 use super::{KafkaApis, RequestContext};
 use crate::coordinator::group_protocol::Join;
-use crate::network::Action;
+use crate::network::{Action, Response};
+use crate::protocol::ErrorCode;
 use crate::protocol::group_admin::{
-    DescribeGroupsRequest, ListGroupsRequest, decode_delete_groups_request, encode_delete_groups,
-    encode_describe_groups, encode_list_groups,
+    DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    ListGroupsRequest, ListGroupsResponse,
 };
 use crate::protocol::group_membership::{
-    GenerationMember, JoinGroupRequest, LeaveGroupRequest, LeaveGroupResponse, SyncGroupRequest,
-    encode_heartbeat_response,
+    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, LeaveGroupRequest, LeaveGroupResponse,
+    SyncGroupRequest,
 };
 use crate::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
-use crate::protocol::header;
-use crate::protocol::{DecodeResult, ErrorCode, Reader};
 use crate::zk::paths::{self, COORDINATOR, ElectedBroker};
 
 /// FindCoordinator's key types (v1+).
@@ -25,79 +24,115 @@ const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
 impl KafkaApis {
-    /// Decodes and serves one group API request; `Err` when the body does not decode.
-    pub(super) fn handle_group_api(
+    pub(super) fn handle_find_coordinator(
         &self,
-        key: i16,
-        body: &[u8],
+        req: &FindCoordinatorRequest,
         cx: &RequestContext<'_>,
-        out: &mut Vec<u8>,
-    ) -> DecodeResult<Action> {
-        let v = cx.version;
-        // Bytes after the last field are ignored, as Kafka does (see `apis::decode_v`).
-        let mut r = Reader::new(body);
-        r.set_flexible(cx.flexible);
-        match key {
-            header::FIND_COORDINATOR => {
-                let req = FindCoordinatorRequest::decode(&mut r, v)?;
-                self.find_coordinator(&req, &cx.conn.listener)
-                    .encode(out, v);
-            }
-            header::JOIN_GROUP => {
-                let req = JoinGroupRequest::decode(&mut r, v)?;
-                let host = format!("/{}", cx.conn.peer.ip());
-                let join = Join {
-                    req: &req,
-                    version: v,
-                    client_id: cx.client_id,
-                    client_host: &host,
-                };
-                self.coordinator.join_group(&join).encode(out, v);
-            }
-            header::SYNC_GROUP => {
-                let req = SyncGroupRequest::decode(&mut r, v)?;
-                self.coordinator.sync_group(&req).encode(out, v);
-            }
-            header::HEARTBEAT => {
-                let req = GenerationMember::decode_heartbeat(&mut r, v)?;
-                encode_heartbeat_response(out, self.coordinator.heartbeat(&req).code(), v);
-            }
-            header::LEAVE_GROUP => {
-                let req = LeaveGroupRequest::decode(&mut r, v)?;
-                let (code, members) = self.coordinator.leave_group(&req);
-                LeaveGroupResponse {
-                    error_code: code.code(),
-                    members,
-                }
-                .encode(out, v);
-            }
-            header::DESCRIBE_GROUPS => {
-                let req = DescribeGroupsRequest::decode(&mut r, v)?;
-                encode_describe_groups(out, &self.coordinator.describe_groups(&req.groups), v);
-            }
-            header::LIST_GROUPS => {
-                let req = ListGroupsRequest::decode(&mut r, v)?;
-                let (code, mut groups) = match self.coordinator.list_groups() {
-                    Ok(g) => (ErrorCode::None, g),
-                    Err(e) => (e, Vec::new()),
-                };
-                // Kafka matches state and type names without regard to case.
-                let admits = |filter: &Option<Vec<String>>, name: &str| {
-                    filter
-                        .as_ref()
-                        .is_none_or(|f| f.iter().any(|s| s.eq_ignore_ascii_case(name)))
-                };
-                groups
-                    .retain(|g| admits(&req.states, &g.state) && admits(&req.types, &g.group_type));
-                encode_list_groups(out, code.code(), &groups, v);
-            }
-            header::DELETE_GROUPS => {
-                let names = decode_delete_groups_request(&mut r)?;
-                encode_delete_groups(out, &self.coordinator.delete_groups(&names), v);
-            }
-            _ => unreachable!("the dispatcher sends only group api keys here"),
-        }
-        Ok(Action::Respond)
+        out: &mut Response,
+    ) -> Action {
+        cx.answer(out, &self.find_coordinator(req, &cx.conn.listener));
+        Action::Respond
+    }
+
+    pub(super) fn handle_join_group(
+        &self,
+        req: &JoinGroupRequest,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        let host = format!("/{}", cx.conn.peer.ip());
+        let join = Join {
+            req,
+            version: cx.version,
+            client_id: cx.client_id,
+            client_host: &host,
+        };
+        cx.answer(out, &self.coordinator.join_group(&join));
+        Action::Respond
+    }
+
+    pub(super) fn handle_sync_group(
+        &self,
+        req: &SyncGroupRequest,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        cx.answer(out, &self.coordinator.sync_group(req));
+        Action::Respond
+    }
+
+    pub(super) fn handle_heartbeat(
+        &self,
+        req: &HeartbeatRequest,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        let error_code = self.coordinator.heartbeat(&req.member).code();
+        cx.answer(out, &HeartbeatResponse { error_code });
+        Action::Respond
+    }
+
+    pub(super) fn handle_leave_group(
+        &self,
+        req: &LeaveGroupRequest,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        let (code, members) = self.coordinator.leave_group(req);
+        let resp = LeaveGroupResponse {
+            error_code: code.code(),
+            members,
+        };
+        cx.answer(out, &resp);
+        Action::Respond
+    }
+
+    pub(super) fn handle_describe_groups(
+        &self,
+        req: &DescribeGroupsRequest,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        let groups = self.coordinator.describe_groups(&req.groups);
+        cx.answer(out, &DescribeGroupsResponse { groups });
+        Action::Respond
+    }
+
+    /// The coordinator's groups, filtered by the states and types asked for (v4+, v5+).
+    pub(super) fn handle_list_groups(
+        &self,
+        req: &ListGroupsRequest,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        let (code, mut groups) = match self.coordinator.list_groups() {
+            Ok(g) => (ErrorCode::None, g),
+            Err(e) => (e, Vec::new()),
+        };
+        // Kafka matches state and type names without regard to case.
+        let admits = |filter: &Option<Vec<String>>, name: &str| {
+            filter
+                .as_ref()
+                .is_none_or(|f| f.iter().any(|s| s.eq_ignore_ascii_case(name)))
+        };
+        groups.retain(|g| admits(&req.states, &g.state) && admits(&req.types, &g.group_type));
+        let resp = ListGroupsResponse {
+            error_code: code.code(),
+            groups,
+        };
+        cx.answer(out, &resp);
+        Action::Respond
+    }
+
+    pub(super) fn handle_delete_groups(
+        &self,
+        req: &DeleteGroupsRequest,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        let results = self.coordinator.delete_groups(&req.groups);
+        cx.answer(out, &DeleteGroupsResponse { results });
+        Action::Respond
     }
 
     /// The elected coordinator, for any group: one broker coordinates them all.

@@ -1,11 +1,11 @@
 //! OffsetForLeaderEpoch (key 23): where an epoch ends in this leader's log, from the
 //! partition's leader-epoch cache (`log::leader_epochs`).
 
-use super::KafkaApis;
-use crate::network::Action;
+use super::{KafkaApis, RequestContext};
+use crate::network::{Action, Response};
 use crate::protocol::map_topics;
 use crate::protocol::offset_for_leader_epoch::{
-    EpochEndOffset, OffsetForLeaderEpochRequest, encode_response,
+    EpochEndOffset, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
 
 /// `replica_id` of a request that may be answered by a follower (Kafka's DEBUGGING id, and
@@ -19,8 +19,8 @@ impl KafkaApis {
     pub(super) fn handle_offset_for_leader_epoch(
         &self,
         req: &OffsetForLeaderEpochRequest,
-        version: i16,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
         let topics = map_topics(&req.topics, |t, q| {
             let answer = self.partition(t, q.partition).and_then(|part| {
@@ -38,7 +38,7 @@ impl KafkaApis {
                 end_offset,
             }
         });
-        encode_response(out, &topics, version);
+        cx.answer(out, &OffsetForLeaderEpochResponse { topics });
         Action::Respond
     }
 }

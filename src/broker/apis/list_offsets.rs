@@ -1,9 +1,9 @@
 //! ListOffsets (key 2): v0 by segment times (0.8's rule), v1+ by message timestamps
 //! through each segment's time index.
 
-use super::KafkaApis;
+use super::{KafkaApis, RequestContext};
 use crate::broker::partition::Partition;
-use crate::network::Action;
+use crate::network::{Action, Response};
 use crate::protocol::fetch;
 use crate::protocol::offsets::{
     EARLIEST_TIME, LATEST_TIME, ListOffsetsRequest, ListOffsetsResponse, MAX_TIMESTAMP,
@@ -16,9 +16,10 @@ impl KafkaApis {
     pub(super) fn handle_list_offsets(
         &self,
         req: &ListOffsetsRequest,
-        version: i16,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
+        let version = cx.version;
         let topics = map_topics(&req.topics, |t, p| {
             let mut answer = OffsetsPartitionResponse {
                 partition: p.partition,
@@ -54,7 +55,7 @@ impl KafkaApis {
             }
             answer
         });
-        ListOffsetsResponse { topics }.encode_v(out, version);
+        cx.answer(out, &ListOffsetsResponse { topics });
         Action::Respond
     }
 

@@ -1,8 +1,8 @@
 //! Metadata (key 3): the brokers and the partitions' leaders from the metadata cache, and
 //! topics created on first mention when `auto.create.topics.enable` allows.
 
-use super::KafkaApis;
-use crate::network::Action;
+use super::{KafkaApis, RequestContext};
+use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
 use crate::protocol::metadata::MetadataRequest;
 use crate::zk::admin;
@@ -17,10 +17,10 @@ impl KafkaApis {
     pub(super) fn handle_metadata(
         &self,
         req: &MetadataRequest,
-        version: i16,
-        listener: &str,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
+        let version = cx.version;
         if version >= 10 {
             for t in self.metadata_cache.topics_without_id(req.topics.as_deref()) {
                 match crate::zk::ids::topic_id(&self.zk, &t) {
@@ -33,9 +33,9 @@ impl KafkaApis {
                 }
             }
         }
-        let mut resp = self
-            .metadata_cache
-            .metadata(req.topics.as_deref(), version, listener);
+        let mut resp =
+            self.metadata_cache
+                .metadata(req.topics.as_deref(), version, &cx.conn.listener);
         let informed = self.metadata_cache.informed();
         for t in resp
             .topics
@@ -54,7 +54,7 @@ impl KafkaApis {
                 t.error_code = ErrorCode::LeaderNotAvailable.code();
             }
         }
-        resp.encode_v(out, version);
+        cx.answer(out, &resp);
         Action::Respond
     }
 

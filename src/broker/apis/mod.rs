@@ -1,7 +1,7 @@
 //! `KafkaApis`: the dispatcher — it reads each request's header, checks the version against
 //! the API table (`protocol::header::SUPPORTED_APIS`), decodes the body and hands it to the
 //! handler of its family, one file here per family (as mini-redis keeps a file per command):
-//! `produce`, `fetch`, `list_offsets`, `leader_epochs`, `metadata`, `controller` (requests
+//! `produce`, `producer_ids`, `fetch`, `list_offsets`, `leader_epochs`, `metadata`, `controller` (requests
 //! only brokers send), `topics`, `configs`, `groups`, `group_offsets`, `coordinator` (the
 //! spec's own protocol). Each handler decodes, checks, acts and answers, in that order.
 //!
@@ -19,6 +19,7 @@ mod leader_epochs;
 mod list_offsets;
 mod metadata;
 mod produce;
+mod producer_ids;
 mod topics;
 
 use std::sync::Arc;
@@ -31,33 +32,45 @@ use crate::config::BrokerConfig;
 use crate::controller::KafkaController;
 use crate::coordinator::Coordinator;
 use crate::network::{Action, ConnectionContext, RequestHandler, Response};
-use crate::protocol::admin_configs::AlterConfigsRequest;
-use crate::protocol::admin_describe::{DescribeClusterRequest, DescribeConfigsRequest};
-use crate::protocol::admin_topics::{
-    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
-};
 use crate::protocol::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use crate::protocol::coordinator::is_coordinator_request;
-use crate::protocol::delete_records::DeleteRecordsRequest;
-use crate::protocol::fetch::FetchRequest;
-use crate::protocol::group_offsets::{
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
-};
 use crate::protocol::header::{self, RequestHeader};
-use crate::protocol::init_producer_id::InitProducerIdRequest;
-use crate::protocol::metadata::MetadataRequest;
-use crate::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
-use crate::protocol::offsets::ListOffsetsRequest;
-use crate::protocol::{Decode, DecodeResult, ErrorCode, Reader, Writer};
+use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Out, Reader, Writer};
 use crate::zk::ZkClient;
 
-/// What the dispatcher knows of a request besides its body.
+/// What the dispatcher knows of a request besides its body; every handler gets it.
 pub struct RequestContext<'a> {
+    pub api_key: i16,
     pub version: i16,
-    /// Whether the body is in the flexible encoding.
-    pub flexible: bool,
     pub client_id: &'a str,
     pub conn: &'a ConnectionContext,
+}
+
+impl RequestContext<'_> {
+    /// Reads the request's body, in the encoding the API table gives its version.
+    pub fn read<'f, T: Decode<'f>>(&self, body: &'f [u8]) -> DecodeResult<T> {
+        let mut r = Reader::body(body, self.api_key, self.version);
+        let v = T::decode(&mut r)?;
+        // Bytes after the last field are ignored, as Kafka's request parsing ignores them:
+        // librdkafka 2.16 sends a Metadata v12 request for all topics with the topic array's
+        // 4-byte placeholder left in (a null compact array and three more bytes), and Kafka
+        // answers it. Refusing them closed every `AdminClient.list_topics()` connection.
+        if r.remaining() > 0 {
+            log::debug!("{} bytes after a request body ignored", r.remaining());
+        }
+        Ok(v)
+    }
+
+    /// Writes the answer's body at the request's version.
+    pub fn answer(&self, out: &mut Response, body: &impl Encode) {
+        body.encode(&mut Out::body(&mut **out, self.api_key, self.version));
+    }
+
+    /// A writer of the answer at the request's version, for an answer written piece by piece
+    /// (Fetch, with file slices between its pieces).
+    pub fn writer<'o>(&self, out: &'o mut Response) -> Out<'o, Response> {
+        Out::body(out, self.api_key, self.version)
+    }
 }
 
 pub struct KafkaApis {
@@ -95,9 +108,8 @@ impl RequestHandler for KafkaApis {
             return self.handle_coordinator_request(frame, out, conn);
         }
         let peer = &conn.peer;
-        let mut r = Reader::new(frame);
-        let h = match RequestHeader::decode(&mut r) {
-            Ok(h) => h,
+        let (h, body) = match split_request(frame) {
+            Ok(split) => split,
             Err(e) => {
                 log::warn!(
                     "[Broker {}] closing connection from {peer}: bad request header: {e}",
@@ -107,29 +119,14 @@ impl RequestHandler for KafkaApis {
             }
         };
         let (key, version, corr) = (h.api_key, h.api_version, h.correlation_id);
-        let body_at = r.position();
-        let flex = r.is_flexible();
+        let cx = RequestContext {
+            api_key: key,
+            version,
+            client_id: h.client_id.unwrap_or(""),
+            conn,
+        };
         if key == header::API_VERSIONS {
-            out.put_i32(corr);
-            let decoded = header::is_supported(key, version)
-                .then(|| ApiVersionsRequest::decode(&mut r, version))
-                .transpose();
-            if let Ok(Some(ApiVersionsRequest {
-                client_software: Some((name, ver)),
-                ..
-            })) = &decoded
-            {
-                let _ = conn.client_software.set(format!("{name} {ver}"));
-            }
-            if let Err(e) = decoded {
-                log::warn!(
-                    "[Broker {}] closing connection from {peer}: malformed ApiVersions v{version}: {e}",
-                    self.broker_id
-                );
-                return Action::Close;
-            }
-            ApiVersionsResponse::for_version(version).encode(out);
-            return Action::Respond;
+            return self.handle_api_versions(body, corr, &cx, out);
         }
         if !header::is_supported(key, version) {
             log::warn!(
@@ -140,97 +137,47 @@ impl RequestHandler for KafkaApis {
             return Action::Close;
         }
         out.put_i32(corr);
-        out.put_tags(header::response_is_flexible(key, version));
+        if header::response_is_flexible(key, version) {
+            out.put_i8(0); // the response header's empty tag buffer
+        }
         if header::is_inter_broker(key) && !conn.inter_broker {
-            return self.refuse_broker_request(key, conn, out);
+            return self.refuse_broker_request(key, &cx, out);
         }
         let result = match key {
-            header::PRODUCE => self.handle_produce(frame, (body_at, flex), version, out),
-            header::FETCH => decode_v(frame, body_at, flex, |r| FetchRequest::decode(r, version))
-                .map(|req| self.handle_fetch(&req, version, conn, out)),
-            header::LIST_OFFSETS => decode_v(frame, body_at, flex, |r| {
-                ListOffsetsRequest::decode_v(r, version)
-            })
-            .map(|req| self.handle_list_offsets(&req, version, out)),
-            header::METADATA => decode_v(frame, body_at, flex, |r| {
-                MetadataRequest::decode_v(r, version)
-            })
-            .map(|req| self.handle_metadata(&req, version, &conn.listener, out)),
-            header::LEADER_AND_ISR => {
-                decode(frame, body_at).map(|req| self.handle_leader_and_isr(&req, out))
-            }
-            header::STOP_REPLICA => {
-                decode(frame, body_at).map(|req| self.handle_stop_replica(&req, out))
-            }
-            header::UPDATE_METADATA => {
-                decode(frame, body_at).map(|req| self.handle_update_metadata(&req, out))
-            }
+            header::PRODUCE => self.handle_produce(body, &cx, out),
+            header::FETCH => self.serve(body, &cx, out, Self::handle_fetch),
+            header::LIST_OFFSETS => self.serve(body, &cx, out, Self::handle_list_offsets),
+            header::METADATA => self.serve(body, &cx, out, Self::handle_metadata),
+            header::LEADER_AND_ISR => self.serve(body, &cx, out, Self::handle_leader_and_isr),
+            header::STOP_REPLICA => self.serve(body, &cx, out, Self::handle_stop_replica),
+            header::UPDATE_METADATA => self.serve(body, &cx, out, Self::handle_update_metadata),
             header::CONTROLLED_SHUTDOWN => {
-                decode(frame, body_at).map(|req| self.handle_controlled_shutdown(&req, out))
+                self.serve(body, &cx, out, Self::handle_controlled_shutdown)
             }
-            header::INIT_PRODUCER_ID => decode_v(frame, body_at, flex, |r| {
-                InitProducerIdRequest::decode(r, version)
-            })
-            .map(|req| self.handle_init_producer_id(&req, version, out)),
-            header::OFFSET_FOR_LEADER_EPOCH => decode_v(frame, body_at, flex, |r| {
-                OffsetForLeaderEpochRequest::decode(r, version)
-            })
-            .map(|req| self.handle_offset_for_leader_epoch(&req, version, out)),
-            header::OFFSET_COMMIT => decode_v(frame, body_at, flex, |r| {
-                OffsetCommitRequest::decode(r, version)
-            })
-            .map(|req| self.handle_offset_commit(&req, version, out)),
-            header::OFFSET_FETCH => decode_v(frame, body_at, flex, |r| {
-                OffsetFetchRequest::decode(r, version)
-            })
-            .map(|req| self.handle_offset_fetch(&req, version, out)),
-            header::CREATE_TOPICS => decode_v(frame, body_at, flex, |r| {
-                CreateTopicsRequest::decode(r, version)
-            })
-            .map(|req| self.handle_create_topics(&req, version, out)),
-            header::DELETE_TOPICS => decode_v(frame, body_at, flex, |r| {
-                DeleteTopicsRequest::decode(r, version)
-            })
-            .map(|req| self.handle_delete_topics(&req, version, out)),
-            header::DELETE_RECORDS => decode_v(frame, body_at, flex, DeleteRecordsRequest::decode)
-                .map(|req| self.handle_delete_records(&req, version, out)),
-            header::CREATE_PARTITIONS => decode_v(frame, body_at, flex, |r| {
-                CreatePartitionsRequest::decode(r, version)
-            })
-            .map(|req| self.handle_create_partitions(&req, version, out)),
-            header::DESCRIBE_CONFIGS => decode_v(frame, body_at, flex, |r| {
-                DescribeConfigsRequest::decode(r, version)
-            })
-            .map(|req| self.handle_describe_configs(&req, version, out)),
+            header::INIT_PRODUCER_ID => self.serve(body, &cx, out, Self::handle_init_producer_id),
+            header::OFFSET_FOR_LEADER_EPOCH => {
+                self.serve(body, &cx, out, Self::handle_offset_for_leader_epoch)
+            }
+            header::OFFSET_COMMIT => self.serve(body, &cx, out, Self::handle_offset_commit),
+            header::OFFSET_FETCH => self.serve(body, &cx, out, Self::handle_offset_fetch),
+            header::OFFSET_DELETE => self.serve(body, &cx, out, Self::handle_offset_delete),
+            header::CREATE_TOPICS => self.serve(body, &cx, out, Self::handle_create_topics),
+            header::DELETE_TOPICS => self.serve(body, &cx, out, Self::handle_delete_topics),
+            header::DELETE_RECORDS => self.serve(body, &cx, out, Self::handle_delete_records),
+            header::CREATE_PARTITIONS => self.serve(body, &cx, out, Self::handle_create_partitions),
+            header::DESCRIBE_CONFIGS => self.serve(body, &cx, out, Self::handle_describe_configs),
             header::ALTER_CONFIGS | header::INCREMENTAL_ALTER_CONFIGS => {
-                let incremental = key == header::INCREMENTAL_ALTER_CONFIGS;
-                decode_v(frame, body_at, flex, |r| {
-                    AlterConfigsRequest::decode(r, incremental)
-                })
-                .map(|req| self.handle_alter_configs(&req, incremental, flex, out))
+                self.serve(body, &cx, out, Self::handle_alter_configs)
             }
-            header::OFFSET_DELETE => decode_v(frame, body_at, flex, OffsetDeleteRequest::decode)
-                .map(|req| self.handle_offset_delete(&req, out)),
-            header::DESCRIBE_CLUSTER => decode_v(frame, body_at, flex, |r| {
-                DescribeClusterRequest::decode(r, version)
-            })
-            .map(|req| self.handle_describe_cluster(&req, version, &conn.listener, out)),
-            header::FIND_COORDINATOR
-            | header::JOIN_GROUP
-            | header::SYNC_GROUP
-            | header::HEARTBEAT
-            | header::LEAVE_GROUP
-            | header::DESCRIBE_GROUPS
-            | header::LIST_GROUPS
-            | header::DELETE_GROUPS => {
-                let cx = RequestContext {
-                    version,
-                    flexible: flex,
-                    client_id: h.client_id.unwrap_or(""),
-                    conn,
-                };
-                self.handle_group_api(key, &frame[body_at..], &cx, out)
-            }
+            header::DESCRIBE_CLUSTER => self.serve(body, &cx, out, Self::handle_describe_cluster),
+            header::FIND_COORDINATOR => self.serve(body, &cx, out, Self::handle_find_coordinator),
+            header::JOIN_GROUP => self.serve(body, &cx, out, Self::handle_join_group),
+            header::SYNC_GROUP => self.serve(body, &cx, out, Self::handle_sync_group),
+            header::HEARTBEAT => self.serve(body, &cx, out, Self::handle_heartbeat),
+            header::LEAVE_GROUP => self.serve(body, &cx, out, Self::handle_leave_group),
+            header::DESCRIBE_GROUPS => self.serve(body, &cx, out, Self::handle_describe_groups),
+            header::LIST_GROUPS => self.serve(body, &cx, out, Self::handle_list_groups),
+            header::DELETE_GROUPS => self.serve(body, &cx, out, Self::handle_delete_groups),
             _ => unreachable!("is_supported admitted only the keys above"),
         };
         match result {
@@ -239,16 +186,12 @@ impl RequestHandler for KafkaApis {
                 // Kafka's answer to a body it cannot read: the connection is closed (its
                 // SocketServer on InvalidRequestException), which clients treat as a
                 // transport error. The line says whose request, at which API and version.
-                let mut again = Reader::new(frame);
-                let client_id = RequestHeader::decode(&mut again)
-                    .ok()
-                    .and_then(|h| h.client_id);
                 log::warn!(
                     "[Broker {}] closing connection from {}: malformed {} v{version} request (client id {:?}): {e}",
                     self.broker_id,
                     conn.who(),
                     header::api_name(key).unwrap_or("unknown api"),
-                    client_id.unwrap_or("")
+                    cx.client_id
                 );
                 Action::Close
             }
@@ -256,28 +199,69 @@ impl RequestHandler for KafkaApis {
     }
 }
 
-fn decode<'a, T: Decode<'a>>(frame: &'a [u8], body_at: usize) -> DecodeResult<T> {
-    crate::protocol::decode_all(&frame[body_at..])
+/// A handler of one API: the answer to a decoded request.
+type Handler<T> = fn(&KafkaApis, &T, &RequestContext<'_>, &mut Response) -> Action;
+
+impl KafkaApis {
+    /// Reads the body as the request `handle` serves, then lets it check, act and answer.
+    fn serve<'f, T: Decode<'f>>(
+        &self,
+        body: &'f [u8],
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+        handle: Handler<T>,
+    ) -> DecodeResult<Action> {
+        cx.read(body).map(|req| handle(self, &req, cx, out))
+    }
 }
 
-/// Decodes a versioned body with `f`, in the flexible encoding when `flex`.
-pub(super) fn decode_v<'a, T>(
-    frame: &'a [u8],
-    body_at: usize,
-    flex: bool,
-    f: impl FnOnce(&mut Reader<'a>) -> DecodeResult<T>,
-) -> DecodeResult<T> {
-    let mut r = Reader::new(&frame[body_at..]);
-    r.set_flexible(flex);
-    let v = f(&mut r)?;
-    // Bytes after the last field are ignored, as Kafka's request parsing ignores them:
-    // librdkafka 2.16 sends a Metadata v12 request for all topics with the topic array's
-    // 4-byte placeholder left in (a null compact array and three more bytes), and Kafka
-    // answers it. Refusing them closed every `AdminClient.list_topics()` connection.
-    if r.remaining() > 0 {
-        log::debug!("{} bytes after a request body ignored", r.remaining());
+/// Splits a request frame into its header and its body. The header is read twice — once to
+/// find where the body starts, once from its own bytes — so that the body can be borrowed
+/// mutably beside it (Produce writes offsets into its record sets in place).
+fn split_request(frame: &mut [u8]) -> DecodeResult<(RequestHeader<'_>, &mut [u8])> {
+    let body_at = {
+        let mut r = Reader::new(frame);
+        RequestHeader::decode(&mut r)?;
+        r.position()
+    };
+    let (head, body) = frame.split_at_mut(body_at);
+    Ok((RequestHeader::decode(&mut Reader::new(head))?, body))
+}
+
+impl KafkaApis {
+    /// ApiVersions is answered whatever its version (one above ours gets the v0-layout
+    /// UNSUPPORTED_VERSION that names our range), always with response header v0.
+    fn handle_api_versions(
+        &self,
+        body: &[u8],
+        corr: i32,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        out.put_i32(corr);
+        let decoded = header::is_supported(cx.api_key, cx.version)
+            .then(|| cx.read::<ApiVersionsRequest>(body))
+            .transpose();
+        match decoded {
+            Err(e) => {
+                log::warn!(
+                    "[Broker {}] closing connection from {}: malformed ApiVersions v{}: {e}",
+                    self.broker_id,
+                    cx.conn.peer,
+                    cx.version
+                );
+                return Action::Close;
+            }
+            Ok(Some(ApiVersionsRequest {
+                client_software: Some((name, ver)),
+            })) => {
+                let _ = cx.conn.client_software.set(format!("{name} {ver}"));
+            }
+            Ok(_) => {}
+        }
+        cx.answer(out, &ApiVersionsResponse::for_version(cx.version));
+        Action::Respond
     }
-    Ok(v)
 }
 
 impl KafkaApis {

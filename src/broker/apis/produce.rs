@@ -4,15 +4,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::KafkaApis;
+use super::{KafkaApis, RequestContext};
 use crate::broker::inflation;
 use crate::broker::partition::{Partition, Role};
 use crate::broker::replica_manager::{Payload, ReplicaManager};
-use crate::network::Action;
+use crate::network::{Action, Response};
+use crate::protocol::header::PRODUCE;
 use crate::protocol::message::{self, SetError};
 use crate::protocol::produce::{ProducePartitionResponse, ProduceRequest, ProduceResponse};
 use crate::protocol::record_batch;
-use crate::protocol::{DecodeResult, ErrorCode, Reader, map_topics};
+use crate::protocol::{DecodeResult, Encode, ErrorCode, Out, map_topics};
 
 impl KafkaApis {
     /// Produce: validate each set (CRC, sizes, format for the version), append under the
@@ -20,14 +21,13 @@ impl KafkaApis {
     /// append, -1 after the high watermark passes the last message (or REQUEST_TIMED_OUT).
     pub(super) fn handle_produce(
         &self,
-        frame: &mut [u8],
-        (body_at, flexible): (usize, bool),
-        version: i16,
-        out: &mut Vec<u8>,
+        body: &mut [u8],
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> DecodeResult<Action> {
-        // The record sets' ranges are the frame's, so they can be modified in place below.
-        // Bytes after the last field are ignored, as Kafka does (see `apis::decode_v`).
-        let req = ProduceRequest::decode(&mut Reader::body_of(frame, body_at, flexible), version)?;
+        let version = cx.version;
+        // The record sets are ranges of the body, so they can be modified in place below.
+        let req: ProduceRequest = cx.read(body)?;
         let mut results: Vec<Appended> = Vec::new();
         let refuse_all = if !matches!(req.acks, -1..=1) {
             Some(Appended::failed(ErrorCode::InvalidRequiredAcks, None))
@@ -48,7 +48,7 @@ impl KafkaApis {
         }
         for t in &req.topics {
             for p in &t.1 {
-                let set = &mut frame[p.set.clone()];
+                let set = &mut body[p.set.clone()];
                 results.push(self.append_one(&t.0, p.partition, set, req.acks, version));
             }
         }
@@ -328,7 +328,7 @@ fn answer_produce<T>(
     out: &mut Vec<u8>,
 ) {
     let mut i = 0;
-    ProduceResponse {
+    let resp = ProduceResponse {
         topics: map_topics(topics, |_, p| {
             let partition = partition_of(p);
             let r = results.get(i);
@@ -342,6 +342,6 @@ fn answer_produce<T>(
                 error_message: r.and_then(|r| r.why).map(str::to_owned),
             }
         }),
-    }
-    .encode(out, version);
+    };
+    resp.encode(&mut Out::body(out, PRODUCE, version));
 }

@@ -9,17 +9,17 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::KafkaApis;
+use super::{KafkaApis, RequestContext};
 use crate::broker::partition::Role;
-use crate::network::Action;
+use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
 use crate::protocol::admin_topics::{
-    CreatableTopic, CreatableTopicResult, CreatePartitionsRequest, CreateTopicsRequest,
-    DeletableTopicResult, DeleteTopicsRequest, TopicConfigEntry, encode_create_partitions_response,
-    encode_create_topics_response, encode_delete_topics_response,
+    CreatableTopic, CreatableTopicResult, CreatePartitionsRequest, CreatePartitionsResponse,
+    CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest,
+    DeleteTopicsResponse, TopicConfigEntry,
 };
 use crate::protocol::delete_records::{
-    DeleteRecordsRequest, DeletedRecords, HIGH_WATERMARK, encode_delete_records_response,
+    DeleteRecordsRequest, DeleteRecordsResponse, DeletedRecords, HIGH_WATERMARK,
 };
 use crate::protocol::map_topics;
 use crate::zk::admin::{self, AdminError};
@@ -61,9 +61,10 @@ impl KafkaApis {
     pub(super) fn handle_create_topics(
         &self,
         req: &CreateTopicsRequest,
-        version: i16,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
+        let version = cx.version;
         let mut results = Vec::with_capacity(req.topics.len());
         let mut created = Vec::new();
         for t in &req.topics {
@@ -125,7 +126,7 @@ impl KafkaApis {
                     .unwrap_or_default();
             }
         }
-        encode_create_topics_response(out, &results, version);
+        cx.answer(out, &CreateTopicsResponse { topics: results });
         Action::Respond
     }
 
@@ -211,8 +212,8 @@ impl KafkaApis {
     pub(super) fn handle_delete_topics(
         &self,
         req: &DeleteTopicsRequest,
-        version: i16,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
         let mut results = Vec::with_capacity(req.topics.len());
         let mut deleted = Vec::new();
@@ -259,7 +260,7 @@ impl KafkaApis {
                 r.error_code = ErrorCode::RequestTimedOut.code();
             }
         }
-        encode_delete_topics_response(out, &results, version);
+        cx.answer(out, &DeleteTopicsResponse { results });
         Action::Respond
     }
 
@@ -274,8 +275,8 @@ impl KafkaApis {
     pub(super) fn handle_create_partitions(
         &self,
         req: &CreatePartitionsRequest,
-        version: i16,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
         let mut results = Vec::with_capacity(req.topics.len());
         let mut raised = Vec::new();
@@ -305,7 +306,7 @@ impl KafkaApis {
                 r.1 = ErrorCode::RequestTimedOut.code();
             }
         }
-        encode_create_partitions_response(out, &results, version);
+        cx.answer(out, &CreatePartitionsResponse { results });
         Action::Respond
     }
 
@@ -315,8 +316,8 @@ impl KafkaApis {
     pub(super) fn handle_delete_records(
         &self,
         req: &DeleteRecordsRequest,
-        version: i16,
-        out: &mut Vec<u8>,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
     ) -> Action {
         let topics = map_topics(&req.topics, |topic, &(partition, offset)| {
             let (low_watermark, code) = match self.delete_records(topic, partition, offset) {
@@ -329,7 +330,7 @@ impl KafkaApis {
                 error_code: code.code(),
             }
         });
-        encode_delete_records_response(out, &topics, version);
+        cx.answer(out, &DeleteRecordsResponse { topics });
         Action::Respond
     }
 

@@ -74,13 +74,10 @@ impl Fetcher {
             replica_id: me,
             topics,
         };
-        let answer = chan.call(
-            OFFSET_FOR_LEADER_EPOCH,
-            ofle::CLIENT_VERSION,
-            &|b| req.encode(b, ofle::CLIENT_VERSION),
-            ofle::decode_response,
-        );
-        let topics = answer.map_err(|e| e.to_string())?;
+        let answer: ofle::OffsetForLeaderEpochResponse = chan
+            .send(OFFSET_FOR_LEADER_EPOCH, ofle::CLIENT_VERSION, &req)
+            .map_err(|e| e.to_string())?;
+        let topics = answer.topics;
         let mut parts = self.partitions.lock();
         for (topic, answers) in topics {
             for a in answers {

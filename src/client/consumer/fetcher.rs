@@ -229,11 +229,7 @@ fn fetch_once(
         by_topic,
     );
     let v = fetch::CLIENT_VERSION;
-    let resp = chan
-        .call(FETCH, v, &|b| req.encode(b, v), |r| {
-            FetchResponse::decode(r, v)
-        })
-        .map_err(|e| e.to_string())?;
+    let resp: FetchResponse = chan.send(FETCH, v, &req).map_err(|e| e.to_string())?;
     let mut moved = Vec::new();
     for (topic, prs) in resp.topics {
         for pr in prs {

@@ -12,9 +12,9 @@ use crate::client::metadata::fetch_metadata;
 use crate::client::partitioner::partition_for_key;
 use crate::network::BlockingChannel;
 use crate::protocol::header::PRODUCE;
-use crate::protocol::produce::{ProduceResponse, TopicSets, encode_request};
+use crate::protocol::produce::{ProduceResponse, ProduceSets, TopicSets};
 use crate::protocol::record_batch::{BatchBuilder, NewRecord};
-use crate::protocol::{ErrorCode, Reader, compression, message};
+use crate::protocol::{ErrorCode, compression, encode_body, message};
 
 fn record_batch(b: &Batch, codec: i8) -> Result<Vec<u8>, message::SetError> {
     let mut builder = BatchBuilder::new();
@@ -266,19 +266,20 @@ impl SenderState {
             1 => 2,
             _ => 0,
         };
-        let body = |b: &mut Vec<u8>| encode_request(b, version, acks, timeout, &topics);
+        let req = ProduceSets {
+            acks,
+            timeout_ms: timeout,
+            topics: &topics,
+        };
+        let body = |b: &mut Vec<u8>| encode_body(&req, b, PRODUCE, version);
         let result = self.connection(addr).and_then(|c| {
             if acks == 0 {
                 c.send_only(PRODUCE, version, &body)
                     .map(|_| None)
                     .map_err(|e| e.to_string())
             } else {
-                let raw = c
-                    .round_trip_raw(PRODUCE, version, &body)
-                    .map_err(|e| e.to_string())?;
-                let mut r = Reader::new(&raw);
-                ProduceResponse::decode(&mut r, version)
-                    .and_then(|resp| r.finish().map(|_| Some(resp)))
+                c.send::<ProduceResponse>(PRODUCE, version, &req)
+                    .map(Some)
                     .map_err(|e| e.to_string())
             }
         });

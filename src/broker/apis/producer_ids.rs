@@ -1,0 +1,51 @@
+//! InitProducerId (key 22) for idempotent producers: an id from the broker's
+//! `ProducerIdManager`, or the same id with the next epoch when a producer re-initialises
+//! (KIP-360). Transactions are not served: a transactional id gets INVALID_REQUEST.
+
+use super::{KafkaApis, RequestContext};
+use crate::network::{Action, Response};
+use crate::protocol::ErrorCode;
+use crate::protocol::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+
+impl KafkaApis {
+    pub(super) fn handle_init_producer_id(
+        &self,
+        req: &InitProducerIdRequest,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        let answer = |error: ErrorCode, producer_id, producer_epoch| InitProducerIdResponse {
+            error_code: error.code(),
+            producer_id,
+            producer_epoch,
+        };
+        let resp = if req.transactional_id.is_some() {
+            log::info!(
+                "[Broker {}] refused InitProducerId for transactional id {:?}: transactions are not supported",
+                self.broker_id,
+                req.transactional_id
+            );
+            answer(ErrorCode::InvalidRequest, -1, -1)
+        } else if req.producer_id >= 0
+            && req.producer_epoch >= 0
+            && req.producer_epoch < i16::MAX - 1
+        {
+            // KIP-360: the producer keeps its id with the next epoch, which fences its older
+            // batches and restarts its sequences.
+            answer(ErrorCode::None, req.producer_id, req.producer_epoch + 1)
+        } else {
+            match self.producer_ids.next_id() {
+                Ok(id) => answer(ErrorCode::None, id, 0),
+                Err(e) => {
+                    log::warn!(
+                        "[Broker {}] cannot reserve producer ids: {e:?}",
+                        self.broker_id
+                    );
+                    answer(ErrorCode::CoordinatorNotAvailable, -1, -1)
+                }
+            }
+        };
+        cx.answer(out, &resp);
+        Action::Respond
+    }
+}
