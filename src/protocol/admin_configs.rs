@@ -46,7 +46,7 @@ impl<'a> Decode<'a> for AlterConfigsRequest {
                 } else {
                     None
                 };
-                let value = r.nullable_string("value")?.map(str::to_owned);
+                let value = r.nullable_owned("value")?;
                 r.tags()?;
                 Ok(AlterableConfig { name, op, value })
             })?;
@@ -115,7 +115,7 @@ impl<'a> Decode<'a> for AlterConfigsResponse {
         let results = read_array(r, "responses", 7, |r| {
             let res = (
                 r.i16("error_code")?,
-                r.nullable_string("error_message")?.map(str::to_owned),
+                r.nullable_owned("error_message")?,
                 r.i8("resource_type")?,
                 r.string("resource_name")?.to_owned(),
             );

@@ -67,7 +67,6 @@ impl<'a> Decode<'a> for DescribeConfigsRequest {
 
 impl Encode for DescribeConfigsRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
         out.put_array(&self.resources, |o, res| {
             o.put_i8(res.resource_type);
             o.put_str(&res.name);
@@ -77,12 +76,8 @@ impl Encode for DescribeConfigsRequest {
             }
             o.put_tags();
         });
-        if version >= 1 {
-            out.put_i8(self.include_synonyms as i8);
-        }
-        if version >= 3 {
-            out.put_i8(self.include_documentation as i8);
-        }
+        out.since(1, |o| o.put_i8(self.include_synonyms as i8));
+        out.since(3, |o| o.put_i8(self.include_documentation as i8));
         out.put_tags();
     }
 }
@@ -136,9 +131,7 @@ impl Encode for DescribeConfigsResponse {
                     o.put_i8(c.source);
                 }
                 o.put_i8(c.sensitive as i8);
-                if version >= 1 {
-                    o.put_len(Some(0)); // synonyms: none listed
-                }
+                o.since(1, |o| o.put_len(Some(0))); // synonyms: none listed
                 if version >= 3 {
                     o.put_i8(c.config_type);
                     o.put_nstr(c.documentation.as_deref());
@@ -157,12 +150,12 @@ impl<'a> Decode<'a> for DescribeConfigsResponse {
         r.i32("throttle_time_ms")?;
         let results = read_array(r, "results", 9, |r| {
             let error_code = r.i16("error_code")?;
-            let error_message = r.nullable_string("error_message")?.map(str::to_owned);
+            let error_message = r.nullable_owned("error_message")?;
             let resource_type = r.i8("resource_type")?;
             let name = r.string("resource_name")?.to_owned();
             let configs = read_array(r, "configs", 6, |r| {
                 let name = r.string("name")?.to_owned();
-                let value = r.nullable_string("value")?.map(str::to_owned);
+                let value = r.nullable_owned("value")?;
                 let read_only = r.bool("read_only")?;
                 let source = if version == 0 {
                     if r.bool("is_default")? {
@@ -186,7 +179,7 @@ impl<'a> Decode<'a> for DescribeConfigsResponse {
                 let (mut config_type, mut documentation) = (0, None);
                 if version >= 3 {
                     config_type = r.i8("config_type")?;
-                    documentation = r.nullable_string("documentation")?.map(str::to_owned);
+                    documentation = r.nullable_owned("documentation")?;
                 }
                 r.tags()?;
                 Ok(DescribedConfig {
@@ -222,14 +215,9 @@ pub struct DescribeClusterRequest {
 
 impl<'a> Decode<'a> for DescribeClusterRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
         let include_cluster_authorized_operations =
             r.bool("include_cluster_authorized_operations")?;
-        let endpoint_type = if version >= 1 {
-            r.i8("endpoint_type")?
-        } else {
-            1
-        };
+        let endpoint_type = r.since(1, 1, |r| r.i8("endpoint_type"))?;
         r.tags()?;
         Ok(DescribeClusterRequest {
             include_cluster_authorized_operations,
@@ -240,11 +228,8 @@ impl<'a> Decode<'a> for DescribeClusterRequest {
 
 impl Encode for DescribeClusterRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
         out.put_i8(self.include_cluster_authorized_operations as i8);
-        if version >= 1 {
-            out.put_i8(self.endpoint_type);
-        }
+        out.since(1, |o| o.put_i8(self.endpoint_type));
         out.put_tags();
     }
 }
@@ -266,13 +251,10 @@ const OPERATIONS_UNKNOWN: i32 = i32::MIN;
 
 impl Encode for DescribeClusterResponse {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
         out.put_i32(0);
         out.put_i16(self.error_code);
         out.put_nstr(self.error_message.as_deref());
-        if version >= 1 {
-            out.put_i8(self.endpoint_type);
-        }
+        out.since(1, |o| o.put_i8(self.endpoint_type));
         out.put_str(&self.cluster_id);
         out.put_i32(self.controller_id);
         out.put_array(&self.brokers, |o, (id, host, port)| {
@@ -289,15 +271,10 @@ impl Encode for DescribeClusterResponse {
 
 impl<'a> Decode<'a> for DescribeClusterResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
         r.i32("throttle_time_ms")?;
         let error_code = r.i16("error_code")?;
-        let error_message = r.nullable_string("error_message")?.map(str::to_owned);
-        let endpoint_type = if version >= 1 {
-            r.i8("endpoint_type")?
-        } else {
-            1
-        };
+        let error_message = r.nullable_owned("error_message")?;
+        let endpoint_type = r.since(1, 1, |r| r.i8("endpoint_type"))?;
         let cluster_id = r.string("cluster_id")?.to_owned();
         let controller_id = r.i32("controller_id")?;
         let brokers = read_array(r, "brokers", 10, |r| {

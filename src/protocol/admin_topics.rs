@@ -41,10 +41,7 @@ impl<'a> Decode<'a> for CreateTopicsRequest {
                 Ok(a)
             })?;
             let configs = read_array(r, "configs", 4, |r| {
-                let c = (
-                    r.string("name")?.to_owned(),
-                    r.nullable_string("value")?.map(str::to_owned),
-                );
+                let c = (r.string("name")?.to_owned(), r.nullable_owned("value")?);
                 r.tags()?;
                 Ok(c)
             })?;
@@ -70,7 +67,6 @@ impl<'a> Decode<'a> for CreateTopicsRequest {
 
 impl Encode for CreateTopicsRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
         out.put_array(&self.topics, |o, t| {
             o.put_str(&t.name);
             o.put_i32(t.num_partitions);
@@ -88,9 +84,7 @@ impl Encode for CreateTopicsRequest {
             o.put_tags();
         });
         out.put_i32(self.timeout_ms);
-        if version >= 1 {
-            out.put_i8(self.validate_only as i8);
-        }
+        out.since(1, |o| o.put_i8(self.validate_only as i8));
         out.put_tags();
     }
 }
@@ -130,18 +124,12 @@ impl Encode for CreateTopicsResponse {
     fn encode(&self, out: &mut Out<'_>) {
         let version = out.version();
         let topics = &self.topics;
-        if version >= 2 {
-            out.put_i32(0);
-        }
+        out.since(2, |o| o.put_i32(0));
         out.put_array(topics, |o, t| {
             o.put_str(&t.name);
-            if version >= 7 {
-                o.extend_from_slice(&t.topic_id);
-            }
+            o.since(7, |o| o.extend_from_slice(&t.topic_id));
             o.put_i16(t.error_code);
-            if version >= 1 {
-                o.put_nstr(t.error_message.as_deref());
-            }
+            o.since(1, |o| o.put_nstr(t.error_message.as_deref()));
             if version >= 5 {
                 o.put_i32(t.num_partitions);
                 o.put_i16(t.replication_factor);
@@ -164,9 +152,7 @@ impl Encode for CreateTopicsResponse {
 impl<'a> Decode<'a> for CreateTopicsResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        if version >= 2 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(2, |r| r.i32("throttle_time_ms"))?;
         let topics = read_array(r, "topics", 4, |r| {
             let name = r.string("name")?.to_owned();
             let mut topic_id = [0; 16];
@@ -174,11 +160,7 @@ impl<'a> Decode<'a> for CreateTopicsResponse {
                 topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
             }
             let error_code = r.i16("error_code")?;
-            let error_message = if version >= 1 {
-                r.nullable_string("error_message")?.map(str::to_owned)
-            } else {
-                None
-            };
+            let error_message = r.since(1, None, |r| r.nullable_owned("error_message"))?;
             let (mut num_partitions, mut replication_factor, mut configs) = (-1, -1, None);
             if version >= 5 {
                 num_partitions = r.i32("num_partitions")?;
@@ -188,7 +170,7 @@ impl<'a> Decode<'a> for CreateTopicsResponse {
                     for _ in 0..n {
                         v.push(TopicConfigEntry {
                             name: r.string("name")?.to_owned(),
-                            value: r.nullable_string("value")?.map(str::to_owned),
+                            value: r.nullable_owned("value")?,
                             read_only: r.bool("read_only")?,
                             source: r.i8("config_source")?,
                             sensitive: r.bool("is_sensitive")?,
@@ -226,7 +208,7 @@ impl<'a> Decode<'a> for DeleteTopicsRequest {
         let version = r.version();
         let topics = if version >= 6 {
             read_array(r, "topics", 17, |r| {
-                let name = r.nullable_string("name")?.map(str::to_owned);
+                let name = r.nullable_owned("name")?;
                 let mut id = [0; 16];
                 id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
                 r.tags()?;
@@ -281,9 +263,7 @@ impl Encode for DeleteTopicsResponse {
     fn encode(&self, out: &mut Out<'_>) {
         let version = out.version();
         let results = &self.results;
-        if version >= 1 {
-            out.put_i32(0);
-        }
+        out.since(1, |o| o.put_i32(0));
         out.put_array(results, |o, t| {
             if version >= 6 {
                 o.put_nstr(t.name.as_deref());
@@ -292,9 +272,7 @@ impl Encode for DeleteTopicsResponse {
                 o.put_str(t.name.as_deref().unwrap_or(""));
             }
             o.put_i16(t.error_code);
-            if version >= 5 {
-                o.put_nstr(t.error_message.as_deref());
-            }
+            o.since(5, |o| o.put_nstr(t.error_message.as_deref()));
             o.put_tags();
         });
         out.put_tags();
@@ -304,24 +282,18 @@ impl Encode for DeleteTopicsResponse {
 impl<'a> Decode<'a> for DeleteTopicsResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        if version >= 1 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(1, |r| r.i32("throttle_time_ms"))?;
         let results = read_array(r, "responses", 3, |r| {
             let mut topic_id = [0; 16];
             let name = if version >= 6 {
-                let n = r.nullable_string("name")?.map(str::to_owned);
+                let n = r.nullable_owned("name")?;
                 topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
                 n
             } else {
                 Some(r.string("name")?.to_owned())
             };
             let error_code = r.i16("error_code")?;
-            let error_message = if version >= 5 {
-                r.nullable_string("error_message")?.map(str::to_owned)
-            } else {
-                None
-            };
+            let error_message = r.since(5, None, |r| r.nullable_owned("error_message"))?;
             r.tags()?;
             Ok(DeletableTopicResult {
                 name,
@@ -430,7 +402,7 @@ impl<'a> Decode<'a> for CreatePartitionsResponse {
             let t = (
                 r.string("name")?.to_owned(),
                 r.i16("error_code")?,
-                r.nullable_string("error_message")?.map(str::to_owned),
+                r.nullable_owned("error_message")?,
             );
             r.tags()?;
             Ok(t)

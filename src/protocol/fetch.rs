@@ -82,37 +82,23 @@ impl Encode for FetchRequest {
         out.put_i32(self.replica_id);
         out.put_i32(self.max_wait_ms);
         out.put_i32(self.min_bytes);
-        if version >= 3 {
-            out.put_i32(self.max_bytes);
-        }
-        if version >= 4 {
-            out.put_i8(self.isolation_level);
-        }
+        out.since(3, |o| o.put_i32(self.max_bytes));
+        out.since(4, |o| o.put_i8(self.isolation_level));
         if version >= 7 {
             out.put_i32(self.session_id);
             out.put_i32(self.session_epoch);
         }
         out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
-            if version >= 9 {
-                o.put_i32(p.current_leader_epoch);
-            }
+            o.since(9, |o| o.put_i32(p.current_leader_epoch));
             o.put_i64(p.fetch_offset);
-            if version >= 12 {
-                o.put_i32(-1); // last_fetched_epoch
-            }
-            if version >= 5 {
-                o.put_i64(p.log_start_offset);
-            }
+            o.since(12, |o| o.put_i32(-1)); // last_fetched_epoch
+            o.since(5, |o| o.put_i64(p.log_start_offset));
             o.put_i32(p.max_bytes);
             o.put_tags();
         });
-        if version >= 7 {
-            out.put_len(Some(0)); // forgotten_topics_data
-        }
-        if version >= 11 {
-            out.put_str("");
-        }
+        out.since(7, |o| o.put_len(Some(0))); // forgotten_topics_data
+        out.since(11, |o| o.put_str(""));
         out.put_tags();
     }
 }
@@ -123,16 +109,8 @@ impl<'a> Decode<'a> for FetchRequest {
         let replica_id = r.i32("replica_id")?;
         let max_wait_ms = r.i32("max_wait_ms")?;
         let min_bytes = r.i32("min_bytes")?;
-        let max_bytes = if version >= 3 {
-            r.i32("max_bytes")?
-        } else {
-            i32::MAX
-        };
-        let isolation_level = if version >= 4 {
-            r.i8("isolation_level")?
-        } else {
-            0
-        };
+        let max_bytes = r.since(3, i32::MAX, |r| r.i32("max_bytes"))?;
+        let isolation_level = r.since(4, 0, |r| r.i8("isolation_level"))?;
         let (session_id, session_epoch) = if version >= 7 {
             (r.i32("session_id")?, r.i32("session_epoch")?)
         } else {
@@ -140,20 +118,10 @@ impl<'a> Decode<'a> for FetchRequest {
         };
         let topics = read_topics(r, 16, |r| {
             let partition = r.i32("partition")?;
-            let current_leader_epoch = if version >= 9 {
-                r.i32("current_leader_epoch")?
-            } else {
-                -1
-            };
+            let current_leader_epoch = r.since(9, -1, |r| r.i32("current_leader_epoch"))?;
             let fetch_offset = r.i64("fetch_offset")?;
-            if version >= 12 {
-                r.i32("last_fetched_epoch")?;
-            }
-            let log_start_offset = if version >= 5 {
-                r.i64("log_start_offset")?
-            } else {
-                -1
-            };
+            r.skip_since(12, |r| r.i32("last_fetched_epoch"))?;
+            let log_start_offset = r.since(5, -1, |r| r.i64("log_start_offset"))?;
             let max_bytes = r.i32("partition_max_bytes")?;
             r.tags()?;
             Ok(FetchPartition {
@@ -173,9 +141,7 @@ impl<'a> Decode<'a> for FetchRequest {
                 r.tags()
             })?;
         }
-        if version >= 11 {
-            r.string("rack_id")?;
-        }
+        r.skip_since(11, |r| r.string("rack_id"))?;
         r.tags()?;
         Ok(FetchRequest {
             replica_id,
@@ -203,9 +169,7 @@ pub fn readable_magic(version: i16) -> i8 {
 /// and session id.
 pub fn write_response_head<B: AsMut<Vec<u8>>>(out: &mut Out<'_, B>, error_code: i16) {
     let version = out.version();
-    if version >= 1 {
-        out.put_i32(0);
-    }
+    out.since(1, |o| o.put_i32(0));
     if version >= 7 {
         out.put_i16(error_code);
         out.put_i32(0);
@@ -227,22 +191,13 @@ pub struct PartitionHead {
 /// by `finish_partition` once the records are written, and the returned position is where
 /// they start.
 pub fn write_partition_head<B: AsMut<Vec<u8>>>(out: &mut Out<'_, B>, h: &PartitionHead) -> usize {
-    let version = out.version();
     out.put_i32(h.partition);
     out.put_i16(h.error_code);
     out.put_i64(h.high_watermark);
-    if version >= 4 {
-        out.put_i64(h.high_watermark); // last_stable_offset: no transactions, so the HW
-    }
-    if version >= 5 {
-        out.put_i64(h.log_start_offset);
-    }
-    if version >= 4 {
-        out.put_len(None); // aborted_transactions: null
-    }
-    if version >= 11 {
-        out.put_i32(-1); // preferred_read_replica: none
-    }
+    out.since(4, |o| o.put_i64(h.high_watermark)); // last_stable_offset: no transactions, so the HW
+    out.since(5, |o| o.put_i64(h.log_start_offset));
+    out.since(4, |o| o.put_len(None)); // aborted_transactions: null
+    out.since(11, |o| o.put_i32(-1)); // preferred_read_replica: none
     if out.is_flexible() {
         out.bytes().len()
     } else {
@@ -329,9 +284,7 @@ impl Encode for FetchResponse {
 impl<'a> Decode<'a> for FetchResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        if version >= 1 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(1, |r| r.i32("throttle_time_ms"))?;
         let mut error_code = 0;
         if version >= 7 {
             error_code = r.i16("error_code")?;
@@ -341,14 +294,8 @@ impl<'a> Decode<'a> for FetchResponse {
             let partition = r.i32("partition")?;
             let error_code = r.i16("error_code")?;
             let high_watermark = r.i64("high_watermark")?;
-            if version >= 4 {
-                r.i64("last_stable_offset")?;
-            }
-            let log_start_offset = if version >= 5 {
-                r.i64("log_start_offset")?
-            } else {
-                -1
-            };
+            r.skip_since(4, |r| r.i64("last_stable_offset"))?;
+            let log_start_offset = r.since(5, -1, |r| r.i64("log_start_offset"))?;
             if version >= 4
                 && let Some(n) = r.nullable_array_len("aborted_transactions", 16)?
             {
@@ -358,9 +305,7 @@ impl<'a> Decode<'a> for FetchResponse {
                     r.tags()?;
                 }
             }
-            if version >= 11 {
-                r.i32("preferred_read_replica")?;
-            }
+            r.skip_since(11, |r| r.i32("preferred_read_replica"))?;
             let message_set = r.nullable_bytes("records")?.unwrap_or_default().to_vec();
             r.tags()?;
             Ok(FetchPartitionResponse {

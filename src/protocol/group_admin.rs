@@ -15,11 +15,8 @@ pub struct DescribeGroupsRequest {
 
 impl<'a> Decode<'a> for DescribeGroupsRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
         let groups = read_array(r, "groups", 1, |r| Ok(r.string("group")?.to_owned()))?;
-        if version >= 3 {
-            r.bool("include_authorized_operations")?;
-        }
+        r.skip_since(3, |r| r.bool("include_authorized_operations"))?;
         r.tags()?;
         Ok(DescribeGroupsRequest { groups })
     }
@@ -27,11 +24,8 @@ impl<'a> Decode<'a> for DescribeGroupsRequest {
 
 impl Encode for DescribeGroupsRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
         out.put_array(&self.groups, |o, g| o.put_str(g));
-        if version >= 3 {
-            out.put_i8(0);
-        }
+        out.since(3, |o| o.put_i8(0));
         out.put_tags();
     }
 }
@@ -69,11 +63,8 @@ pub struct DescribeGroupsResponse {
 
 impl Encode for DescribeGroupsResponse {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
         let groups = &self.groups;
-        if version >= 1 {
-            out.put_i32(0);
-        }
+        out.since(1, |o| o.put_i32(0));
         out.put_array(groups, |o, g| {
             o.put_i16(g.error_code);
             o.put_str(&g.group_id);
@@ -82,18 +73,14 @@ impl Encode for DescribeGroupsResponse {
             o.put_str(&g.protocol);
             o.put_array(&g.members, |o, m| {
                 o.put_str(&m.member_id);
-                if version >= 4 {
-                    o.put_nstr(m.group_instance_id.as_deref());
-                }
+                o.since(4, |o| o.put_nstr(m.group_instance_id.as_deref()));
                 o.put_str(&m.client_id);
                 o.put_str(&m.client_host);
                 o.put_bytes(Some(&m.metadata));
                 o.put_bytes(Some(&m.assignment));
                 o.put_tags();
             });
-            if version >= 3 {
-                o.put_i32(OPERATIONS_UNKNOWN);
-            }
+            o.since(3, |o| o.put_i32(OPERATIONS_UNKNOWN));
             o.put_tags();
         });
         out.put_tags();
@@ -102,10 +89,7 @@ impl Encode for DescribeGroupsResponse {
 
 impl<'a> Decode<'a> for DescribeGroupsResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
-        if version >= 1 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(1, |r| r.i32("throttle_time_ms"))?;
         let groups = read_array(r, "groups", 9, |r| {
             let g = DescribedGroup {
                 error_code: r.i16("error_code")?,
@@ -116,11 +100,8 @@ impl<'a> Decode<'a> for DescribeGroupsResponse {
                 members: read_array(r, "members", 8, |r| {
                     let m = DescribedMember {
                         member_id: r.string("member_id")?.to_owned(),
-                        group_instance_id: if version >= 4 {
-                            r.nullable_string("group_instance_id")?.map(str::to_owned)
-                        } else {
-                            None
-                        },
+                        group_instance_id: r
+                            .since(4, None, |r| r.nullable_owned("group_instance_id"))?,
                         client_id: r.string("client_id")?.to_owned(),
                         client_host: r.string("client_host")?.to_owned(),
                         metadata: bytes(r, "member_metadata")?,
@@ -130,9 +111,7 @@ impl<'a> Decode<'a> for DescribeGroupsResponse {
                     Ok(m)
                 })?,
             };
-            if version >= 3 {
-                r.i32("authorized_operations")?;
-            }
+            r.skip_since(3, |r| r.i32("authorized_operations"))?;
             r.tags()?;
             Ok(g)
         })?;
@@ -202,20 +181,13 @@ pub struct ListGroupsResponse {
 
 impl Encode for ListGroupsResponse {
     fn encode(&self, out: &mut Out<'_>) {
-        let v = out.version();
-        if v >= 1 {
-            out.put_i32(0);
-        }
+        out.since(1, |o| o.put_i32(0));
         out.put_i16(self.error_code);
         out.put_array(&self.groups, |o, g| {
             o.put_str(&g.group_id);
             o.put_str(&g.protocol_type);
-            if v >= 4 {
-                o.put_str(&g.state);
-            }
-            if v >= 5 {
-                o.put_str(&g.group_type);
-            }
+            o.since(4, |o| o.put_str(&g.state));
+            o.since(5, |o| o.put_str(&g.group_type));
             o.put_tags();
         });
         out.put_tags();
@@ -225,9 +197,7 @@ impl Encode for ListGroupsResponse {
 impl<'a> Decode<'a> for ListGroupsResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let v = r.version();
-        if v >= 1 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(1, |r| r.i32("throttle_time_ms"))?;
         let error_code = r.i16("error_code")?;
         let groups = read_array(r, "groups", 2, |r| {
             let mut g = ListedGroup {

@@ -30,20 +30,12 @@ pub struct JoinGroupRequest {
 
 impl<'a> Decode<'a> for JoinGroupRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
         let group_id = r.string("group_id")?.to_owned();
         let session_timeout_ms = r.i32("session_timeout_ms")?;
-        let rebalance_timeout_ms = if version >= 1 {
-            r.i32("rebalance_timeout_ms")?
-        } else {
-            session_timeout_ms
-        };
+        let rebalance_timeout_ms =
+            r.since(1, session_timeout_ms, |r| r.i32("rebalance_timeout_ms"))?;
         let member_id = r.string("member_id")?.to_owned();
-        let group_instance_id = if version >= 5 {
-            r.nullable_string("group_instance_id")?.map(str::to_owned)
-        } else {
-            None
-        };
+        let group_instance_id = r.since(5, None, |r| r.nullable_owned("group_instance_id"))?;
         let protocol_type = r.string("protocol_type")?.to_owned();
         let protocols = read_array(r, "protocols", 3, |r| {
             let p = JoinProtocol {
@@ -53,11 +45,7 @@ impl<'a> Decode<'a> for JoinGroupRequest {
             r.tags()?;
             Ok(p)
         })?;
-        let reason = if version >= 8 {
-            r.nullable_string("reason")?.map(str::to_owned)
-        } else {
-            None
-        };
+        let reason = r.since(8, None, |r| r.nullable_owned("reason"))?;
         r.tags()?;
         Ok(JoinGroupRequest {
             group_id,
@@ -74,25 +62,18 @@ impl<'a> Decode<'a> for JoinGroupRequest {
 
 impl Encode for JoinGroupRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
         out.put_str(&self.group_id);
         out.put_i32(self.session_timeout_ms);
-        if version >= 1 {
-            out.put_i32(self.rebalance_timeout_ms);
-        }
+        out.since(1, |o| o.put_i32(self.rebalance_timeout_ms));
         out.put_str(&self.member_id);
-        if version >= 5 {
-            out.put_nstr(self.group_instance_id.as_deref());
-        }
+        out.since(5, |o| o.put_nstr(self.group_instance_id.as_deref()));
         out.put_str(&self.protocol_type);
         out.put_array(&self.protocols, |o, p| {
             o.put_str(&p.name);
             o.put_bytes(Some(&p.metadata));
             o.put_tags();
         });
-        if version >= 8 {
-            out.put_nstr(self.reason.as_deref());
-        }
+        out.since(8, |o| o.put_nstr(self.reason.as_deref()));
         out.put_tags();
     }
 }
@@ -138,9 +119,7 @@ impl JoinGroupResponse {
 impl Encode for JoinGroupResponse {
     fn encode(&self, out: &mut Out<'_>) {
         let version = out.version();
-        if version >= 2 {
-            out.put_i32(0);
-        }
+        out.since(2, |o| o.put_i32(0));
         out.put_i16(self.error_code);
         out.put_i32(self.generation_id);
         if version >= 7 {
@@ -152,15 +131,11 @@ impl Encode for JoinGroupResponse {
             out.put_str(&self.protocol_name);
         }
         out.put_str(&self.leader);
-        if version >= 9 {
-            out.put_i8(0); // skip_assignment: the leader always assigns
-        }
+        out.since(9, |o| o.put_i8(0)); // skip_assignment: the leader always assigns
         out.put_str(&self.member_id);
         out.put_array(&self.members, |o, m| {
             o.put_str(&m.member_id);
-            if version >= 5 {
-                o.put_nstr(m.group_instance_id.as_deref());
-            }
+            o.since(5, |o| o.put_nstr(m.group_instance_id.as_deref()));
             o.put_bytes(Some(&m.metadata));
             o.put_tags();
         });
@@ -171,14 +146,12 @@ impl Encode for JoinGroupResponse {
 impl<'a> Decode<'a> for JoinGroupResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        if version >= 2 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(2, |r| r.i32("throttle_time_ms"))?;
         let error_code = r.i16("error_code")?;
         let generation_id = r.i32("generation_id")?;
         let (protocol_type, protocol_name) = if version >= 7 {
             (
-                r.nullable_string("protocol_type")?.map(str::to_owned),
+                r.nullable_owned("protocol_type")?,
                 r.nullable_string("protocol_name")?
                     .unwrap_or_default()
                     .to_owned(),
@@ -187,18 +160,12 @@ impl<'a> Decode<'a> for JoinGroupResponse {
             (None, r.string("protocol_name")?.to_owned())
         };
         let leader = r.string("leader")?.to_owned();
-        if version >= 9 {
-            r.bool("skip_assignment")?;
-        }
+        r.skip_since(9, |r| r.bool("skip_assignment"))?;
         let member_id = r.string("member_id")?.to_owned();
         let members = read_array(r, "members", 3, |r| {
             let m = JoinedMember {
                 member_id: r.string("member_id")?.to_owned(),
-                group_instance_id: if version >= 5 {
-                    r.nullable_string("group_instance_id")?.map(str::to_owned)
-                } else {
-                    None
-                },
+                group_instance_id: r.since(5, None, |r| r.nullable_owned("group_instance_id"))?,
                 metadata: bytes(r, "metadata")?,
             };
             r.tags()?;
@@ -236,7 +203,7 @@ impl<'a> Decode<'a> for GenerationMember {
             generation_id: r.i32("generation_id")?,
             member_id: r.string("member_id")?.to_owned(),
             group_instance_id: if r.version() >= 3 {
-                r.nullable_string("group_instance_id")?.map(str::to_owned)
+                r.nullable_owned("group_instance_id")?
             } else {
                 None
             },
@@ -319,8 +286,8 @@ impl<'a> Decode<'a> for SyncGroupRequest {
         let member = GenerationMember::decode(r)?;
         let (protocol_type, protocol_name) = if version >= 5 {
             (
-                r.nullable_string("protocol_type")?.map(str::to_owned),
-                r.nullable_string("protocol_name")?.map(str::to_owned),
+                r.nullable_owned("protocol_type")?,
+                r.nullable_owned("protocol_name")?,
             )
         } else {
             (None, None)
@@ -370,9 +337,7 @@ pub struct SyncGroupResponse {
 impl Encode for SyncGroupResponse {
     fn encode(&self, out: &mut Out<'_>) {
         let version = out.version();
-        if version >= 1 {
-            out.put_i32(0);
-        }
+        out.since(1, |o| o.put_i32(0));
         out.put_i16(self.error_code);
         if version >= 5 {
             out.put_nstr(self.protocol_type.as_deref());
@@ -386,14 +351,12 @@ impl Encode for SyncGroupResponse {
 impl<'a> Decode<'a> for SyncGroupResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        if version >= 1 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(1, |r| r.i32("throttle_time_ms"))?;
         let error_code = r.i16("error_code")?;
         let (protocol_type, protocol_name) = if version >= 5 {
             (
-                r.nullable_string("protocol_type")?.map(str::to_owned),
-                r.nullable_string("protocol_name")?.map(str::to_owned),
+                r.nullable_owned("protocol_type")?,
+                r.nullable_owned("protocol_name")?,
             )
         } else {
             (None, None)
@@ -432,12 +395,8 @@ impl<'a> Decode<'a> for LeaveGroupRequest {
             read_array(r, "members", 2, |r| {
                 let m = LeavingMember {
                     member_id: r.string("member_id")?.to_owned(),
-                    group_instance_id: r.nullable_string("group_instance_id")?.map(str::to_owned),
-                    reason: if version >= 5 {
-                        r.nullable_string("reason")?.map(str::to_owned)
-                    } else {
-                        None
-                    },
+                    group_instance_id: r.nullable_owned("group_instance_id")?,
+                    reason: r.since(5, None, |r| r.nullable_owned("reason"))?,
                 };
                 r.tags()?;
                 Ok(m)
@@ -462,9 +421,7 @@ impl Encode for LeaveGroupRequest {
             out.put_array(&self.members, |o, m| {
                 o.put_str(&m.member_id);
                 o.put_nstr(m.group_instance_id.as_deref());
-                if version >= 5 {
-                    o.put_nstr(m.reason.as_deref());
-                }
+                o.since(5, |o| o.put_nstr(m.reason.as_deref()));
                 o.put_tags();
             });
         } else {
@@ -485,9 +442,7 @@ pub struct LeaveGroupResponse {
 impl Encode for LeaveGroupResponse {
     fn encode(&self, out: &mut Out<'_>) {
         let version = out.version();
-        if version >= 1 {
-            out.put_i32(0);
-        }
+        out.since(1, |o| o.put_i32(0));
         out.put_i16(self.error_code);
         if version >= 3 {
             out.put_array(&self.members, |o, (m, e)| {
@@ -504,15 +459,13 @@ impl Encode for LeaveGroupResponse {
 impl<'a> Decode<'a> for LeaveGroupResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        if version >= 1 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(1, |r| r.i32("throttle_time_ms"))?;
         let error_code = r.i16("error_code")?;
         let members = if version >= 3 {
             read_array(r, "members", 4, |r| {
                 let m = LeavingMember {
                     member_id: r.string("member_id")?.to_owned(),
-                    group_instance_id: r.nullable_string("group_instance_id")?.map(str::to_owned),
+                    group_instance_id: r.nullable_owned("group_instance_id")?,
                     reason: None,
                 };
                 let e = r.i16("error_code")?;

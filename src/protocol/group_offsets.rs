@@ -39,11 +39,7 @@ impl<'a> Decode<'a> for OffsetCommitRequest {
         } else {
             (-1, String::new())
         };
-        let group_instance_id = if version >= 7 {
-            r.nullable_string("group_instance_id")?.map(str::to_owned)
-        } else {
-            None
-        };
+        let group_instance_id = r.since(7, None, |r| r.nullable_owned("group_instance_id"))?;
         let retention_time_ms = if (2..=4).contains(&version) {
             r.i64("retention_time_ms")?
         } else {
@@ -53,17 +49,13 @@ impl<'a> Decode<'a> for OffsetCommitRequest {
         let topics = read_topics(r, min, |r| {
             let partition = r.i32("partition")?;
             let offset = r.i64("offset")?;
-            let leader_epoch = if version >= 6 {
-                r.i32("committed_leader_epoch")?
-            } else {
-                -1
-            };
+            let leader_epoch = r.since(6, -1, |r| r.i32("committed_leader_epoch"))?;
             let timestamp = if version == 1 {
                 r.i64("commit_timestamp")?
             } else {
                 -1
             };
-            let metadata = r.nullable_string("metadata")?.map(str::to_owned);
+            let metadata = r.nullable_owned("metadata")?;
             r.tags()?;
             Ok(CommitPartition {
                 partition,
@@ -93,18 +85,14 @@ impl Encode for OffsetCommitRequest {
             out.put_i32(self.generation_id);
             out.put_str(&self.member_id);
         }
-        if version >= 7 {
-            out.put_nstr(self.group_instance_id.as_deref());
-        }
+        out.since(7, |o| o.put_nstr(self.group_instance_id.as_deref()));
         if (2..=4).contains(&version) {
             out.put_i64(self.retention_time_ms);
         }
         out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i64(p.offset);
-            if version >= 6 {
-                o.put_i32(p.leader_epoch);
-            }
+            o.since(6, |o| o.put_i32(p.leader_epoch));
             if version == 1 {
                 o.put_i64(p.timestamp);
             }
@@ -123,10 +111,7 @@ pub struct OffsetCommitResponse {
 
 impl Encode for OffsetCommitResponse {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
-        if version >= 3 {
-            out.put_i32(0);
-        }
+        out.since(3, |o| o.put_i32(0));
         out.put_topics(&self.topics, |o, (p, e)| {
             o.put_i32(*p);
             o.put_i16(*e);
@@ -138,10 +123,7 @@ impl Encode for OffsetCommitResponse {
 
 impl<'a> Decode<'a> for OffsetCommitResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
-        if version >= 3 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(3, |r| r.i32("throttle_time_ms"))?;
         let topics = read_topics(r, 6, |r| {
             let p = (r.i32("partition")?, r.i16("error_code")?);
             r.tags()?;
@@ -175,9 +157,7 @@ impl<'a> Decode<'a> for OffsetFetchRequest {
         } else {
             Some(read_topics(r, 4, |r| r.i32("partition"))?)
         };
-        if version >= 7 {
-            r.bool("require_stable")?;
-        }
+        r.skip_since(7, |r| r.bool("require_stable"))?;
         r.tags()?;
         Ok(OffsetFetchRequest { group_id, topics })
     }
@@ -185,15 +165,12 @@ impl<'a> Decode<'a> for OffsetFetchRequest {
 
 impl Encode for OffsetFetchRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
         out.put_str(&self.group_id);
         match &self.topics {
             Some(t) => out.put_topics(t, |o, p| o.put_i32(*p)),
             None => out.put_len(None),
         }
-        if version >= 7 {
-            out.put_i8(i8::from(REQUIRE_STABLE_DEFAULT));
-        }
+        out.since(7, |o| o.put_i8(i8::from(REQUIRE_STABLE_DEFAULT)));
         out.put_tags();
     }
 }
@@ -218,42 +195,28 @@ pub struct OffsetFetchResponse {
 
 impl Encode for OffsetFetchResponse {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
-        if version >= 3 {
-            out.put_i32(0);
-        }
+        out.since(3, |o| o.put_i32(0));
         out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i64(p.offset);
-            if version >= 5 {
-                o.put_i32(p.leader_epoch);
-            }
+            o.since(5, |o| o.put_i32(p.leader_epoch));
             o.put_nstr(Some(&p.metadata));
             o.put_i16(p.error_code);
             o.put_tags();
         });
-        if version >= 2 {
-            out.put_i16(self.error_code);
-        }
+        out.since(2, |o| o.put_i16(self.error_code));
         out.put_tags();
     }
 }
 
 impl<'a> Decode<'a> for OffsetFetchResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
-        if version >= 3 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(3, |r| r.i32("throttle_time_ms"))?;
         let topics = read_topics(r, 15, |r| {
             let p = FetchedOffset {
                 partition: r.i32("partition")?,
                 offset: r.i64("offset")?,
-                leader_epoch: if version >= 5 {
-                    r.i32("committed_leader_epoch")?
-                } else {
-                    -1
-                },
+                leader_epoch: r.since(5, -1, |r| r.i32("committed_leader_epoch"))?,
                 metadata: r
                     .nullable_string("metadata")?
                     .unwrap_or_default()
@@ -263,11 +226,7 @@ impl<'a> Decode<'a> for OffsetFetchResponse {
             r.tags()?;
             Ok(p)
         })?;
-        let error_code = if version >= 2 {
-            r.i16("error_code")?
-        } else {
-            0
-        };
+        let error_code = r.since(2, 0, |r| r.i16("error_code"))?;
         r.tags()?;
         Ok(OffsetFetchResponse { topics, error_code })
     }
@@ -295,11 +254,8 @@ impl<'a> Decode<'a> for FindCoordinatorRequest {
 
 impl Encode for FindCoordinatorRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
         out.put_str(&self.key);
-        if version >= 1 {
-            out.put_i8(self.key_type);
-        }
+        out.since(1, |o| o.put_i8(self.key_type));
         out.put_tags();
     }
 }
@@ -316,14 +272,9 @@ pub struct FindCoordinatorResponse {
 
 impl Encode for FindCoordinatorResponse {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
-        if version >= 1 {
-            out.put_i32(0);
-        }
+        out.since(1, |o| o.put_i32(0));
         out.put_i16(self.error_code);
-        if version >= 1 {
-            out.put_nstr(self.error_message.as_deref());
-        }
+        out.since(1, |o| o.put_nstr(self.error_message.as_deref()));
         out.put_i32(self.node_id);
         out.put_str(&self.host);
         out.put_i32(self.port);
@@ -333,16 +284,9 @@ impl Encode for FindCoordinatorResponse {
 
 impl<'a> Decode<'a> for FindCoordinatorResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
-        if version >= 1 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(1, |r| r.i32("throttle_time_ms"))?;
         let error_code = r.i16("error_code")?;
-        let error_message = if version >= 1 {
-            r.nullable_string("error_message")?.map(str::to_owned)
-        } else {
-            None
-        };
+        let error_message = r.since(1, None, |r| r.nullable_owned("error_message"))?;
         let resp = FindCoordinatorResponse {
             error_code,
             error_message,

@@ -15,7 +15,7 @@ pub struct InitProducerIdRequest {
 impl<'a> Decode<'a> for InitProducerIdRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        let transactional_id = r.nullable_string("transactional_id")?.map(str::to_owned);
+        let transactional_id = r.nullable_owned("transactional_id")?;
         let transaction_timeout_ms = r.i32("transaction_timeout_ms")?;
         let (producer_id, producer_epoch) = if version >= 3 {
             (r.i64("producer_id")?, r.i16("producer_epoch")?)

@@ -20,21 +20,15 @@ impl Encode for MetadataRequest {
         };
         out.put_len(topics.map(<[String]>::len));
         for t in topics.unwrap_or_default() {
-            if version >= 10 {
-                out.extend_from_slice(&[0; 16]); // topic_id: asked by name
-            }
+            out.since(10, |o| o.extend_from_slice(&[0; 16])); // topic_id: asked by name
             out.put_str(t);
             out.put_tags();
         }
-        if version >= 4 {
-            out.put_i8(i8::from(self.allow_auto_topic_creation));
-        }
+        out.since(4, |o| o.put_i8(i8::from(self.allow_auto_topic_creation)));
         if (8..=10).contains(&version) {
             out.put_i8(0); // include_cluster_authorized_operations
         }
-        if version >= 8 {
-            out.put_i8(0); // include_topic_authorized_operations
-        }
+        out.since(8, |o| o.put_i8(0)); // include_topic_authorized_operations
         out.put_tags();
     }
 }
@@ -65,17 +59,12 @@ impl<'a> Decode<'a> for MetadataRequest {
                 Some(names)
             }
         };
-        let allow_auto_topic_creation = if version >= 4 {
-            r.bool("allow_auto_topic_creation")?
-        } else {
-            true
-        };
+        let allow_auto_topic_creation =
+            r.since(4, true, |r| r.bool("allow_auto_topic_creation"))?;
         if (8..=10).contains(&version) {
             r.bool("include_cluster_authorized_operations")?;
         }
-        if version >= 8 {
-            r.bool("include_topic_authorized_operations")?;
-        }
+        r.skip_since(8, |r| r.bool("include_topic_authorized_operations"))?;
         r.tags()?;
         Ok(MetadataRequest {
             topics,
@@ -124,61 +113,41 @@ const OPERATIONS_NOT_ASKED: i32 = i32::MIN;
 impl Encode for MetadataResponse {
     fn encode(&self, out: &mut Out<'_>) {
         let version = out.version();
-        if version >= 3 {
-            out.put_i32(0); // throttle_time_ms
-        }
+        out.since(3, |o| o.put_i32(0)); // throttle_time_ms
         out.put_len(Some(self.brokers.len()));
         for b in &self.brokers {
             out.put_i32(b.id);
             out.put_str(&b.host);
             out.put_i32(b.port);
-            if version >= 1 {
-                out.put_nstr(None); // rack
-            }
+            out.since(1, |o| o.put_nstr(None)); // rack
             out.put_tags();
         }
-        if version >= 2 {
-            out.put_nstr(self.cluster_id.as_deref());
-        }
-        if version >= 1 {
-            out.put_i32(self.controller_id);
-        }
+        out.since(2, |o| o.put_nstr(self.cluster_id.as_deref()));
+        out.since(1, |o| o.put_i32(self.controller_id));
         out.put_len(Some(self.topics.len()));
         for t in &self.topics {
             out.put_i16(t.error_code);
             out.put_str(&t.topic);
-            if version >= 10 {
-                out.extend_from_slice(&t.topic_id);
-            }
-            if version >= 1 {
-                out.put_i8(0); // is_internal: gregor keeps offsets in ZooKeeper, not a topic
-            }
+            out.since(10, |o| o.extend_from_slice(&t.topic_id));
+            out.since(1, |o| o.put_i8(0)); // is_internal: gregor keeps offsets in ZooKeeper, not a topic
             out.put_len(Some(t.partitions.len()));
             for p in &t.partitions {
                 out.put_i16(p.error_code);
                 out.put_i32(p.partition);
                 out.put_i32(p.leader);
-                if version >= 7 {
-                    out.put_i32(p.leader_epoch);
-                }
+                out.since(7, |o| o.put_i32(p.leader_epoch));
                 out.put_i32s(&p.replicas);
                 out.put_i32s(&p.isr);
-                if version >= 5 {
-                    out.put_i32s(&p.offline_replicas);
-                }
+                out.since(5, |o| o.put_i32s(&p.offline_replicas));
                 out.put_tags();
             }
-            if version >= 8 {
-                out.put_i32(OPERATIONS_NOT_ASKED);
-            }
+            out.since(8, |o| o.put_i32(OPERATIONS_NOT_ASKED));
             out.put_tags();
         }
         if (8..=10).contains(&version) {
             out.put_i32(OPERATIONS_NOT_ASKED);
         }
-        if version >= 13 {
-            out.put_i16(self.error_code);
-        }
+        out.since(13, |o| o.put_i16(self.error_code));
         out.put_tags();
     }
 }
@@ -186,31 +155,19 @@ impl Encode for MetadataResponse {
 impl<'a> Decode<'a> for MetadataResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        if version >= 3 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(3, |r| r.i32("throttle_time_ms"))?;
         let brokers = read_array(r, "brokers", BROKER_MIN, |r| {
             let b = BrokerInfo {
                 id: r.i32("broker.id")?,
                 host: r.string("broker.host")?.to_owned(),
                 port: r.i32("broker.port")?,
             };
-            if version >= 1 {
-                r.nullable_string("rack")?;
-            }
+            r.skip_since(1, |r| r.nullable_string("rack"))?;
             r.tags()?;
             Ok(b)
         })?;
-        let cluster_id = if version >= 2 {
-            r.nullable_string("cluster_id")?.map(str::to_owned)
-        } else {
-            None
-        };
-        let controller_id = if version >= 1 {
-            r.i32("controller_id")?
-        } else {
-            -1
-        };
+        let cluster_id = r.since(2, None, |r| r.nullable_owned("cluster_id"))?;
+        let controller_id = r.since(1, -1, |r| r.i32("controller_id"))?;
         let topics = read_array(r, "topic_metadata", 8, |r| {
             let error_code = r.i16("topic.error_code")?;
             let topic = r.nullable_string("topic")?.unwrap_or_default().to_owned();
@@ -218,25 +175,16 @@ impl<'a> Decode<'a> for MetadataResponse {
             if version >= 10 {
                 topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
             }
-            if version >= 1 {
-                r.bool("is_internal")?;
-            }
+            r.skip_since(1, |r| r.bool("is_internal"))?;
             let partitions = read_array(r, "partition_metadata", 18, |r| {
                 let error_code = r.i16("partition.error_code")?;
                 let partition = r.i32("partition")?;
                 let leader = r.i32("leader")?;
-                let leader_epoch = if version >= 7 {
-                    r.i32("leader_epoch")?
-                } else {
-                    -1
-                };
+                let leader_epoch = r.since(7, -1, |r| r.i32("leader_epoch"))?;
                 let replicas = r.i32_array("replicas")?;
                 let isr = r.i32_array("isr")?;
-                let offline_replicas = if version >= 5 {
-                    r.i32_array("offline_replicas")?
-                } else {
-                    Vec::new()
-                };
+                let offline_replicas =
+                    r.since(5, Vec::new(), |r| r.i32_array("offline_replicas"))?;
                 r.tags()?;
                 Ok(PartitionMetadata {
                     error_code,
@@ -248,9 +196,7 @@ impl<'a> Decode<'a> for MetadataResponse {
                     offline_replicas,
                 })
             })?;
-            if version >= 8 {
-                r.i32("topic_authorized_operations")?;
-            }
+            r.skip_since(8, |r| r.i32("topic_authorized_operations"))?;
             r.tags()?;
             Ok(TopicMetadata {
                 error_code,
@@ -262,11 +208,7 @@ impl<'a> Decode<'a> for MetadataResponse {
         if (8..=10).contains(&version) {
             r.i32("cluster_authorized_operations")?;
         }
-        let error_code = if version >= 13 {
-            r.i16("error_code")?
-        } else {
-            0
-        };
+        let error_code = r.since(13, 0, |r| r.i16("error_code"))?;
         r.tags()?;
         Ok(MetadataResponse {
             brokers,

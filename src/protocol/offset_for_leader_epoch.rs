@@ -26,12 +26,7 @@ pub struct OffsetForLeaderEpochRequest {
 
 impl<'a> Decode<'a> for OffsetForLeaderEpochRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
-        let replica_id = if version >= 3 {
-            r.i32("replica_id")?
-        } else {
-            -2
-        };
+        let replica_id = r.since(3, -2, |r| r.i32("replica_id"))?;
         let topics = read_topics(r, 12, |r| {
             let q = EpochQuery {
                 partition: r.i32("partition")?,
@@ -48,10 +43,7 @@ impl<'a> Decode<'a> for OffsetForLeaderEpochRequest {
 
 impl Encode for OffsetForLeaderEpochRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        let version = out.version();
-        if version >= 3 {
-            out.put_i32(self.replica_id);
-        }
+        out.since(3, |o| o.put_i32(self.replica_id));
         out.put_topics(&self.topics, |o, q| {
             o.put_i32(q.partition);
             o.put_i32(q.current_leader_epoch);

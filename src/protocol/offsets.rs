@@ -31,14 +31,10 @@ impl Encode for ListOffsetsRequest {
     fn encode(&self, out: &mut Out<'_>) {
         let version = out.version();
         out.put_i32(self.replica_id);
-        if version >= 2 {
-            out.put_i8(0); // isolation_level: read uncommitted
-        }
+        out.since(2, |o| o.put_i8(0)); // isolation_level: read uncommitted
         out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
-            if version >= 4 {
-                o.put_i32(p.current_leader_epoch);
-            }
+            o.since(4, |o| o.put_i32(p.current_leader_epoch));
             o.put_i64(p.time);
             if version == 0 {
                 o.put_i32(p.max_num_offsets);
@@ -59,11 +55,7 @@ impl<'a> Decode<'a> for ListOffsetsRequest {
         }
         let topics = read_topics(r, 12, |r| {
             let partition = r.i32("partition")?;
-            let current_leader_epoch = if version >= 4 {
-                r.i32("current_leader_epoch")?
-            } else {
-                -1
-            };
+            let current_leader_epoch = r.since(4, -1, |r| r.i32("current_leader_epoch"))?;
             let time = r.i64("timestamp")?;
             let max_num_offsets = if version == 0 {
                 r.i32("max_num_offsets")?
@@ -105,9 +97,7 @@ pub struct ListOffsetsResponse {
 impl Encode for ListOffsetsResponse {
     fn encode(&self, out: &mut Out<'_>) {
         let version = out.version();
-        if version >= 2 {
-            out.put_i32(0); // throttle_time_ms
-        }
+        out.since(2, |o| o.put_i32(0)); // throttle_time_ms
         out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             o.put_i16(p.error_code);
@@ -120,9 +110,7 @@ impl Encode for ListOffsetsResponse {
                 o.put_i64(p.timestamp);
                 o.put_i64(p.offset);
             }
-            if version >= 4 {
-                o.put_i32(p.leader_epoch);
-            }
+            o.since(4, |o| o.put_i32(p.leader_epoch));
             o.put_tags();
         });
         out.put_tags();
@@ -132,9 +120,7 @@ impl Encode for ListOffsetsResponse {
 impl<'a> Decode<'a> for ListOffsetsResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        if version >= 2 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(2, |r| r.i32("throttle_time_ms"))?;
         let topics = read_topics(r, 10, |r| {
             let partition = r.i32("partition")?;
             let error_code = r.i16("error_code")?;
@@ -145,11 +131,7 @@ impl<'a> Decode<'a> for ListOffsetsResponse {
                 timestamp = r.i64("timestamp")?;
                 offset = r.i64("offset")?;
             }
-            let leader_epoch = if version >= 4 {
-                r.i32("leader_epoch")?
-            } else {
-                -1
-            };
+            let leader_epoch = r.since(4, -1, |r| r.i32("leader_epoch"))?;
             r.tags()?;
             Ok(OffsetsPartitionResponse {
                 partition,

@@ -98,6 +98,30 @@ impl<'a> Reader<'a> {
         self.flexible
     }
 
+    /// A field that exists from version `since` on: read by `f`, or `absent` in an earlier
+    /// version's body.
+    pub fn since<T>(
+        &mut self,
+        since: i16,
+        absent: T,
+        f: impl FnOnce(&mut Self) -> DecodeResult<T>,
+    ) -> DecodeResult<T> {
+        if self.version >= since {
+            f(self)
+        } else {
+            Ok(absent)
+        }
+    }
+
+    /// Reads and drops a field that exists from version `since` on and gregor does not use.
+    pub fn skip_since<T>(
+        &mut self,
+        since: i16,
+        f: impl FnOnce(&mut Self) -> DecodeResult<T>,
+    ) -> DecodeResult<()> {
+        self.since(since, (), |r| f(r).map(drop))
+    }
+
     pub fn position(&self) -> usize {
         self.pos
     }
@@ -153,6 +177,11 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(bytes)
             .map(Some)
             .map_err(|_| DecodeError::Invalid(field))
+    }
+
+    /// A NULLABLE_STRING, owned (a field kept beyond the frame).
+    pub fn nullable_owned(&mut self, field: &'static str) -> DecodeResult<Option<String>> {
+        Ok(self.nullable_string(field)?.map(str::to_owned))
     }
 
     /// A STRING that the protocol does not allow to be null.
@@ -432,6 +461,14 @@ impl<'o, B: AsMut<Vec<u8>> + ?Sized> Out<'o, B> {
     /// The bytes written so far, for numbers and raw bytes.
     pub fn bytes(&mut self) -> &mut Vec<u8> {
         self.buf.as_mut()
+    }
+
+    /// Writes a field that exists from version `since` on, with `f`; nothing in an earlier
+    /// version's body.
+    pub fn since(&mut self, since: i16, f: impl FnOnce(&mut Self)) {
+        if self.version >= since {
+            f(self);
+        }
     }
 
     pub fn put_i8(&mut self, v: i8) {

@@ -27,12 +27,7 @@ pub struct ProduceRequest {
 
 impl<'a> Decode<'a> for ProduceRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let version = r.version();
-        let transactional_id = if version >= 3 {
-            r.nullable_string("transactional_id")?.map(str::to_owned)
-        } else {
-            None
-        };
+        let transactional_id = r.since(3, None, |r| r.nullable_owned("transactional_id"))?;
         let acks = r.i16("acks")?;
         let timeout_ms = r.i32("timeout_ms")?;
         let topics = read_topics(r, 8, |r| {
@@ -113,21 +108,15 @@ impl Encode for ProduceResponse {
             o.put_i32(p.partition);
             o.put_i16(p.error_code);
             o.put_i64(p.base_offset);
-            if version >= 2 {
-                o.put_i64(p.log_append_time_ms);
-            }
-            if version >= 5 {
-                o.put_i64(p.log_start_offset);
-            }
+            o.since(2, |o| o.put_i64(p.log_append_time_ms));
+            o.since(5, |o| o.put_i64(p.log_start_offset));
             if version >= 8 {
                 o.put_len(Some(0)); // record_errors: none singled out
                 o.put_nstr(p.error_message.as_deref());
             }
             o.put_tags();
         });
-        if version >= 1 {
-            out.put_i32(0); // throttle_time_ms: gregor does not throttle
-        }
+        out.since(1, |o| o.put_i32(0)); // throttle_time_ms: gregor does not throttle
         out.put_tags();
     }
 }
@@ -139,16 +128,8 @@ impl<'a> Decode<'a> for ProduceResponse {
             let partition = r.i32("partition")?;
             let error_code = r.i16("error_code")?;
             let base_offset = r.i64("base_offset")?;
-            let log_append_time_ms = if version >= 2 {
-                r.i64("log_append_time")?
-            } else {
-                -1
-            };
-            let log_start_offset = if version >= 5 {
-                r.i64("log_start_offset")?
-            } else {
-                -1
-            };
+            let log_append_time_ms = r.since(2, -1, |r| r.i64("log_append_time"))?;
+            let log_start_offset = r.since(5, -1, |r| r.i64("log_start_offset"))?;
             let mut error_message = None;
             if version >= 8 {
                 let n = r.array_len("record_errors", 3)?;
@@ -157,7 +138,7 @@ impl<'a> Decode<'a> for ProduceResponse {
                     r.nullable_string("batch_index_error_message")?;
                     r.tags()?;
                 }
-                error_message = r.nullable_string("error_message")?.map(str::to_owned);
+                error_message = r.nullable_owned("error_message")?;
             }
             r.tags()?;
             Ok(ProducePartitionResponse {
@@ -169,9 +150,7 @@ impl<'a> Decode<'a> for ProduceResponse {
                 error_message,
             })
         })?;
-        if version >= 1 {
-            r.i32("throttle_time_ms")?;
-        }
+        r.skip_since(1, |r| r.i32("throttle_time_ms"))?;
         r.tags()?;
         Ok(ProduceResponse { topics })
     }
