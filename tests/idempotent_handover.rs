@@ -69,7 +69,12 @@ fn a_waiting_batch_the_new_leader_holds_is_not_answered_not_leader() {
         "the heir to fetch the second batch",
         || log_bytes(&c, heir) > held,
     );
-    assert!(!waiting.is_finished(), "answered before it could commit");
+    if waiting.is_finished() {
+        // Say what came back (an error code and offset, or `None`: the connection ended), so a
+        // failure under load explains itself.
+        let early = waiting.join().unwrap();
+        panic!("answered before it could commit: {early:?}");
+    }
     c.terminate(1);
     let answer = waiting.join().unwrap();
     assert_ne!(

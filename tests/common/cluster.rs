@@ -170,8 +170,22 @@ impl Cluster {
         }
     }
 
+    /// SIGSTOP, returning once the kernel shows the process stopped: a test that pauses a
+    /// follower then produces must not race a fetch it still had time to make.
     pub fn pause(&self, id: i32) {
         self.signal(id, libc::SIGSTOP);
+        let stat = format!("/proc/{}/stat", self.pid(id));
+        // The state is the field after the command's closing parenthesis: `T` when stopped.
+        let stopped = || {
+            std::fs::read_to_string(&stat)
+                .ok()
+                .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('T')))
+                .unwrap_or(false)
+        };
+        assert!(
+            super::poll_until(Duration::from_secs(10), Duration::from_millis(1), stopped),
+            "broker {id} did not stop"
+        );
     }
 
     pub fn resume(&self, id: i32) {
