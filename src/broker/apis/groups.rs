@@ -44,7 +44,7 @@ impl KafkaApis {
         let join = Join {
             req,
             version: cx.version,
-            client_id: cx.client_id,
+            client_id: cx.client_id(),
             client_host: &host,
         };
         cx.answer(out, &self.coordinator.join_group(&join));

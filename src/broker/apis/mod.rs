@@ -42,11 +42,21 @@ use crate::zk::ZkClient;
 pub struct RequestContext<'a> {
     pub api_key: i16,
     pub version: i16,
-    pub client_id: &'a str,
+    /// The request header's bytes, for the client id (`client_id`).
+    head: &'a [u8],
     pub conn: &'a ConnectionContext,
 }
 
 impl RequestContext<'_> {
+    /// The client id of the request header: read again from the header's bytes when a
+    /// handler asks (JoinGroup, a log line), so that Produce and Fetch never pay for it.
+    pub fn client_id(&self) -> &str {
+        RequestHeader::decode(&mut Reader::new(self.head))
+            .ok()
+            .and_then(|h| h.client_id)
+            .unwrap_or("")
+    }
+
     /// Reads the request's body, in the encoding the API table gives its version.
     pub fn read<'f, T: Decode<'f>>(&self, body: &'f [u8]) -> DecodeResult<T> {
         let mut r = Reader::body(body, self.api_key, self.version);
@@ -108,8 +118,8 @@ impl RequestHandler for KafkaApis {
             return self.handle_coordinator_request(frame, out, conn);
         }
         let peer = &conn.peer;
-        let (h, body) = match split_request(frame) {
-            Ok(split) => split,
+        let (h, body_at) = match read_header(frame) {
+            Ok(h) => h,
             Err(e) => {
                 log::warn!(
                     "[Broker {}] closing connection from {peer}: bad request header: {e}",
@@ -119,22 +129,25 @@ impl RequestHandler for KafkaApis {
             }
         };
         let (key, version, corr) = (h.api_key, h.api_version, h.correlation_id);
-        let cx = RequestContext {
-            api_key: key,
-            version,
-            client_id: h.client_id.unwrap_or(""),
-            conn,
-        };
-        if key == header::API_VERSIONS {
-            return self.handle_api_versions(body, corr, &cx, out);
-        }
-        if !header::is_supported(key, version) {
+        if !header::is_supported(key, version) && key != header::API_VERSIONS {
             log::warn!(
                 "[Broker {}] closing connection from {peer}: unsupported api key {key} version {version} (client {:?})",
                 self.broker_id,
                 h.client_id
             );
             return Action::Close;
+        }
+        // The body apart from the header, so that it can be borrowed mutably (Produce writes
+        // offsets into its record sets in place) beside the header's bytes.
+        let (head, body) = frame.split_at_mut(body_at);
+        let cx = RequestContext {
+            api_key: key,
+            version,
+            head,
+            conn,
+        };
+        if key == header::API_VERSIONS {
+            return self.handle_api_versions(body, corr, &cx, out);
         }
         out.put_i32(corr);
         if header::response_is_flexible(key, version) {
@@ -191,7 +204,7 @@ impl RequestHandler for KafkaApis {
                     self.broker_id,
                     conn.who(),
                     header::api_name(key).unwrap_or("unknown api"),
-                    cx.client_id
+                    cx.client_id()
                 );
                 Action::Close
             }
@@ -215,17 +228,11 @@ impl KafkaApis {
     }
 }
 
-/// Splits a request frame into its header and its body. The header is read twice — once to
-/// find where the body starts, once from its own bytes — so that the body can be borrowed
-/// mutably beside it (Produce writes offsets into its record sets in place).
-fn split_request(frame: &mut [u8]) -> DecodeResult<(RequestHeader<'_>, &mut [u8])> {
-    let body_at = {
-        let mut r = Reader::new(frame);
-        RequestHeader::decode(&mut r)?;
-        r.position()
-    };
-    let (head, body) = frame.split_at_mut(body_at);
-    Ok((RequestHeader::decode(&mut Reader::new(head))?, body))
+/// Reads a request's header, and where its body starts.
+fn read_header(frame: &[u8]) -> DecodeResult<(RequestHeader<'_>, usize)> {
+    let mut r = Reader::new(frame);
+    let h = RequestHeader::decode(&mut r)?;
+    Ok((h, r.position()))
 }
 
 impl KafkaApis {
