@@ -18,10 +18,8 @@ use super::partition::Partition;
 use crate::config::BrokerConfig;
 use crate::network::BlockingChannel;
 use crate::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
-use crate::protocol::header::{FETCH, LIST_OFFSETS};
-use crate::protocol::offsets::{
-    EARLIEST_TIME, LATEST_TIME, ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition,
-};
+use crate::protocol::header::FETCH;
+use crate::protocol::offsets::{EARLIEST_TIME, LATEST_TIME};
 use crate::protocol::{BrokerInfo, ErrorCode};
 
 mod compare;
@@ -352,13 +350,13 @@ fn leader_ends(
     partition: &Partition,
     asked: i64,
 ) -> Result<(i64, Option<i64>), String> {
-    let end = leader_offset(chan, me, partition, LATEST_TIME)?;
+    let end = chan.list_offset_as(me, &partition.topic, partition.partition, LATEST_TIME)?;
     if end < asked {
         return Ok((end, None));
     }
     Ok((
         end,
-        Some(leader_offset(chan, me, partition, EARLIEST_TIME)?),
+        Some(chan.list_offset_as(me, &partition.topic, partition.partition, EARLIEST_TIME)?),
     ))
 }
 
@@ -393,39 +391,4 @@ fn handle_offset_out_of_range(
         f.partition.set_high_watermark(leader_start);
     }
     Ok(())
-}
-
-fn leader_offset(
-    chan: &mut BlockingChannel,
-    me: i32,
-    part: &Partition,
-    time: i64,
-) -> Result<i64, String> {
-    let req = ListOffsetsRequest {
-        replica_id: me,
-        topics: vec![(
-            part.topic.clone(),
-            vec![OffsetsPartition {
-                partition: part.partition,
-                time,
-                max_num_offsets: 1,
-                current_leader_epoch: -1,
-            }],
-        )],
-    };
-    let resp: ListOffsetsResponse = chan
-        .send(LIST_OFFSETS, 0, &req)
-        .map_err(|e| e.to_string())?;
-    let p = resp
-        .topics
-        .first()
-        .and_then(|t| t.1.first())
-        .ok_or("empty ListOffsets answer")?;
-    if p.error_code != 0 {
-        return Err(format!("ListOffsets error {}", p.error_code));
-    }
-    p.offsets
-        .first()
-        .copied()
-        .ok_or_else(|| "no offset in ListOffsets answer".into())
 }

@@ -155,8 +155,20 @@ impl BlockingChannel {
     /// The offset ListOffsets gives for `time` (-1 latest, -2 earliest) of one partition, asked of
     /// its leader on this channel.
     pub fn list_offset(&mut self, topic: &str, partition: i32, time: i64) -> Result<i64, String> {
+        self.list_offset_as(-1, topic, partition, time)
+    }
+
+    /// `list_offset` asked as replica `replica_id`: a follower (≥ 0) is answered up to the
+    /// leader's log end, a consumer (-1) up to its high watermark.
+    pub fn list_offset_as(
+        &mut self,
+        replica_id: i32,
+        topic: &str,
+        partition: i32,
+        time: i64,
+    ) -> Result<i64, String> {
         let req = ListOffsetsRequest {
-            replica_id: -1,
+            replica_id,
             topics: vec![(
                 topic.to_owned(),
                 vec![OffsetsPartition {
