@@ -151,9 +151,12 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let m = self
+        let mut m = self
             .metadata_cache
             .metadata(Some(&[]), 1, &cx.conn.listener);
+        if !self.metadata_cache.informed() {
+            self.brokers_from_zookeeper(&mut m, &cx.conn.listener);
+        }
         let resp = if req.endpoint_type != 1 {
             DescribeClusterResponse {
                 error_code: ErrorCode::UnsupportedEndpointType.code(),

@@ -4,7 +4,7 @@
 use super::{KafkaApis, RequestContext};
 use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
-use crate::protocol::metadata::MetadataRequest;
+use crate::protocol::metadata::{MetadataRequest, MetadataResponse};
 use crate::zk::admin;
 use crate::zk::paths;
 
@@ -37,6 +37,9 @@ impl KafkaApis {
             self.metadata_cache
                 .metadata(req.topics.as_deref(), version, &cx.conn.listener);
         let informed = self.metadata_cache.informed();
+        if !informed {
+            self.brokers_from_zookeeper(&mut resp, &cx.conn.listener);
+        }
         for t in resp
             .topics
             .iter_mut()
@@ -56,6 +59,24 @@ impl KafkaApis {
         }
         cx.answer(out, &resp);
         Action::Respond
+    }
+
+    /// Before the controller's first UpdateMetadata (a broker just started), the live brokers
+    /// and the controller as ZooKeeper has them, where the cache has none. librdkafka's admin
+    /// client told "no controller" waits for a broker to change state, not for new metadata:
+    /// its first CreateTopics stalled for its whole 60 s timeout.
+    pub(super) fn brokers_from_zookeeper(&self, resp: &mut MetadataResponse, listener: &str) {
+        if resp.controller_id < 0
+            && let Ok(Some(c)) =
+                paths::read_json::<paths::ElectedBroker>(&self.zk, paths::CONTROLLER)
+        {
+            resp.controller_id = c.brokerid;
+        }
+        if resp.brokers.is_empty()
+            && let Ok(live) = paths::live_broker_registrations(&self.zk)
+        {
+            resp.brokers = live.iter().filter_map(|(b, _)| b.on(listener)).collect();
+        }
     }
 
     fn auto_create(&self, topic: &str) -> ErrorCode {
