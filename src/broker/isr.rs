@@ -35,7 +35,6 @@ impl ReplicaManager {
         positions: impl Iterator<Item = (Arc<Partition>, i64)>,
     ) {
         let mut changes = Vec::new();
-        let mut changed = false;
         for (partition, offset) in positions {
             let mut st = partition.lock();
             if st.role != Role::Leader || !st.replicas.contains(&replica_id) {
@@ -56,12 +55,9 @@ impl ReplicaManager {
             {
                 st.caught_up_at.insert(replica_id, Instant::now());
             }
-            changed |= partition.maybe_increment_high_watermark(&st);
+            partition.maybe_increment_high_watermark(&st);
         }
-        changed |= self.write_isrs(changes);
-        if changed {
-            self.notifier.notify();
-        }
+        self.write_isrs(changes);
     }
 
     /// Drops from the ISR of every partition led here the followers that have not caught up
@@ -103,25 +99,24 @@ impl ReplicaManager {
                 changes.push((p, c));
             }
         }
-        if self.write_isrs(changes) {
-            self.notifier.notify();
-        }
+        self.write_isrs(changes);
     }
 
     /// Writes new ISRs to their leaderAndISR paths, each conditionally on the zk version the
     /// controller gave us, with no lock held: `WRITE_BATCH` per transaction, and a
     /// transaction refused because one partition's version moved is redone partition by
-    /// partition. Then one ISR-change notification names every partition changed. Returns
-    /// true when any partition's state changed.
-    fn write_isrs(&self, changes: Vec<(Arc<Partition>, IsrChange)>) -> bool {
+    /// partition. Then one ISR-change notification names every partition changed. What is
+    /// parked on a partition whose state changed looks at it again.
+    fn write_isrs(&self, changes: Vec<(Arc<Partition>, IsrChange)>) {
         let groups: Vec<&[(Arc<Partition>, IsrChange)]> = changes.chunks(WRITE_BATCH).collect();
         let results = pipeline::map(&groups, |group| self.write_isr_group(group));
-        let mut changed = false;
         let mut announced = Vec::new();
         for (group, written) in groups.iter().zip(results) {
             for ((p, c), w) in group.iter().zip(written) {
                 let (state_changed, announce) = self.apply_isr_write(p, c, w);
-                changed |= state_changed;
+                if state_changed {
+                    p.watchers.wake_all();
+                }
                 if announce {
                     announced.push(paths::PartitionRef {
                         topic: p.topic.clone(),
@@ -139,7 +134,6 @@ impl ReplicaManager {
                 );
             }
         }
-        changed
     }
 
     /// One transaction of ISR writes: each partition's new zk version, or its own error.

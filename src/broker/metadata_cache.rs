@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use parking_lot::RwLock;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::protocol::controller::{PartitionState, UpdateMetadataRequest};
 use crate::protocol::metadata::{MetadataResponse, PartitionMetadata, TopicMetadata};
@@ -41,10 +43,36 @@ impl Default for Cache {
 #[derive(Default)]
 pub struct MetadataCache {
     inner: RwLock<Cache>,
+    /// Counts updates, so admin requests can wait for their topics to appear or leave.
+    updates: Mutex<u64>,
+    updated: Condvar,
 }
 
 impl MetadataCache {
+    /// Waits until `done` holds (looked at after each update) or `deadline` passes; whether
+    /// it holds.
+    pub fn wait_until(&self, deadline: Instant, done: impl Fn() -> bool) -> bool {
+        let mut updates = self.updates.lock();
+        loop {
+            let seen = *updates;
+            if done() {
+                return true;
+            }
+            while *updates == seen {
+                if self.updated.wait_until(&mut updates, deadline).timed_out() {
+                    return done();
+                }
+            }
+        }
+    }
+
     pub fn update(&self, req: &UpdateMetadataRequest) {
+        self.apply(req);
+        *self.updates.lock() += 1;
+        self.updated.notify_all();
+    }
+
+    fn apply(&self, req: &UpdateMetadataRequest) {
         let mut c = self.inner.write();
         c.informed = true;
         c.brokers = req.live_brokers.clone();

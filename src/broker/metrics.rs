@@ -9,6 +9,7 @@ use prometheus::proto::MetricFamily;
 
 use super::Broker;
 use super::partition::Role;
+use super::purgatory::Purgatory;
 use super::replica_manager::ReplicaManager;
 use crate::metrics::Family;
 use crate::network::Refusal;
@@ -99,6 +100,31 @@ fn replica_families(b: &Broker, out: &mut Vec<MetricFamily>) {
     ] {
         out.push(Family::gauge(name, help).single(v as f64));
     }
+    purgatory_families(&b.replica_manager.purgatory, out);
+}
+
+/// The parked requests, with Kafka's `DelayedOperationPurgatory` names.
+fn purgatory_families(p: &Purgatory, out: &mut Vec<MetricFamily>) {
+    let kinds = [("Fetch", &p.fetch), ("Produce", &p.produce)];
+    let mut parked = Family::gauge(
+        "kafka_server_delayedoperationpurgatory_numdelayedoperations",
+        "Requests parked now",
+    );
+    let mut size = Family::gauge(
+        "kafka_server_delayedoperationpurgatory_purgatorysize",
+        "Partition watch lists the parked requests are in",
+    );
+    let mut woken = Family::counter(
+        "gregor_delayedoperationpurgatory_wakeups_total",
+        "Times a parked request was woken by an event on a partition it watches",
+    );
+    for (kind, s) in kinds {
+        let label = [("delayedOperation", kind)];
+        parked.add(&label, s.parked() as f64);
+        size.add(&label, s.watched() as f64);
+        woken.add(&label, s.wakeups() as f64);
+    }
+    out.extend([parked.done(), size.done(), woken.done()]);
 }
 
 fn controller_families(b: &Broker, out: &mut Vec<MetricFamily>) {

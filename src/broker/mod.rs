@@ -1,5 +1,5 @@
 //! The broker: startup and shutdown, request handlers (`apis`), `ReplicaManager`, the metadata
-//! cache, and the notifier that parked requests wait on.
+//! cache, and the purgatory where parked requests wait.
 //!
 //! Threads: the socket server's acceptor and connection threads (a registered consumer's
 //! connection thread runs its ping loop), the log manager's maintenance
@@ -14,9 +14,9 @@ pub mod inflation;
 mod isr;
 pub mod metadata_cache;
 pub mod metrics;
-pub mod notifier;
 pub mod partition;
 pub mod producer_ids;
+pub mod purgatory;
 pub mod replica_fetcher;
 pub mod replica_manager;
 mod session_fence;

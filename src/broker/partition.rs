@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, MutexGuard};
 
+use super::purgatory::{Watch, Watchers};
 use crate::log::Log;
 use crate::metrics::TopicMetrics;
 use crate::protocol::ErrorCode;
@@ -91,6 +92,8 @@ pub struct Partition {
     overrides: parking_lot::RwLock<TopicOverrides>,
     /// The topic's counters (messages and bytes in and out).
     pub metrics: TopicMetrics,
+    /// The requests parked on this partition (`purgatory`).
+    pub watchers: Watchers,
 }
 
 impl Partition {
@@ -144,6 +147,7 @@ impl Partition {
             state: Mutex::new(state),
             overrides: Default::default(),
             metrics,
+            watchers: Watchers::default(),
         }
     }
 
@@ -151,8 +155,18 @@ impl Partition {
         self.high_watermark.load(Ordering::Acquire)
     }
 
+    /// Publishes the high watermark; a move wakes the requests waiting for it (consumers'
+    /// fetches, acks=all produces).
     pub fn set_high_watermark(&self, hw: i64) {
-        self.high_watermark.store(hw, Ordering::Release);
+        if self.high_watermark.swap(hw, Ordering::AcqRel) != hw {
+            self.watchers.wake(Watch::HighWatermark);
+        }
+    }
+
+    /// Wakes what is parked here after an append: followers' fetches (a consumer's waits for
+    /// the high watermark, which `set_high_watermark` announces).
+    pub fn appended(&self) {
+        self.watchers.wake(Watch::LogEnd);
     }
 
     pub fn lock(&self) -> MutexGuard<'_, PartitionState> {

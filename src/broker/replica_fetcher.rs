@@ -389,6 +389,7 @@ fn handle_offset_out_of_range(
         f.fetch_offset = leader_start;
         f.verify_until = leader_start;
         f.partition.set_high_watermark(leader_start);
+        f.partition.watchers.wake_all();
     }
     Ok(())
 }

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 
 use super::controller_epoch::ControllerEpoch;
-use super::notifier::Notifier;
 use super::partition::{Partition, PartitionState, Role};
+use super::purgatory::Purgatory;
 use super::replica_fetcher::ReplicaFetcherManager;
 use crate::config::BrokerConfig;
 use crate::log::LogManager;
@@ -67,8 +67,9 @@ pub struct ReplicaManager {
     /// Newest controller epoch seen; commands from an older one are rejected.
     pub controller_epoch: ControllerEpoch,
     pub(super) state_change_lock: Mutex<()>,
-    /// Wakes parked fetches and acks=all produces.
-    pub notifier: Notifier,
+    /// Counts of the parked requests, by kind (the requests wait in their partitions'
+    /// watchers).
+    pub purgatory: Purgatory,
     /// The partitions a lost ZooKeeper session fenced, until it is back (`session_fence`).
     pub(super) fenced: Mutex<Vec<Arc<Partition>>>,
     pub metrics: Arc<BrokerMetrics>,
@@ -91,7 +92,7 @@ impl ReplicaManager {
             partitions: RwLock::new(HashMap::new()),
             controller_epoch: ControllerEpoch::new(cfg.broker_id, zk.clone()),
             state_change_lock: Mutex::new(()),
-            notifier: Notifier::default(),
+            purgatory: Default::default(),
             fenced: Mutex::new(Vec::new()),
             metrics,
         }
@@ -151,11 +152,12 @@ impl ReplicaManager {
                 Ok(()) => ErrorCode::None,
                 Err(e) => e,
             };
-            if let (Some(o), Some(p)) = (
-                configs.get(&s.topic),
-                self.get_partition(&s.topic, s.partition),
-            ) {
-                p.set_overrides(o.clone());
+            if let Some(p) = self.get_partition(&s.topic, s.partition) {
+                if let Some(o) = configs.get(&s.topic) {
+                    p.set_overrides(o.clone());
+                }
+                // What is parked here looks at the new role and epoch.
+                p.watchers.wake_all();
             }
             errors.push((s.topic.clone(), s.partition, code.code()));
         }
@@ -163,7 +165,6 @@ impl ReplicaManager {
         if cmd.init {
             self.delete_partitions_not_in(&set_p);
         }
-        self.notifier.notify();
         PartitionErrorsResponse {
             error_code: 0,
             partitions: errors,
@@ -338,7 +339,7 @@ impl ReplicaManager {
         self.fetchers
             .remove_partition(&TopicPartition::new(topic.to_owned(), partition));
         let mut parts = self.partitions.write();
-        parts.remove(&TopicPartition::new(topic.to_owned(), partition));
+        let removed = parts.remove(&TopicPartition::new(topic.to_owned(), partition));
         if delete
             && !parts
                 .keys()
@@ -347,6 +348,10 @@ impl ReplicaManager {
             self.metrics.forget_topic(topic);
         }
         drop(parts);
+        // What is parked here finds the partition gone.
+        if let Some(p) = removed {
+            p.watchers.wake_all();
+        }
         if delete && let Err(e) = self.log_manager.delete(topic, partition) {
             log::error!(
                 "[Broker {}] deleting {topic}-{partition} failed: {e}",
@@ -381,7 +386,6 @@ impl ReplicaManager {
             );
             errors.push((topic.clone(), *partition, 0));
         }
-        self.notifier.notify();
         PartitionErrorsResponse {
             error_code: 0,
             partitions: errors,
@@ -458,7 +462,7 @@ impl ReplicaManager {
         })?;
         partition.maybe_increment_high_watermark(&st);
         drop(st);
-        self.notifier.notify();
+        partition.appended();
         Ok((first, first + i64::from(count) - 1))
     }
 

@@ -52,7 +52,9 @@ impl SessionListener for ReplicaManager {
                 self.broker_id,
                 fenced.len()
             );
-            self.notifier.notify();
+            for p in &fenced {
+                p.watchers.wake_all();
+            }
         }
         // A second loss before the session came back adds to the first one's partitions.
         self.fenced.lock().extend(fenced);
@@ -68,11 +70,11 @@ impl SessionListener for ReplicaManager {
         for p in &fenced {
             if self.lead_again_if_unchanged(p) {
                 resumed += 1;
+                // What is parked here looks at the role again.
+                p.watchers.wake_all();
             }
         }
         if resumed > 0 {
-            // Leading again may move high watermarks, and parked requests should see the role.
-            self.notifier.notify();
             log::info!(
                 "[Broker {}] ZooKeeper session back: leading {resumed} of {} fenced partitions again (their leaderAndISR nodes unchanged)",
                 self.broker_id,

@@ -108,9 +108,9 @@ impl KafkaApis {
         let code = match check {
             Err(e) => e,
             Ok(()) => {
+                // Admin requests waiting for their topics to appear in (or leave) the cache
+                // look again.
                 self.metadata_cache.update(req);
-                // Admin requests wait for their topics to appear in (or leave) the cache.
-                self.replica_manager.notifier.notify();
                 ErrorCode::None
             }
         };

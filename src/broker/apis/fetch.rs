@@ -1,4 +1,5 @@
-//! Fetch (key 1): parked until `min_bytes` or `max_wait_ms`. The records are slices
+//! Fetch (key 1): parked until `min_bytes` or `max_wait_ms`, woken only by its own
+//! partitions (`purgatory`). The records are slices
 //! of the segment files, sent with `sendfile` (they never enter the broker's memory); a
 //! consumer at a version that cannot read format v2 (v0–v3) gets batches down-converted, in
 //! memory, bounded like every answer by `fetch.max.bytes`.
@@ -11,6 +12,7 @@ use std::sync::atomic::Ordering;
 use super::{KafkaApis, RequestContext};
 use crate::broker::fetch_budget::FetchBudget;
 use crate::broker::partition::Partition;
+use crate::broker::purgatory::{Parked, Watch};
 use crate::log::{FirstEntry, LogError};
 use crate::network::{Action, Response};
 use crate::protocol::fetch::{self, FetchRequest, PartitionHead};
@@ -21,7 +23,8 @@ type Answer<'o> = Out<'o, Response>;
 
 impl KafkaApis {
     /// Fetch: up to the high watermark for consumers and the log end offset for followers.
-    /// Parks (no polling) until `min_bytes` are readable or `max_wait_ms` passes. An
+    /// Parks (no polling) until `min_bytes` are readable or `max_wait_ms` passes, looking again
+    /// only when one of its partitions grows, moves its high watermark or changes role. An
     /// incremental fetch of a session gets FETCH_SESSION_ID_NOT_FOUND: sessions are not kept,
     /// and the client falls back to full fetches. A follower's fetch (`replica_id` ≥ 0) that
     /// arrives on a client listener while an inter-broker one exists is refused before it
@@ -67,8 +70,8 @@ impl KafkaApis {
         let start = out.len();
         let mut sent = Vec::new();
         let first = conn.fetch_start.load(Ordering::Relaxed);
+        let mut parked = None;
         loop {
-            let seen = self.replica_manager.notifier.seq();
             out.truncate(start);
             sent.clear();
             let (bytes, errors, next) = self.write_fetch_response(req, out, first, &mut sent);
@@ -85,8 +88,32 @@ impl KafkaApis {
                 }
                 return Action::Respond;
             }
-            self.replica_manager.notifier.wait_after(seen, deadline);
+            match &parked {
+                // Listed first, then looked at once more before sleeping (`purgatory`).
+                None => parked = Some(self.park_fetch(req)),
+                Some(p) => {
+                    p.sleep_until(deadline);
+                }
+            }
         }
+    }
+
+    /// Lists a fetch in the watchers of the partitions it names: a follower's waits for
+    /// their logs to grow, a consumer's for their high watermarks.
+    fn park_fetch(&self, req: &FetchRequest) -> Parked<'_> {
+        let rm = &self.replica_manager;
+        let on = if req.replica_id >= 0 {
+            Watch::LogEnd
+        } else {
+            Watch::HighWatermark
+        };
+        let partitions = req.topics.iter().flat_map(|(t, parts)| {
+            parts
+                .iter()
+                .filter_map(move |p| rm.get_partition(t, p.partition))
+                .map(move |p| (p, on))
+        });
+        Parked::watch(&rm.purgatory.fetch, partitions)
     }
 
     /// Writes the whole fetch response, serving partitions from request position `first`

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::{KafkaApis, RequestContext};
 use crate::broker::inflation;
 use crate::broker::partition::{Partition, Role};
+use crate::broker::purgatory::{Parked, Watch};
 use crate::broker::replica_manager::{Payload, ReplicaManager};
 use crate::network::{Action, Response};
 use crate::protocol::header::PRODUCE;
@@ -269,14 +270,14 @@ impl Appended {
 }
 
 /// Parks until every appended partition's high watermark passes its last offset, the
-/// partition stops being led here, or the deadline passes.
+/// partition stops being led here, or the deadline passes: listed in the watchers of the
+/// partitions still pending, it looks again only when one of their high watermarks moves or
+/// their role changes (a partition no longer led here learns its high watermark from its new
+/// leader through the replica fetcher, which wakes it too).
 fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: Instant) {
+    let mut parked = None;
     loop {
-        let seen = rm.notifier.seq();
         let mut pending = false;
-        // A partition no longer led here learns its high watermark from its new leader's
-        // fetch answers, which wake no one here: looked at again every few milliseconds.
-        let mut follower_pending = false;
         for r in results.iter_mut() {
             if let (Some(p), ErrorCode::None) = (&r.part, r.error)
                 && r.last >= r.first
@@ -288,10 +289,7 @@ fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: In
                         r.error = e;
                         r.first = -1;
                     }
-                    None => {
-                        pending = true;
-                        follower_pending |= p.role() != Role::Leader;
-                    }
+                    None => pending = true,
                 }
             }
         }
@@ -307,17 +305,22 @@ fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: In
             }
             return;
         }
-        let wake = if follower_pending {
-            deadline.min(Instant::now() + FOLLOWER_RECHECK)
-        } else {
-            deadline
-        };
-        rm.notifier.wait_after(seen, wake);
+        match &parked {
+            // Listed first, then looked at once more before sleeping (`purgatory`).
+            None => {
+                let waiting = results
+                    .iter()
+                    .filter(|r| r.error == ErrorCode::None && r.last >= r.first)
+                    .filter_map(|r| r.part.clone())
+                    .map(|p| (p, Watch::HighWatermark));
+                parked = Some(Parked::watch(&rm.purgatory.produce, waiting));
+            }
+            Some(p) => {
+                p.sleep_until(deadline);
+            }
+        }
     }
 }
-
-/// How often a parked answer looks again at a partition that is no longer led here.
-const FOLLOWER_RECHECK: Duration = Duration::from_millis(10);
 
 /// The response at `version`, partition by partition in the request's order (`topics`).
 fn answer_produce<T>(

@@ -46,16 +46,7 @@ impl KafkaApis {
     /// cache changes.
     fn wait_for_metadata(&self, timeout_ms: i32, done: impl Fn() -> bool) -> bool {
         let deadline = Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
-        loop {
-            let seen = self.replica_manager.notifier.seq();
-            if done() {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            self.replica_manager.notifier.wait_after(seen, deadline);
-        }
+        self.metadata_cache.wait_until(deadline, done)
     }
 
     pub(super) fn handle_create_topics(
@@ -344,12 +335,15 @@ impl KafkaApis {
         if !(0..=hw).contains(&offset) {
             return Err(ErrorCode::OffsetOutOfRange);
         }
-        part.log.delete_records_before(offset).map_err(|e| {
+        let start = part.log.delete_records_before(offset).map_err(|e| {
             log::error!(
                 "[Broker {}] {topic}-{partition}: DeleteRecords failed: {e}",
                 self.broker_id
             );
             ErrorCode::UnknownServerError
-        })
+        })?;
+        // A fetch parked below the new start is answered now (OFFSET_OUT_OF_RANGE).
+        part.watchers.wake_all();
+        Ok(start)
     }
 }

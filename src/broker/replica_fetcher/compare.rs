@@ -60,6 +60,7 @@ pub(super) fn append_fetched(f: &mut Followed, set: &[u8], leader_hw: i64) -> st
         }
         log.append_with_offsets(&set[start..end], first, last)?;
         f.fetch_offset = last + 1;
+        partition.appended();
     }
     set_follower_hw(f, leader_hw);
     Ok(())
@@ -71,6 +72,8 @@ pub(super) fn cut_to(f: &mut Followed, offset: i64) -> std::io::Result<()> {
     f.partition.log.truncate_to(offset)?;
     f.fetch_offset = f.partition.log.log_end_offset();
     f.verify_until = f.fetch_offset;
+    // An acks=all produce parked here from our time as leader learns its batch is gone.
+    f.partition.watchers.wake_all();
     Ok(())
 }
 

@@ -162,6 +162,9 @@ fn apply_epoch_answer(tag: &str, f: &mut Followed, a: &EpochEndOffset) -> std::i
     f.verify_until = f.verify_until.min(end);
     f.partition
         .set_high_watermark(f.partition.high_watermark().min(end));
+    if end < leo {
+        f.partition.watchers.wake_all();
+    }
     f.ask_epoch = None;
     Ok(())
 }

@@ -1,0 +1,212 @@
+//! Where parked requests wait, keyed by partition: Kafka's `DelayedOperationPurgatory`, whose
+//! watchers are listed per partition (`TopicPartitionOperationKey`), so that an event on one
+//! partition touches only the requests waiting on it.
+//!
+//! A parked request — a long-poll Fetch waiting for `min_bytes`, an acks=all Produce waiting
+//! for its followers — keeps its connection thread (one thread per connection) and sleeps on
+//! that thread's `Waiter`. Before it sleeps it is listed in the `Watchers` of each partition
+//! it waits on, under the event that can complete it there:
+//! - `Watch::LogEnd`: a follower's Fetch waits for the leader's log to grow;
+//! - `Watch::HighWatermark`: a consumer's Fetch and an acks=all Produce wait for the high
+//!   watermark to move.
+//!
+//! An append wakes the partition's `LogEnd` list; a high-watermark move (`Partition::
+//! set_high_watermark`) its `HighWatermark` list; a role change, a truncation, an ISR write
+//! or the partition leaving the broker both lists. A woken request looks again at its own
+//! partitions only, and answers or sleeps again; its deadline is its only timer. An event on
+//! a partition nobody watches costs one uncontended lock of an empty list.
+//!
+//! No wake-up is lost: a request is listed before it looks at its partitions the last time
+//! (`Parked::watch`, then the caller checks again), and a wake-up sets a flag the sleep reads
+//! under the waiter's lock, so an event between that look and the sleep ends the sleep at
+//! once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::partition::Partition;
+
+/// What a parked request waits for on one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watch {
+    /// The log end offset to move (a follower's Fetch).
+    LogEnd,
+    /// The high watermark to move (a consumer's Fetch, an acks=all Produce).
+    HighWatermark,
+}
+
+/// One connection thread's means to sleep until an event concerns its parked request.
+#[derive(Default)]
+struct Waiter {
+    woken: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl Waiter {
+    fn wake(&self) {
+        let mut woken = self.woken.lock();
+        if !*woken {
+            *woken = true;
+            self.cond.notify_one();
+        }
+    }
+
+    /// Sleeps until woken or `deadline`; true when woken. Either way the flag is clear after.
+    fn sleep_until(&self, deadline: Instant) -> bool {
+        let mut woken = self.woken.lock();
+        while !*woken {
+            if self.cond.wait_until(&mut woken, deadline).timed_out() {
+                break;
+            }
+        }
+        std::mem::take(&mut *woken)
+    }
+
+    fn clear(&self) {
+        *self.woken.lock() = false;
+    }
+}
+
+thread_local! {
+    /// A thread carries out one request at a time, so its waiter serves all of them: parking
+    /// allocates nothing but the list of partitions watched.
+    static WAITER: Arc<Waiter> = Arc::new(Waiter::default());
+}
+
+/// A partition's parked requests, one list per event (`Watch`).
+#[derive(Default)]
+pub struct Watchers {
+    log_end: Mutex<Vec<Arc<Waiter>>>,
+    high_watermark: Mutex<Vec<Arc<Waiter>>>,
+}
+
+impl Watchers {
+    fn list(&self, on: Watch) -> &Mutex<Vec<Arc<Waiter>>> {
+        match on {
+            Watch::LogEnd => &self.log_end,
+            Watch::HighWatermark => &self.high_watermark,
+        }
+    }
+
+    fn add(&self, on: Watch, w: &Arc<Waiter>) {
+        self.list(on).lock().push(w.clone());
+    }
+
+    fn remove(&self, on: Watch, w: &Arc<Waiter>) {
+        let mut list = self.list(on).lock();
+        if let Some(i) = list.iter().rposition(|x| Arc::ptr_eq(x, w)) {
+            list.swap_remove(i);
+        }
+    }
+
+    /// Wakes the requests waiting for `on` here.
+    pub fn wake(&self, on: Watch) {
+        for w in self.list(on).lock().iter() {
+            w.wake();
+        }
+    }
+
+    /// Wakes every request waiting here: the partition's role, log or ISR changed.
+    pub fn wake_all(&self) {
+        self.wake(Watch::LogEnd);
+        self.wake(Watch::HighWatermark);
+    }
+
+    /// Requests listed here, over both lists.
+    pub fn len(&self) -> usize {
+        self.log_end.lock().len() + self.high_watermark.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Counts of one kind of parked request (Kafka's `delayedOperation` tag: `Fetch`,
+/// `Produce`), for the metrics and the tests.
+#[derive(Default)]
+pub struct OperationStats {
+    /// Requests parked now (Kafka's `NumDelayedOperations`).
+    parked: AtomicUsize,
+    /// Partition lists they are in now (Kafka's `PurgatorySize`: one per watched key).
+    watched: AtomicUsize,
+    /// Times a parked request was woken to look again (not counting its deadline).
+    wakeups: AtomicU64,
+}
+
+impl OperationStats {
+    pub fn parked(&self) -> usize {
+        self.parked.load(Ordering::Relaxed)
+    }
+
+    pub fn watched(&self) -> usize {
+        self.watched.load(Ordering::Relaxed)
+    }
+
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups.load(Ordering::Relaxed)
+    }
+}
+
+/// The broker's parked requests, by kind.
+#[derive(Default)]
+pub struct Purgatory {
+    pub fetch: OperationStats,
+    pub produce: OperationStats,
+}
+
+/// A request parked on some partitions, listed in their watchers until dropped.
+pub struct Parked<'a> {
+    waiter: Arc<Waiter>,
+    watching: Vec<(Arc<Partition>, Watch)>,
+    stats: &'a OperationStats,
+}
+
+impl<'a> Parked<'a> {
+    /// Lists this thread's request in the watchers of `on`. The caller then looks at its
+    /// partitions once more before it sleeps: what happened before the listing is seen by
+    /// that look, what happens after it by a wake-up.
+    pub fn watch(
+        stats: &'a OperationStats,
+        on: impl IntoIterator<Item = (Arc<Partition>, Watch)>,
+    ) -> Parked<'a> {
+        let waiter = WAITER.with(Arc::clone);
+        // A wake-up meant for this thread's previous request is not one for this request.
+        waiter.clear();
+        let watching: Vec<_> = on.into_iter().collect();
+        for (p, w) in &watching {
+            p.watchers.add(*w, &waiter);
+        }
+        stats.parked.fetch_add(1, Ordering::Relaxed);
+        stats.watched.fetch_add(watching.len(), Ordering::Relaxed);
+        Parked {
+            waiter,
+            watching,
+            stats,
+        }
+    }
+
+    /// Sleeps until an event on a watched partition or `deadline`; true when woken.
+    pub fn sleep_until(&self, deadline: Instant) -> bool {
+        let woken = self.waiter.sleep_until(deadline);
+        if woken {
+            self.stats.wakeups.fetch_add(1, Ordering::Relaxed);
+        }
+        woken
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        for (p, w) in &self.watching {
+            p.watchers.remove(*w, &self.waiter);
+        }
+        self.stats.parked.fetch_sub(1, Ordering::Relaxed);
+        self.stats
+            .watched
+            .fetch_sub(self.watching.len(), Ordering::Relaxed);
+    }
+}
