@@ -56,6 +56,7 @@ pub struct BrokerConfig {
     pub log_retention_check_interval: Duration,
     /// Force an fsync after this many appended messages.
     pub log_flush_interval_messages: u64,
+    pub log_segment_delete_delay: Duration,
     /// Force an fsync of a log written to longer ago than this; `None`: leave it to the OS.
     pub log_flush_interval: Option<Duration>,
     /// One index entry per this many bytes of log.
@@ -210,6 +211,7 @@ impl BrokerConfig {
             log_retention_bytes: (retention_bytes >= 0).then_some(retention_bytes as u64),
             log_retention_check_interval: p.millis("log.retention.check.interval.ms")?,
             log_flush_interval_messages: p.get("log.flush.interval.messages")?,
+            log_segment_delete_delay: p.millis("log.segment.delete.delay.ms")?,
             log_flush_interval: flush_ms
                 .map(|ms| Duration::from_millis(ms.parse().expect("checked as a long"))),
             log_index_interval_bytes: p.get("log.index.interval.bytes")?,

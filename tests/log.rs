@@ -17,6 +17,7 @@ fn config(segment_bytes: u64) -> LogConfig {
         segment_bytes,
         index_interval_bytes: 256,
         flush_interval_messages: u64::MAX,
+        file_delete_delay: std::time::Duration::ZERO,
     }
 }
 
@@ -66,7 +67,7 @@ fn read_all(log: &Log, from: i64) -> Vec<(i64, Vec<u8>)> {
 }
 
 fn open(dir: &Path, segment_bytes: u64) -> (Log, gregor::log::segment::Recovered) {
-    Log::open(dir.to_path_buf(), "t", 0, config(segment_bytes)).unwrap()
+    Log::open(dir.to_path_buf(), "t", 0, config(segment_bytes), None).unwrap()
 }
 
 #[test]

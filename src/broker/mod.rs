@@ -368,6 +368,7 @@ impl From<&BrokerConfig> for LogSettings {
                 segment_bytes: cfg.log_segment_bytes,
                 index_interval_bytes: cfg.log_index_interval_bytes,
                 flush_interval_messages: cfg.log_flush_interval_messages,
+                file_delete_delay: cfg.log_segment_delete_delay,
             },
             recovery_threads_per_dir: cfg.num_recovery_threads_per_data_dir,
             retention: cfg.log_retention,

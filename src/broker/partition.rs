@@ -3,6 +3,17 @@
 //!
 //! `state` guards every role change and every ISR/high-watermark update; appends hold it too so
 //! that a partition cannot become a follower (and truncate) in the middle of an append.
+//!
+//! The rule for every lock that produce, fetch or a controller command takes — this one, the
+//! log's append and segment locks, the replica fetcher's map and per-partition locks, the
+//! replica manager's: **no disk call that can wait long, and no network call, is made while it
+//! is held.** What happens under them is the append's own write to the page cache, a rename,
+//! an index entry. A roll's fsync, a flush, the unlink of a segment that left the log
+//! (retention, DeleteRecords, truncation) and the removal of a deleted partition's directory
+//! are done by the log manager's maintenance thread with no such lock held (`log::deferred`);
+//! ZooKeeper writes of the ISR are made with the lock released (`isr`), and so are the
+//! replica fetcher's round trips. Parked requests are woken through the partition's
+//! `watchers` (`purgatory`), never by a scan of other partitions.
 
 use crate::zk::topic_config::TopicOverrides;
 use std::collections::HashMap;
@@ -97,11 +108,15 @@ pub struct Partition {
 }
 
 impl Partition {
-    /// Takes the topic's settings; the log's own (segment size, retention) go to the log.
+    /// Takes the topic's settings; the log's own (segment size, retention, file deletion
+    /// delay) go to the log.
     pub fn set_overrides(&self, o: TopicOverrides) {
-        self.log
-            .overrides
-            .set(o.segment_bytes, o.retention_ms, o.retention_bytes);
+        self.log.overrides.set(
+            o.segment_bytes,
+            o.retention_ms,
+            o.retention_bytes,
+            o.file_delete_delay_ms,
+        );
         *self.overrides.write() = o;
     }
 

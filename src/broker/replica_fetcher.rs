@@ -2,9 +2,12 @@
 //! from it, with Fetch requests carrying our broker id as `replica_id`.
 //!
 //! A follower appends what it fetched with the leader's offsets, and keeps its high watermark
-//! at min(leader's HW, own LEO). `partitions` is held while a response is applied, so once
-//! `remove_partition` returns the thread appends nothing more to that partition — a
-//! LeaderAndIsr can then truncate or take over the log safely (spec C 2.1.1 / 2.2.1).
+//! at min(leader's HW, own LEO). Each followed partition has a lock of its own, held while
+//! the fetcher applies that partition's part of an answer; `remove_partition` marks the
+//! partition removed under it, so once it returns the thread appends nothing more there — a
+//! LeaderAndIsr can then truncate or take over the log safely (spec C 2.1.1 / 2.2.1) — and
+//! it waits at most for that one partition's append, never for the rest of the answer's
+//! (the map of partitions is held only to look entries up).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -56,11 +59,16 @@ struct Followed {
     /// The epoch whose end the leader is to tell us before we fetch (`truncation`); `None`
     /// once answered, or when our log has no epoch to ask about.
     ask_epoch: Option<i32>,
+    /// No longer followed by this fetcher: nothing more is appended.
+    removed: bool,
 }
+
+/// A followed partition, under its own lock.
+type Entry = Arc<Mutex<Followed>>;
 
 struct Fetcher {
     source: BrokerInfo,
-    partitions: Mutex<HashMap<TopicPartition, Followed>>,
+    partitions: Mutex<HashMap<TopicPartition, Entry>>,
     stop: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -105,12 +113,13 @@ impl ReplicaFetcherManager {
         );
         f.partitions.lock().insert(
             tp,
-            Followed {
+            Arc::new(Mutex::new(Followed {
                 partition,
                 fetch_offset: from.min(verify_until),
                 verify_until,
                 ask_epoch,
-            },
+                removed: false,
+            })),
         );
     }
 
@@ -118,9 +127,10 @@ impl ReplicaFetcherManager {
     pub fn remove_partition(&self, tp: &TopicPartition) {
         let mut fetchers = self.fetchers.lock();
         let mut idle = Vec::new();
+        let mut removed = Vec::new();
         for (id, f) in fetchers.iter() {
             let mut parts = f.partitions.lock();
-            parts.remove(tp);
+            removed.extend(parts.remove(tp));
             if parts.is_empty() {
                 idle.push(*id);
             }
@@ -129,6 +139,10 @@ impl ReplicaFetcherManager {
             if let Some(f) = fetchers.remove(&id) {
                 f.stop.store(true, Ordering::Release);
             }
+        }
+        // Waits for an append of this partition under way, if any, and stops any later one.
+        for entry in removed {
+            entry.lock().removed = true;
         }
     }
 
@@ -224,6 +238,19 @@ impl Fetcher {
         }
     }
 
+    /// The entries followed now (the map's lock is released when this returns).
+    fn entries(&self) -> Vec<(TopicPartition, Entry)> {
+        let parts = self.partitions.lock();
+        parts
+            .iter()
+            .map(|(tp, e)| (tp.clone(), e.clone()))
+            .collect()
+    }
+
+    fn entry(&self, tp: &TopicPartition) -> Option<Entry> {
+        self.partitions.lock().get(tp).cloned()
+    }
+
     fn build_request(&self, s: &FetchSettings) -> FetchRequest {
         let mut by_topic: HashMap<String, Vec<FetchPartition>> = HashMap::new();
         for (
@@ -231,16 +258,18 @@ impl Fetcher {
                 topic: t,
                 partition: p,
             },
-            f,
-        ) in self.partitions.lock().iter()
+            e,
+        ) in self.entries()
         {
+            let f = e.lock();
             if f.ask_epoch.is_some() {
                 continue; // not before our log is cut where the leader's parts from it
             }
-            by_topic
-                .entry(t.clone())
-                .or_default()
-                .push(FetchPartition::new(*p, f.fetch_offset, s.max_bytes));
+            by_topic.entry(t).or_default().push(FetchPartition::new(
+                p,
+                f.fetch_offset,
+                s.max_bytes,
+            ));
         }
         FetchRequest {
             max_bytes: s.response_max_bytes,
@@ -253,10 +282,10 @@ impl Fetcher {
         }
     }
 
-    /// Applies a fetch response under the partition map's lock; false when every partition
-    /// failed (worth a pause before the next try). A partition out of range asks the leader
-    /// where its log is with the lock released: `remove_partition` (LeaderAndIsr, StopReplica)
-    /// must never wait behind a round trip to a leader that may be paused.
+    /// Applies a fetch response, each partition under its own lock; false when every
+    /// partition failed (worth a pause before the next try). A partition out of range asks
+    /// the leader where its log is with no lock held: `remove_partition` (LeaderAndIsr,
+    /// StopReplica) must never wait behind a round trip to a leader that may be paused.
     fn apply(
         &self,
         tag: &str,
@@ -265,7 +294,6 @@ impl Fetcher {
         req: &FetchRequest,
         resp: FetchResponse,
     ) -> bool {
-        let mut parts = self.partitions.lock();
         let mut progress = false;
         let mut out_of_range = Vec::new();
         // The offsets asked for, by partition: looked up once per answer (a fetcher may
@@ -282,17 +310,18 @@ impl Fetcher {
             for p in ps {
                 let asked = requested.get(&(topic.as_str(), p.partition)).copied();
                 let tp = TopicPartition::new(topic.clone(), p.partition);
-                let Some(f) = parts.get_mut(&tp) else {
+                let Some(entry) = self.entry(&tp) else {
                     continue;
                 };
+                let mut f = entry.lock();
                 // Only apply a response to the offset we asked for; anything else is stale.
-                if asked != Some(f.fetch_offset) {
+                if f.removed || asked != Some(f.fetch_offset) {
                     continue;
                 }
                 match ErrorCode::from_code(p.error_code) {
                     ErrorCode::None => {
                         progress = true;
-                        match append_fetched(f, &p.message_set, p.high_watermark) {
+                        match append_fetched(&mut f, &p.message_set, p.high_watermark) {
                             Ok(()) => f.partition.metrics.replicated(p.message_set.len() as u64),
                             Err(e) => log::error!(
                                 "{tag} {}-{}: cannot append fetched data: {e}",
@@ -313,29 +342,25 @@ impl Fetcher {
                         }
                     }
                     ErrorCode::OffsetOutOfRange => {
-                        out_of_range.push((tp, f.fetch_offset, f.partition.clone()));
+                        out_of_range.push((f.fetch_offset, f.partition.clone(), entry.clone()));
                     }
                     e => log::debug!("{tag} {}-{}: leader answered {e:?}", tp.topic, tp.partition),
                 }
             }
         }
-        drop(parts);
-        for (tp, asked, partition) in out_of_range {
+        for (asked, partition, entry) in out_of_range {
             let ends = leader_ends(chan, s.broker_id, &partition, asked);
-            let mut parts = self.partitions.lock();
+            let mut f = entry.lock();
             // Still followed as it was when asked (not removed, re-added or moved meanwhile).
-            let Some(f) = parts
-                .get_mut(&tp)
-                .filter(|f| f.fetch_offset == asked && Arc::ptr_eq(&f.partition, &partition))
-            else {
+            if f.removed || f.fetch_offset != asked {
                 continue;
-            };
-            match ends.and_then(|ends| handle_offset_out_of_range(tag, f, ends)) {
+            }
+            match ends.and_then(|ends| handle_offset_out_of_range(tag, &mut f, ends)) {
                 Ok(()) => progress = true,
                 Err(e) => log::warn!(
                     "{tag} {}-{}: offset out of range and cannot ask the leader: {e}",
-                    tp.topic,
-                    tp.partition
+                    partition.topic,
+                    partition.partition
                 ),
             }
         }

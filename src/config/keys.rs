@@ -204,6 +204,7 @@ pub const BROKER: &[Key] = &[
     derived("log.retention.minutes", INT, "Retention by age in minutes, when `log.retention.ms` is unset; unset by default."),
     derived("log.retention.ms", LONG, "Retention by age; -1 keeps segments forever. By default `log.retention.minutes`, else `log.retention.hours`.").min(-1).topic("retention.ms"),
     key("log.retention.bytes", LONG, "-1", "Retention by size per partition; -1 is unlimited.").min(-1).topic("retention.bytes"),
+    key("log.segment.delete.delay.ms", LONG, "60000", "How long the files of a segment that left the log (retention, DeleteRecords, truncation) stay on disk, renamed `.deleted`, before they are unlinked: a reader that still holds one keeps reading it.").min(0).topic("file.delete.delay.ms"),
     key("log.retention.check.interval.ms", LONG, "300000", "How often retention looks for segments to delete.").min(1),
     key("log.cleanup.policy", LIST, "delete", "What happens to old segments: `delete` (gregor does not compact yet).").valid(Valid::OneOf(&["delete"])).topic("cleanup.policy"),
     key("log.flush.interval.messages", LONG, "9223372036854775807", "Force an fsync after this many appended messages (by default, leave it to the OS and to replication).").min(1),

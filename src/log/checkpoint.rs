@@ -1,6 +1,7 @@
 //! The checkpoint files of a data directory, as Kafka names and writes them: high watermarks
 //! (`replication-offset-checkpoint`) and log start offsets moved by DeleteRecords
-//! (`log-start-offset-checkpoint`): a version line, a count line, then `topic partition offset`
+//! (`log-start-offset-checkpoint`), recovery points (`recovery-point-offset-checkpoint`): a
+//! version line, a count line, then `topic partition offset`
 //! per line.
 //!
 //! Written to a temporary file, synced and renamed, so a crash leaves either the old or the new
@@ -13,6 +14,8 @@ use std::path::Path;
 
 pub const HIGH_WATERMARKS: &str = "replication-offset-checkpoint";
 pub const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
+/// Offsets below which each log is on disk (`deferred`): recovery after a crash starts there.
+pub const RECOVERY_POINTS: &str = "recovery-point-offset-checkpoint";
 const VERSION: u32 = 0;
 
 use crate::protocol::TopicPartition;

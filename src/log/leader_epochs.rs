@@ -346,9 +346,10 @@ mod tests {
             segment_bytes: 1 << 20,
             index_interval_bytes: 4096,
             flush_interval_messages: u64::MAX,
+            file_delete_delay: std::time::Duration::ZERO,
         };
         let open = || {
-            Log::open(d.path().to_path_buf(), "t", 0, config.clone())
+            Log::open(d.path().to_path_buf(), "t", 0, config.clone(), None)
                 .unwrap()
                 .0
         };

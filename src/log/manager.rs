@@ -18,7 +18,11 @@ use super::checkpoint;
 use super::partition_log::{Log, LogConfig, parse_partition_dir, partition_dir};
 use crate::protocol::TopicPartition;
 
-/// The maintenance thread wakes at least this often to look at flush deadlines.
+/// What a deleted partition's directory name ends with until it is removed (Kafka's).
+const DELETED_DIR_SUFFIX: &str = "-delete";
+
+/// The maintenance thread wakes at least this often to look at flush deadlines and at what
+/// logs deferred.
 const MAINTENANCE_TICK: Duration = Duration::from_millis(200);
 
 /// What the log manager is told of the broker's configuration (the broker fills it from its
@@ -46,6 +50,8 @@ pub struct LogManager {
     checkpointed: HashMap<TopicPartition, i64>,
     /// Serialises checkpoint writers (the periodic one and shutdown).
     checkpoint_lock: Mutex<()>,
+    /// Directories of deleted partitions, renamed, for the maintenance thread to remove.
+    doomed: Mutex<Vec<PathBuf>>,
     stop: Mutex<Option<Sender<()>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -65,6 +71,12 @@ impl LogManager {
                 log::warn!("ignoring unreadable log-start checkpoint: {e}");
                 HashMap::new()
             });
+            // Without one, a log is checked from its first segment.
+            let recovery_points = checkpoint::read(dir, checkpoint::RECOVERY_POINTS)
+                .unwrap_or_else(|e| {
+                    log::warn!("ignoring unreadable recovery-point checkpoint: {e}");
+                    HashMap::new()
+                });
             let mut found = Vec::new();
             for entry in std::fs::read_dir(dir)? {
                 let entry = entry?;
@@ -72,6 +84,11 @@ impl LogManager {
                     continue;
                 }
                 let name = entry.file_name().to_string_lossy().into_owned();
+                if name.ends_with(DELETED_DIR_SUFFIX) {
+                    // A deleted partition's directory the broker stopped before removing.
+                    std::fs::remove_dir_all(entry.path())?;
+                    continue;
+                }
                 let Some((topic, partition)) = parse_partition_dir(&name) else {
                     log::warn!(
                         "ignoring directory {} in {}: not topic-partition",
@@ -80,7 +97,10 @@ impl LogManager {
                     );
                     continue;
                 };
-                found.push((entry.path(), topic, partition));
+                let rp = recovery_points
+                    .get(&TopicPartition::new(topic.clone(), partition))
+                    .copied();
+                found.push((entry.path(), topic, partition, rp));
             }
             let opened = open_all(found, &cfg.log, cfg.recovery_threads_per_dir)?;
             for l in opened {
@@ -101,6 +121,7 @@ impl LogManager {
             logs: RwLock::new(logs),
             checkpointed,
             checkpoint_lock: Mutex::new(()),
+            doomed: Mutex::new(Vec::new()),
             stop: Mutex::new(None),
             thread: Mutex::new(None),
         }))
@@ -137,6 +158,7 @@ impl LogManager {
             topic,
             partition,
             self.settings.log.clone(),
+            None,
         )?;
         log::info!("[{topic}-{partition}] created log in {}", dir.display());
         let l = Arc::new(l);
@@ -144,20 +166,53 @@ impl LogManager {
         Ok(l)
     }
 
-    /// Removes a partition's log and its directory.
+    /// Removes a partition's log: its directory is renamed `<topic>-<partition>.<n>-delete`
+    /// (Kafka's naming) at once and removed by the maintenance thread, so the controller's
+    /// command that deletes it does not wait on the unlink of its segments.
     pub fn delete(&self, topic: &str, partition: i32) -> io::Result<bool> {
         let removed = self
             .logs
             .write()
             .remove(&TopicPartition::new(topic.to_owned(), partition));
-        match removed {
-            Some(l) => {
-                std::fs::remove_dir_all(&l.dir)?;
-                log::info!("[{topic}-{partition}] deleted log {}", l.dir.display());
-                Ok(true)
+        let Some(l) = removed else {
+            return Ok(false);
+        };
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let mut doomed = l.dir.clone().into_os_string();
+        doomed.push(format!(".{stamp}{DELETED_DIR_SUFFIX}"));
+        std::fs::rename(&l.dir, &doomed)?;
+        self.doomed.lock().push(doomed.into());
+        log::info!("[{topic}-{partition}] deleted log {}", l.dir.display());
+        Ok(true)
+    }
+
+    /// Removes the directories of deleted partitions (no lock held while it does).
+    fn remove_doomed(&self) {
+        let doomed = std::mem::take(&mut *self.doomed.lock());
+        for dir in doomed {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                log::error!("cannot remove {}: {e}", dir.display());
             }
-            None => Ok(false),
         }
+    }
+
+    /// The disk work logs left for later (`deferred`): rolled segments' fsyncs, retired
+    /// segments' unlinks (all of them when `all`), deleted partitions' directories.
+    fn do_deferred(&self, all: bool) {
+        for l in self.all() {
+            if let Err(e) = l.flush_rolled() {
+                log::error!(
+                    "[{}-{}] flush of a rolled segment failed: {e}",
+                    l.topic,
+                    l.partition
+                );
+            }
+            l.delete_retired(all);
+        }
+        self.remove_doomed();
     }
 
     pub fn all(&self) -> Vec<Arc<Log>> {
@@ -193,6 +248,21 @@ impl LogManager {
                 .collect();
             checkpoint::write(dir, checkpoint::LOG_START_OFFSETS, &starts)?;
         }
+        drop(logs);
+        self.checkpoint_recovery_points()
+    }
+
+    /// Writes each data directory's recovery points.
+    fn checkpoint_recovery_points(&self) -> io::Result<()> {
+        let logs = self.logs.read();
+        for dir in &self.settings.dirs {
+            let points: Vec<_> = logs
+                .iter()
+                .filter(|(_, l)| l.dir.starts_with(dir))
+                .map(|(tp, l)| (tp.clone(), l.recovery_point()))
+                .collect();
+            checkpoint::write(dir, checkpoint::RECOVERY_POINTS, &points)?;
+        }
         Ok(())
     }
 
@@ -221,6 +291,7 @@ impl LogManager {
                 Err(RecvTimeoutError::Timeout) => {}
                 _ => return,
             }
+            self.do_deferred(false);
             if let Some(interval) = self.settings.flush_interval {
                 for l in self.all() {
                     if l.unflushed_for().is_some_and(|t| t >= interval)
@@ -261,7 +332,9 @@ impl LogManager {
         }
     }
 
-    /// Stops the maintenance thread and flushes every log.
+    /// Stops the maintenance thread, flushes every log, does what was deferred and records
+    /// the recovery points (every log on disk to its end: nothing to check at the next start
+    /// but the active segments).
     pub fn shutdown(&self) {
         self.stop.lock().take();
         if let Some(h) = self.thread.lock().take() {
@@ -276,6 +349,11 @@ impl LogManager {
                 );
             }
         }
+        self.do_deferred(true);
+        let _g = self.checkpoint_lock.lock();
+        if let Err(e) = self.checkpoint_recovery_points() {
+            log::error!("recovery-point checkpoint at shutdown failed: {e}");
+        }
     }
 }
 
@@ -283,7 +361,7 @@ impl LogManager {
 /// `num.recovery.threads.per.data.dir`: opening is mostly waiting on the file system, which
 /// several threads overlap.
 fn open_all(
-    found: Vec<(PathBuf, String, i32)>,
+    found: Vec<(PathBuf, String, i32, Option<i64>)>,
     config: &LogConfig,
     threads: usize,
 ) -> io::Result<Vec<Log>> {
@@ -292,10 +370,19 @@ fn open_all(
         let mut out = Vec::new();
         loop {
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some((path, topic, partition)) = found.get(i) else {
+            let Some((path, topic, partition, recovery_point)) = found.get(i) else {
                 return Ok(out);
             };
-            out.push(Log::open(path.clone(), topic, *partition, config.clone())?.0);
+            out.push(
+                Log::open(
+                    path.clone(),
+                    topic,
+                    *partition,
+                    config.clone(),
+                    *recovery_point,
+                )?
+                .0,
+            );
         }
     };
     std::thread::scope(|s| {

@@ -1,8 +1,10 @@
 //! Storage: segment files with a sparse offset index and a time index (`segment`, `index`,
 //! `time_index`), one partition's
-//! `Log`, the high-watermark `checkpoint` file, and the `LogManager` over the data directories.
+//! `Log`, the disk work it leaves to the maintenance thread (`deferred`), the `checkpoint`
+//! files, and the `LogManager` over the data directories.
 
 pub mod checkpoint;
+mod deferred;
 mod idempotence;
 pub mod index;
 pub mod leader_epochs;

@@ -1,5 +1,5 @@
 //! A topic's settings that override the broker's for one partition log: `segment.bytes`,
-//! `retention.ms` and `retention.bytes` from `/config/topics/[topic]`. Changed live (a
+//! `retention.ms`, `retention.bytes` and `file.delete.delay.ms` from `/config/topics/[topic]`. Changed live (a
 //! configuration change reaches every broker holding the topic) while appends and the
 //! retention pass read them, so each is an atomic with a value meaning "not set".
 
@@ -14,6 +14,8 @@ pub struct LogOverrides {
     /// UNSET: the broker's; -1: unlimited; else milliseconds / bytes.
     retention_ms: AtomicI64,
     retention_bytes: AtomicI64,
+    /// UNSET: the broker's; else milliseconds.
+    file_delete_delay_ms: AtomicI64,
 }
 
 impl Default for LogOverrides {
@@ -22,6 +24,7 @@ impl Default for LogOverrides {
             segment_bytes: AtomicU64::new(0),
             retention_ms: AtomicI64::new(UNSET),
             retention_bytes: AtomicI64::new(UNSET),
+            file_delete_delay_ms: AtomicI64::new(UNSET),
         }
     }
 }
@@ -32,13 +35,16 @@ fn limit(v: i64) -> Option<u64> {
 }
 
 impl LogOverrides {
-    /// Sets all three at once; `None` returns each to the broker's value.
+    /// Sets them all at once; `None` returns each to the broker's value.
     pub fn set(
         &self,
         segment_bytes: Option<u64>,
         retention_ms: Option<i64>,
         retention_bytes: Option<i64>,
+        file_delete_delay_ms: Option<i64>,
     ) {
+        self.file_delete_delay_ms
+            .store(file_delete_delay_ms.unwrap_or(UNSET), Ordering::Release);
         self.segment_bytes
             .store(segment_bytes.unwrap_or(0), Ordering::Release);
         self.retention_ms
@@ -61,6 +67,13 @@ impl LogOverrides {
         }
     }
 
+    pub fn file_delete_delay(&self, broker: Duration) -> Duration {
+        match self.file_delete_delay_ms.load(Ordering::Acquire) {
+            UNSET => broker,
+            v => Duration::from_millis(v.max(0) as u64),
+        }
+    }
+
     pub fn retention_bytes(&self, broker: Option<u64>) -> Option<u64> {
         match self.retention_bytes.load(Ordering::Acquire) {
             UNSET => broker,
@@ -78,11 +91,13 @@ mod tests {
         let o = LogOverrides::default();
         let day = Some(Duration::from_secs(86_400));
         assert_eq!((o.segment_bytes(100), o.retention(day)), (100, day));
-        o.set(Some(50), Some(-1), Some(1000));
+        o.set(Some(50), Some(-1), Some(1000), Some(5));
         assert_eq!(o.segment_bytes(100), 50);
         assert_eq!(o.retention(day), None);
         assert_eq!(o.retention_bytes(None), Some(1000));
-        o.set(None, None, None);
+        let minute = Duration::from_secs(60);
+        assert_eq!(o.file_delete_delay(minute), Duration::from_millis(5));
+        o.set(None, None, None, None);
         assert_eq!(
             (o.retention(day), o.retention_bytes(Some(7))),
             (day, Some(7))

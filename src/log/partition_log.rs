@@ -2,7 +2,9 @@
 //!
 //! Locking: `append_lock` guards every change to the log (append, roll, truncate, retention);
 //! readers take the `segments` read lock only long enough to clone the `Arc`s they need, then
-//! read with positional I/O, so a slow reader never holds up the appender.
+//! read with positional I/O, so a slow reader never holds up the appender. Under these locks a
+//! log writes (the append itself, a rename, an index entry) but never waits on an fsync or
+//! an unlink: those are `deferred` to the maintenance thread.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,8 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     pub index_interval_bytes: u32,
     pub flush_interval_messages: u64,
+    /// `log.segment.delete.delay.ms`: how long a segment's files outlive its leaving the log.
+    pub file_delete_delay: Duration,
 }
 
 #[derive(Debug)]
@@ -73,7 +77,7 @@ pub struct Log {
     pub topic: String,
     pub partition: i32,
     pub dir: PathBuf,
-    config: LogConfig,
+    pub(super) config: LogConfig,
     /// Where the log starts for readers when DeleteRecords moved it past the first
     /// segment's base (-1: the first segment's base).
     pub(super) log_start: AtomicI64,
@@ -84,6 +88,8 @@ pub struct Log {
     /// Offset the next message gets (LEO). Published after the bytes are in the segment.
     log_end_offset: AtomicI64,
     pub(super) append_lock: Mutex<AppendState>,
+    /// Rolled segments owed an fsync, segments owed an unlink, the recovery point.
+    pub(super) deferred: super::deferred::Deferred,
 }
 
 /// Appender-side state: the flush policy's bookkeeping, the idempotent producers' and the
@@ -108,15 +114,18 @@ pub fn parse_partition_dir(name: &str) -> Option<(String, i32)> {
 }
 
 impl Log {
-    /// Opens (creating if needed) the log in `dir` and recovers its last segment: every entry's
-    /// CRC is checked and a torn or corrupt tail is cut, with a warning naming what was cut.
+    /// Opens (creating if needed) the log in `dir` and recovers it from `recovery_point` (from
+    /// its first segment when unknown): every entry's CRC is checked from the segment holding
+    /// it on, and a torn or corrupt tail is cut, with a warning naming what was cut.
     pub fn open(
         dir: PathBuf,
         topic: &str,
         partition: i32,
         config: LogConfig,
+        recovery_point: Option<i64>,
     ) -> io::Result<(Log, Recovered)> {
         std::fs::create_dir_all(&dir)?;
+        super::deferred::remove_leftovers(&dir)?;
         let mut bases: Vec<i64> = Vec::new();
         for entry in std::fs::read_dir(&dir)? {
             let name = entry?.file_name().to_string_lossy().into_owned();
@@ -144,17 +153,11 @@ impl Log {
                 config.index_interval_bytes,
             )?));
         }
-        let active = segments.last().expect("at least one segment");
-        let recovered = active.recover(true)?;
-        if recovered.truncated_bytes > 0 {
-            log::warn!(
-                "[{topic}-{partition}] recovery cut {} bytes after {} valid messages of segment {}",
-                recovered.truncated_bytes,
-                recovered.messages,
-                active.base_offset
-            );
-        }
-        let leo = active.next_offset();
+        let tag = format!("[{topic}-{partition}]");
+        let (segments, recovered) =
+            super::deferred::recover_segments(&tag, segments, recovery_point)?;
+        let first = segments[0].base_offset;
+        let leo = segments.last().expect("at least one segment").next_offset();
         let log = Log {
             topic: topic.to_owned(),
             partition,
@@ -170,6 +173,7 @@ impl Log {
                 producers: ProducerStates::default(),
                 epochs: LeaderEpochCache::default(),
             }),
+            deferred: super::deferred::Deferred::new(recovery_point.unwrap_or(first).min(leo)),
         };
         log.load_producers()?;
         log.load_leader_epochs()?;
@@ -206,7 +210,7 @@ impl Log {
         self.log_start.store(offset, Ordering::Release);
         let mut segs = self.segments.write();
         while segs.len() > 1 && segs[1].base_offset <= offset {
-            segs.remove(0).delete_files()?;
+            self.retire(segs.remove(0))?;
         }
         drop(segs);
         if state.epochs.truncate_from_start(offset) {
@@ -338,7 +342,11 @@ impl Log {
         self.log_end_offset.store(last + 1, Ordering::Release);
         flush.unflushed_messages += (last - first + 1) as u64;
         if flush.unflushed_messages >= self.config.flush_interval_messages {
+            // The operator asked for an fsync every so many messages, under the lock: the
+            // rolled segments owed one come first, so the recovery point may pass them.
+            self.flush_rolled()?;
             active.flush()?;
+            self.deferred.flushed_to(last + 1);
             flush.unflushed_messages = 0;
             flush.last_flush = Instant::now();
         }
@@ -358,11 +366,11 @@ impl Log {
         {
             return Ok(active);
         }
-        // The old segment is complete: seal its time index and make it durable before its
-        // successor takes writes; the producers' state as of here is snapshotted, so a
-        // restart rebuilds it from here on.
+        // The old segment is complete: its time index is sealed and its fsync is owed (done
+        // by the maintenance thread with no lock held, `deferred`); the producers' state as
+        // of here is snapshotted, so a restart rebuilds it from here on.
         active.seal()?;
-        active.flush()?;
+        self.deferred.owe_flush(active);
         producers.write_snapshot(&self.dir, next_offset)?;
         let seg = Arc::new(Segment::open(
             &self.dir,
@@ -393,8 +401,7 @@ impl Log {
         }
         let mut segs = self.segments.write();
         while segs.len() > 1 && segs.last().is_some_and(|s| s.base_offset >= offset) {
-            let s = segs.pop().expect("len > 1");
-            s.delete_files()?;
+            self.retire(segs.pop().expect("len > 1"))?;
         }
         let active = segs.last().expect("never empty");
         active.truncate_to(offset.max(active.base_offset))?;
@@ -402,6 +409,8 @@ impl Log {
         // at all).
         let offset = active.next_offset();
         self.log_end_offset.store(offset, Ordering::Release);
+        // What is appended from here is not on disk yet.
+        self.deferred.truncated_to(offset);
         // A log cut below where DeleteRecords had moved its start now starts at its end.
         self.log_start.fetch_min(offset, Ordering::AcqRel);
         drop(segs);
@@ -427,8 +436,8 @@ impl Log {
         state.epochs.clear();
         state.epochs.write(&self.dir)?;
         let mut segs = self.segments.write();
-        for s in segs.drain(..) {
-            s.delete_files()?;
+        for s in std::mem::take(&mut *segs) {
+            self.retire(s)?;
         }
         segs.push(Arc::new(Segment::open(
             &self.dir,
@@ -436,6 +445,7 @@ impl Log {
             self.config.index_interval_bytes,
         )?));
         self.log_end_offset.store(offset, Ordering::Release);
+        self.deferred.truncated_to(offset);
         self.log_start.store(-1, Ordering::Release);
         log::info!(
             "[{}-{}] log reset to start at offset {offset}",
@@ -445,12 +455,16 @@ impl Log {
         Ok(())
     }
 
+    /// Fsyncs everything appended: the rolled segments owed it (no lock held), then the
+    /// active one.
     pub fn flush(&self) -> io::Result<()> {
+        self.flush_rolled()?;
         let mut state = self.append_lock.lock();
         if state.unflushed_messages > 0 {
             self.segments.read().last().expect("never empty").flush()?;
             state.unflushed_messages = 0;
         }
+        self.deferred.flushed_to(self.log_end_offset());
         state.last_flush = Instant::now();
         Ok(())
     }
@@ -485,8 +499,7 @@ impl Log {
                 break;
             }
             total -= oldest.size();
-            let s = segs.remove(0);
-            s.delete_files()?;
+            self.retire(segs.remove(0))?;
             deleted += 1;
         }
         if deleted > 0 {

@@ -116,6 +116,12 @@ pub struct Recovered {
     pub truncated_bytes: u64,
 }
 
+fn deleted_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(super::deferred::DELETED_SUFFIX);
+    PathBuf::from(name)
+}
+
 pub fn file_stem(base_offset: i64) -> String {
     format!("{base_offset:020}")
 }
@@ -539,6 +545,29 @@ impl Segment {
         let w = self.writer.lock();
         for f in [&w.file, &w.time_file].into_iter().flatten() {
             f.sync_data()?;
+        }
+        Ok(())
+    }
+
+    /// Renames the segment's files `*.deleted` (`deferred`): out of the log's sight, still
+    /// readable through the open file.
+    pub fn rename_deleted(&self) -> io::Result<()> {
+        for path in [&self.log_path, &self.index_path, &self.time_index_path] {
+            match std::fs::rename(path, deleted_path(path)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Unlinks the files `rename_deleted` renamed.
+    pub fn delete_renamed_files(&self) -> io::Result<()> {
+        for path in [&self.log_path, &self.index_path, &self.time_index_path] {
+            match std::fs::remove_file(deleted_path(path)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
         Ok(())
     }

@@ -78,6 +78,7 @@ pub struct TopicOverrides {
     pub retention_ms: Option<i64>,
     pub retention_bytes: Option<i64>,
     pub segment_bytes: Option<u64>,
+    pub file_delete_delay_ms: Option<i64>,
 }
 
 impl TopicOverrides {
@@ -94,6 +95,7 @@ impl TopicOverrides {
             retention_ms: num("retention.ms"),
             retention_bytes: num("retention.bytes"),
             segment_bytes: num("segment.bytes").map(|n| n as u64),
+            file_delete_delay_ms: num("file.delete.delay.ms"),
         }
     }
 }

@@ -21,10 +21,9 @@ use crate::protocol::offset_for_leader_epoch::{
 impl Fetcher {
     /// Whether some partition still waits for its epoch answer (it is not fetched until then).
     pub(super) fn epochs_pending(&self) -> bool {
-        self.partitions
-            .lock()
-            .values()
-            .any(|f| f.ask_epoch.is_some())
+        self.entries()
+            .iter()
+            .any(|(_, e)| e.lock().ask_epoch.is_some())
     }
 
     /// One OffsetForLeaderEpoch round for every partition waiting for it; `Err` when the
@@ -36,10 +35,12 @@ impl Fetcher {
         me: i32,
     ) -> Result<(), String> {
         let waiting: Vec<_> = self
-            .partitions
-            .lock()
-            .iter()
-            .filter_map(|(tp, f)| f.ask_epoch.map(|e| (tp.clone(), e, f.partition.clone())))
+            .entries()
+            .into_iter()
+            .filter_map(|(tp, e)| {
+                let f = e.lock();
+                f.ask_epoch.map(|a| (tp, a, f.partition.clone()))
+            })
             .collect();
         // The partition's state lock is taken outside ours: a LeaderAndIsr holds it while it
         // removes partitions from fetchers.
@@ -78,18 +79,18 @@ impl Fetcher {
             .send(OFFSET_FOR_LEADER_EPOCH, ofle::CLIENT_VERSION, &req)
             .map_err(|e| e.to_string())?;
         let topics = answer.topics;
-        let mut parts = self.partitions.lock();
         for (topic, answers) in topics {
             for a in answers {
                 let tp = TopicPartition::new(topic.clone(), a.partition);
                 let asked_epoch = asked.iter().find(|x| x.0 == tp).map(|x| x.1);
-                let Some(f) = parts.get_mut(&tp) else {
+                let Some(entry) = self.entry(&tp) else {
                     continue;
                 };
-                if asked_epoch.is_none() || f.ask_epoch != asked_epoch {
+                let mut f = entry.lock();
+                if f.removed || asked_epoch.is_none() || f.ask_epoch != asked_epoch {
                     continue; // followed anew meanwhile
                 }
-                if let Err(e) = apply_epoch_answer(tag, f, &a) {
+                if let Err(e) = apply_epoch_answer(tag, &mut f, &a) {
                     log::error!(
                         "{tag} {}-{}: cannot truncate by epoch: {e}",
                         tp.topic,
@@ -107,8 +108,8 @@ impl Fetcher {
     /// and replication never stops for want of an answer.
     pub(super) fn abandon_epochs(&self, tag: &str, why: &str) {
         log::warn!("{tag} OffsetForLeaderEpoch failed ({why}); checking our logs by comparison");
-        for f in self.partitions.lock().values_mut() {
-            f.ask_epoch = None;
+        for (_, e) in self.entries() {
+            e.lock().ask_epoch = None;
         }
     }
 }
