@@ -7,7 +7,14 @@
 # end-to-end latency (gregor perf e2e) through one partition with replication 3 and acks=all at
 # 10 K and 50 K messages a second, and how late a sleeping thread wakes on this machine (the
 # floor under those latencies).
-#   BENCH_MESSAGES (default 2000000) messages per case; BENCH_E2E_SECONDS (default 10) per rate.
+# Then what an append costs at scale: produce (RF 1, broker 1) beside N idle consumers each
+# holding a long-poll Fetch (500 ms, min_bytes 1) on two partitions nobody writes to, with
+# broker 1's CPU per produced message (from /proc), as ratios to N = 0 in the same run; and
+# produce request latency on a partition while retention deletes 1 GB of its segments, as a
+# ratio to the same produce just before.
+#   BENCH_MESSAGES (default 2000000) messages per case; BENCH_E2E_SECONDS (default 10) per rate;
+#   BENCH_IDLE_FETCHERS (default "0 200 2000"); BENCH_RETENTION_MESSAGES (default 5000000).
+#   GREGOR_BIN runs the brokers of another build (scripts/cluster.sh) with this build's tools.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -22,8 +29,19 @@ bin=$PWD/target/release/gregor
 export GREGOR_HOME
 GREGOR_HOME=$(mktemp -d /tmp/gregor-bench.XXXXXX)
 export ZK_PORT=${BENCH_ZK_PORT:-32181} BASE_PORT=${BENCH_BASE_PORT:-39092}
-cleanup() { "$here/cluster.sh" stop >/dev/null 2>&1 || true; rm -rf "$GREGOR_HOME"; }
+idle_pid=
+cleanup() {
+  [ -z "$idle_pid" ] || kill "$idle_pid" 2>/dev/null || true
+  "$here/cluster.sh" stop >/dev/null 2>&1 || true
+  rm -rf "$GREGOR_HOME"
+}
 trap cleanup EXIT
+# Room for 2,000 idle consumers from one address, connecting at once; retention looked at
+# every second.
+export BROKER_PROPERTIES="max.connections=5000
+max.connections.per.ip=5000
+max.connection.creation.rate.per.ip=1000000
+log.retention.check.interval.ms=1000"
 "$here/cluster.sh" start 3 >/dev/null
 zk="127.0.0.1:$ZK_PORT/gregor"
 b="127.0.0.1:$BASE_PORT"
@@ -66,6 +84,53 @@ e2e() {
 e2e_10k=$(e2e 10000)
 e2e_50k=$(e2e 50000)
 
+# Produce to `hot` beside N parked fetchers: "N msg/s MB/s µs-of-broker-CPU-per-message".
+"$bin" topics --zookeeper "$zk" --create --topic hot --replica-assignment 1 >/dev/null
+"$bin" topics --zookeeper "$zk" --create --topic idle --replica-assignment 1,1 >/dev/null
+broker1=$(cat "$GREGOR_HOME/broker-1/pid")
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$broker1/stat"; }
+beside_idle() {
+  local n=$1 c0 c1 r
+  if [ "$n" -gt 0 ]; then
+    "$bin" perf idle-fetch -b "$b" --topic idle --partitions 0,1 --fetchers "$n" \
+      --max-wait-ms 500 --seconds 900 >"$GREGOR_HOME/idle.out" 2>&1 &
+    idle_pid=$!
+    wait_for "grep -q '^ready' '$GREGOR_HOME/idle.out'" 120 ||
+      { echo "idle fetchers did not start:" >&2; cat "$GREGOR_HOME/idle.out" >&2; exit 1; }
+  fi
+  c0=$(cpu_ticks)
+  r=$(perf_produce hot 1)
+  c1=$(cpu_ticks)
+  if [ -n "$idle_pid" ]; then
+    # Every fetcher held its connection through the run (the tool exits when one fails).
+    kill -0 "$idle_pid" 2>/dev/null ||
+      { echo "idle fetchers failed during the run:" >&2; cat "$GREGOR_HOME/idle.out" >&2; exit 1; }
+    kill "$idle_pid" 2>/dev/null || true
+    wait "$idle_pid" 2>/dev/null || true
+    idle_pid=
+  fi
+  echo "$n $r $(awk -v t=$((c1 - c0)) -v k="$(getconf CLK_TCK)" -v m="$messages" 'BEGIN{printf "%.2f", t / k * 1e6 / m}')"
+}
+idle_rows=()
+for n in ${BENCH_IDLE_FETCHERS:-0 200 2000}; do
+  idle_rows+=("$(beside_idle "$n")")
+done
+
+# Produce p99 on `ret` (64 MiB segments, files unlinked as soon as they leave the log) holding
+# 1 GB, before and while retention deletes it: request latency "p99 p99.9 max" each time.
+ret_msgs=${BENCH_RETENTION_MESSAGES:-5000000}
+"$bin" topics --zookeeper "$zk" --create --topic ret --replica-assignment 1 \
+  --config segment.bytes=67108864 --config file.delete.delay.ms=0 >/dev/null
+"$bin" perf produce --bootstrap "$b" --topic ret --messages 1000000 --size 1000 --acks 1 >/dev/null
+tails() {
+  "$bin" perf produce --bootstrap "$b" --topic ret --messages "$ret_msgs" --size "$size" --acks 1 |
+    tail -1 | sed -E 's/.* p99 ([0-9.]+) p99.9 ([0-9.]+) max ([0-9.]+)$/\1 \2 \3/'
+}
+ret_before=$(tails)
+"$bin" topics --zookeeper "$zk" --alter --topic ret --config retention.bytes=1 >/dev/null
+ret_during=$(tails)
+ret_left=$(du -sm "$GREGOR_HOME"/broker-1/data/ret-0 2>/dev/null | cut -f1)
+
 ceiling=$("$bin" perf ceiling --bytes $((messages * size)) --dir "$GREGOR_HOME" --stall-seconds 10)
 tcp=$(echo "$ceiling" | sed -n 's/^loopback tcp: \([0-9.]*\) MB\/s/\1/p')
 disk=$(echo "$ceiling" | sed -n 's/^disk write + fsync: \([0-9.]*\) MB\/s/\1/p')
@@ -95,3 +160,23 @@ for r in "10000 $e2e_10k" "50000 $e2e_50k"; do
 done
 # The floor under those latencies: how late a sleeping thread woke on this machine, same run.
 echo "$ceiling" | grep '^scheduling:'
+echo
+echo "| produce RF 1 beside N idle long-poll fetchers | msg/s | ratio | broker CPU µs/msg | ratio |"
+echo "|-----------------------------------------------|-------|-------|-------------------|-------|"
+base_rate= base_cpu=
+for r in "${idle_rows[@]}"; do
+  read -r n rate _mbs cpu <<<"$r"
+  [ -n "$base_rate" ] || { base_rate=$rate; base_cpu=$cpu; }
+  awk -v n="$n" -v r="$rate" -v c="$cpu" -v br="$base_rate" -v bc="$base_cpu" \
+    'BEGIN{printf "| %-45s | %5.0fK | %5.2f | %17.2f | %5.2f |\n", n " idle fetchers", r/1000, r/br, c, c/bc}'
+done
+echo
+echo "| produce on a partition, request latency ms | p99 | p99.9 | max |"
+echo "|--------------------------------------------|-----|-------|-----|"
+read -r b99 b999 bmax <<<"$ret_before"
+read -r d99 d999 dmax <<<"$ret_during"
+printf "| %-42s | %s | %s | %s |\n" "before" "$b99" "$b999" "$bmax"
+printf "| %-42s | %s | %s | %s |\n" "while retention deletes 1 GB of it" "$d99" "$d999" "$dmax"
+awk -v a="$d99" -v b="$b99" -v c="$d999" -v d="$b999" -v e="$dmax" -v f="$bmax" \
+  'BEGIN{printf "| %-42s | %.2f | %.2f | %.2f |\n", "ratio", a/b, c/d, e/f}'
+echo "(${ret_left} MB of the partition left on disk after)"

@@ -281,23 +281,12 @@ fn pipelined_acks_all_produces_are_answered_by_the_fetch_that_covers_them() {
     let mut frames = Vec::new();
     for i in 0..N {
         let set = message_set(&[format!("m{i}").as_bytes()]);
-        let at = frames.len();
-        frames.extend_from_slice(&[0; 4]);
-        gregor::protocol::header::RequestHeader {
-            api_key: 0,
-            api_version: 0,
-            correlation_id: i as i32,
-            client_id: Some("pipeliner"),
-        }
-        .encode(&mut frames);
         let body = ProduceSets {
             acks: -1,
             timeout_ms: 30_000,
             topics: &[("pipe", vec![(0, &set[..])])],
         };
-        gregor::protocol::encode_body(&body, &mut frames, 0, 0);
-        let n = (frames.len() - at - 4) as i32;
-        frames[at..at + 4].copy_from_slice(&n.to_be_bytes());
+        frames.extend(request_frame(0, 0, i as i32, &body));
     }
     let mut s = TcpStream::connect(b.addr()).unwrap();
     s.write_all(&frames).unwrap();

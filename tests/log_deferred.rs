@@ -218,17 +218,7 @@ fn a_slow_consumer_of_a_segment_retention_deletes_gets_whole_records_then_out_of
         1,
         vec![("slow".into(), vec![FetchPartition::new(0, 0, segment)])],
     );
-    let mut frame = vec![0; 4];
-    gregor::protocol::header::RequestHeader {
-        api_key: 1,
-        api_version: 4,
-        correlation_id: 7,
-        client_id: Some("slow-reader"),
-    }
-    .encode(&mut frame);
-    gregor::protocol::encode_body(&req, &mut frame, 1, 4);
-    let n = (frame.len() - 4) as i32;
-    frame[..4].copy_from_slice(&n.to_be_bytes());
+    let frame = request_frame(1, 4, 7, &req);
     let mut s = TcpStream::connect(b.addr()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     s.write_all(&frame).unwrap();

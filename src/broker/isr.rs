@@ -16,6 +16,7 @@ use std::time::Instant;
 use crate::zk::{ZkError, ZkResult, pipeline};
 
 use super::partition::{Partition, PartitionState, Role};
+use super::purgatory::Watch;
 use super::replica_manager::ReplicaManager;
 use crate::zk::paths::{self, LeaderAndIsr};
 
@@ -55,7 +56,11 @@ impl ReplicaManager {
             {
                 st.caught_up_at.insert(replica_id, Instant::now());
             }
-            partition.maybe_increment_high_watermark(&st);
+            let moved = partition.maybe_increment_high_watermark(&st);
+            drop(st);
+            if moved {
+                partition.watchers.wake(Watch::HighWatermark);
+            }
         }
         self.write_isrs(changes);
     }

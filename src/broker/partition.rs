@@ -171,17 +171,28 @@ impl Partition {
     }
 
     /// Publishes the high watermark; a move wakes the requests waiting for it (consumers'
-    /// fetches, acks=all produces).
+    /// fetches, acks=all produces). Not for a caller holding `state`: see
+    /// `maybe_increment_high_watermark`.
     pub fn set_high_watermark(&self, hw: i64) {
-        if self.high_watermark.swap(hw, Ordering::AcqRel) != hw {
+        if self.store_high_watermark(hw) {
             self.watchers.wake(Watch::HighWatermark);
         }
     }
 
-    /// Wakes what is parked here after an append: followers' fetches (a consumer's waits for
-    /// the high watermark, which `set_high_watermark` announces).
-    pub fn appended(&self) {
+    /// Publishes the high watermark without waking anyone (the caller holds `state` and wakes
+    /// the watchers after); true when it changed.
+    pub(super) fn store_high_watermark(&self, hw: i64) -> bool {
+        self.high_watermark.swap(hw, Ordering::AcqRel) != hw
+    }
+
+    /// Wakes what is parked here after an append — followers' fetches, and, when the
+    /// append moved the high watermark (`hw_moved`), consumers' fetches and acks=all
+    /// produces. Called with `state` released.
+    pub fn appended(&self, hw_moved: bool) {
         self.watchers.wake(Watch::LogEnd);
+        if hw_moved {
+            self.watchers.wake(Watch::HighWatermark);
+        }
     }
 
     pub fn lock(&self) -> MutexGuard<'_, PartitionState> {
@@ -217,17 +228,14 @@ impl Partition {
     }
 
     /// The high watermark is the smallest log end offset in the ISR (architecture: data path
-    /// invariants). It never moves backwards while leading. Returns true when it moved.
+    /// invariants). It never moves backwards while leading. Returns true when it moved; the
+    /// caller, holding `state`, wakes the watchers once it has released it (a request woken
+    /// under the lock would only block on it).
     pub fn maybe_increment_high_watermark(&self, st: &PartitionState) -> bool {
         if st.role != Role::Leader {
             return false;
         }
         let new_hw = st.high_watermark_for(self.broker_id, self.log.log_end_offset());
-        if new_hw > self.high_watermark() {
-            self.set_high_watermark(new_hw);
-            true
-        } else {
-            false
-        }
+        new_hw > self.high_watermark() && self.store_high_watermark(new_hw)
     }
 }

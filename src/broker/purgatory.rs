@@ -16,10 +16,10 @@
 //! partitions only, and answers or sleeps again; its deadline is its only timer. An event on
 //! a partition nobody watches costs one uncontended lock of an empty list.
 //!
-//! No wake-up is lost: a request is listed before it looks at its partitions the last time
-//! (`Parked::watch`, then the caller checks again), and a wake-up sets a flag the sleep reads
-//! under the waiter's lock, so an event between that look and the sleep ends the sleep at
-//! once.
+//! No wake-up is lost: a request is listed before it sleeps, and either nothing happened on
+//! its partitions between its last look and its listing (their `events` counts are as it read
+//! them before looking) or it looks again; and a wake-up sets a flag the sleep reads under
+//! the waiter's lock, so an event between the listing and the sleep ends the sleep at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -76,11 +76,15 @@ thread_local! {
     static WAITER: Arc<Waiter> = Arc::new(Waiter::default());
 }
 
-/// A partition's parked requests, one list per event (`Watch`).
+/// A partition's parked requests, one list per event (`Watch`), and a count of its events.
 #[derive(Default)]
 pub struct Watchers {
     log_end: Mutex<Vec<Arc<Waiter>>>,
     high_watermark: Mutex<Vec<Arc<Waiter>>>,
+    /// Bumped by every event before its list is looked at: a request that read it before
+    /// looking at the partition and finds it unchanged once listed has missed nothing, and
+    /// sleeps without looking again.
+    events: AtomicU64,
 }
 
 impl Watchers {
@@ -102,8 +106,14 @@ impl Watchers {
         }
     }
 
+    /// Events here so far.
+    pub fn events(&self) -> u64 {
+        self.events.load(Ordering::SeqCst)
+    }
+
     /// Wakes the requests waiting for `on` here.
     pub fn wake(&self, on: Watch) {
+        self.events.fetch_add(1, Ordering::SeqCst);
         for w in self.list(on).lock().iter() {
             w.wake();
         }
@@ -187,6 +197,11 @@ impl<'a> Parked<'a> {
             watching,
             stats,
         }
+    }
+
+    /// The events counts of the watched partitions, summed (`Watchers::events`).
+    pub fn events(&self) -> u64 {
+        self.watching.iter().map(|(p, _)| p.watchers.events()).sum()
     }
 
     /// Sleeps until an event on a watched partition or `deadline`; true when woken.

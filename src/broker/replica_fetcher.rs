@@ -251,6 +251,8 @@ impl Fetcher {
         self.partitions.lock().get(tp).cloned()
     }
 
+    /// The next Fetch. Each entry's lock is taken under the map's (never the other way round,
+    /// so this cannot deadlock with `apply`, which looks entries up before locking one).
     fn build_request(&self, s: &FetchSettings) -> FetchRequest {
         let mut by_topic: HashMap<String, Vec<FetchPartition>> = HashMap::new();
         for (
@@ -259,17 +261,16 @@ impl Fetcher {
                 partition: p,
             },
             e,
-        ) in self.entries()
+        ) in self.partitions.lock().iter()
         {
             let f = e.lock();
             if f.ask_epoch.is_some() {
                 continue; // not before our log is cut where the leader's parts from it
             }
-            by_topic.entry(t).or_default().push(FetchPartition::new(
-                p,
-                f.fetch_offset,
-                s.max_bytes,
-            ));
+            by_topic
+                .entry(t.clone())
+                .or_default()
+                .push(FetchPartition::new(*p, f.fetch_offset, s.max_bytes));
         }
         FetchRequest {
             max_bytes: s.response_max_bytes,

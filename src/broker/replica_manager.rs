@@ -256,7 +256,8 @@ impl ReplicaManager {
                 st.caught_up_at.clear();
                 let leo = partition.log.log_end_offset();
                 let hw = partition.high_watermark().min(leo);
-                partition.set_high_watermark(hw);
+                // Its watchers are woken once the command is applied.
+                partition.store_high_watermark(hw);
                 log::info!(
                     "{tag} became follower of {leader} at epoch {}; offsets {hw}..{leo} to be checked against it",
                     st.leader_epoch
@@ -460,9 +461,9 @@ impl ReplicaManager {
             );
             ErrorCode::UnknownServerError
         })?;
-        partition.maybe_increment_high_watermark(&st);
+        let hw_moved = partition.maybe_increment_high_watermark(&st);
         drop(st);
-        partition.appended();
+        partition.appended(hw_moved);
         Ok((first, first + i64::from(count) - 1))
     }
 

@@ -8,6 +8,7 @@ pub mod groups;
 pub mod perf;
 pub mod perf_ceiling;
 pub mod perf_e2e;
+pub mod perf_idle;
 pub mod topics;
 mod topics_wire;
 

@@ -1,4 +1,5 @@
-//! `gregor perf produce|consume|ceiling|e2e`: Kafka's perf-test tools (`e2e` in `perf_e2e`). A progress line every few seconds,
+//! `gregor perf produce|consume|ceiling|e2e|idle-fetch`: Kafka's perf-test tools (`e2e` in
+//! `perf_e2e`, `idle-fetch` in `perf_idle`). A progress line every few seconds,
 //! then messages/s, MB/s and (produce) request latency percentiles.
 //!
 //! The producer encodes one message set of `--batch-size` messages per thread and sends it
@@ -35,6 +36,8 @@ pub enum PerfCommand {
     Ceiling(super::perf_ceiling::CeilingArgs),
     /// End-to-end latency (send to receive) at a fixed rate, through one partition.
     E2e(super::perf_e2e::E2eArgs),
+    /// Hold N long-poll fetches on partitions nobody writes to (idle consumers).
+    IdleFetch(super::perf_idle::IdleFetchArgs),
 }
 
 /// Where and how much: the flags both perf commands take.
@@ -149,6 +152,7 @@ pub fn run(cmd: PerfCommand) -> Result<(), String> {
         PerfCommand::Consume(a) => consume(a),
         PerfCommand::Ceiling(a) => super::perf_ceiling::ceiling(a),
         PerfCommand::E2e(a) => super::perf_e2e::e2e(a),
+        PerfCommand::IdleFetch(a) => super::perf_idle::idle_fetch(a),
     }
 }
 

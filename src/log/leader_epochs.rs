@@ -122,7 +122,20 @@ impl LeaderEpochCache {
         self.entries.clear();
     }
 
+    /// Writes the file, synced: an epoch added is on disk before any message of it.
     pub fn write(&mut self, dir: &Path) -> io::Result<()> {
+        self.write_file(dir, true)
+    }
+
+    /// Writes the file after a truncation (from the start or the end), not synced (Kafka's
+    /// `truncateFrom*AsyncFlush`): a crash that loses it leaves the entries before the cut,
+    /// which loading cuts again against the recovered log's ends (`load_leader_epochs`), so
+    /// retention's every pass does not wait on an fsync under the log's lock.
+    pub fn write_truncated(&mut self, dir: &Path) -> io::Result<()> {
+        self.write_file(dir, false)
+    }
+
+    fn write_file(&mut self, dir: &Path, sync: bool) -> io::Result<()> {
         let tmp = dir.join(format!("{LEADER_EPOCH_CHECKPOINT}.tmp"));
         let mut text = format!("{VERSION}\n{}\n", self.entries.len());
         for (epoch, start) in &self.entries {
@@ -130,7 +143,9 @@ impl LeaderEpochCache {
         }
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(text.as_bytes())?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         std::fs::rename(&tmp, dir.join(LEADER_EPOCH_CHECKPOINT))?;
         self.unsaved = false;
         Ok(())

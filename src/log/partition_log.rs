@@ -214,7 +214,7 @@ impl Log {
         }
         drop(segs);
         if state.epochs.truncate_from_start(offset) {
-            state.epochs.write(&self.dir)?;
+            state.epochs.write_truncated(&self.dir)?;
         }
         log::info!(
             "[{}-{}] records before {offset} deleted; log now starts there",
@@ -395,7 +395,7 @@ impl Log {
             // No message goes, but epochs said to begin at or past the cut do (a leader's
             // epoch that never appended anything).
             if state.epochs.truncate_from_end(offset) {
-                state.epochs.write(&self.dir)?;
+                state.epochs.write_truncated(&self.dir)?;
             }
             return Ok(());
         }
@@ -417,7 +417,7 @@ impl Log {
         // Batches past `offset` are gone, and with them their producers' sequences and epochs.
         state.producers = self.rebuild_producers()?;
         if state.epochs.truncate_from_end(offset) {
-            state.epochs.write(&self.dir)?;
+            state.epochs.write_truncated(&self.dir)?;
         }
         log::info!(
             "[{}-{}] truncated log to offset {offset}",
@@ -504,7 +504,7 @@ impl Log {
         }
         if deleted > 0 {
             if state.epochs.truncate_from_start(segs[0].base_offset) {
-                state.epochs.write(&self.dir)?;
+                state.epochs.write_truncated(&self.dir)?;
             }
             log::info!(
                 "[{}-{}] retention deleted {deleted} segment(s); log now starts at {}",

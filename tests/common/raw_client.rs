@@ -13,6 +13,28 @@ use std::time::Duration;
 
 use super::*;
 
+/// One request as it goes on the wire: size, header (client id `gregor-test`), body at
+/// `version` — for tests that write frames to a socket themselves.
+pub fn request_frame(
+    api_key: i16,
+    version: i16,
+    correlation_id: i32,
+    body: &impl gregor::protocol::Encode,
+) -> Vec<u8> {
+    let mut frame = vec![0; 4];
+    gregor::protocol::header::RequestHeader {
+        api_key,
+        api_version: version,
+        correlation_id,
+        client_id: Some("gregor-test"),
+    }
+    .encode(&mut frame);
+    encode_body(body, &mut frame, api_key, version);
+    let n = (frame.len() - 4) as i32;
+    frame[..4].copy_from_slice(&n.to_be_bytes());
+    frame
+}
+
 /// A raw Kafka-protocol client over `BlockingChannel`.
 pub struct Client {
     pub chan: BlockingChannel,

@@ -21,6 +21,32 @@ use crate::protocol::{ErrorCode, Out, records};
 /// A Fetch answer being written: file slices are spliced in between its pieces.
 type Answer<'o> = Out<'o, Response>;
 
+/// What one pass over a fetch's partitions read.
+#[derive(Default)]
+struct Pass {
+    /// Each partition read, with its record bytes.
+    read: Vec<(Arc<Partition>, usize)>,
+    /// The sum of their events counts (`Watchers::events`) before they were read.
+    events: u64,
+}
+
+impl Pass {
+    fn clear(&mut self) {
+        self.read.clear();
+        self.events = 0;
+    }
+}
+
+/// One partition's part of an answer.
+struct Read {
+    part: Arc<Partition>,
+    /// Record bytes written.
+    bytes: usize,
+    /// Whether it had records past the fetch offset (the budget's business).
+    had_data: bool,
+    events: u64,
+}
+
 impl KafkaApis {
     /// Fetch: up to the high watermark for consumers and the log end offset for followers.
     /// Parks (no polling) until `min_bytes` are readable or `max_wait_ms` passes, looking again
@@ -68,13 +94,13 @@ impl KafkaApis {
         }
         let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
         let start = out.len();
-        let mut sent = Vec::new();
+        let mut pass = Pass::default();
         let first = conn.fetch_start.load(Ordering::Relaxed);
-        let mut parked = None;
+        let mut parked: Option<Parked<'_>> = None;
         loop {
             out.truncate(start);
-            sent.clear();
-            let (bytes, errors, next) = self.write_fetch_response(req, out, first, &mut sent);
+            pass.clear();
+            let (bytes, errors, next) = self.write_fetch_response(req, out, first, &mut pass);
             let enough = bytes >= req.min_bytes.max(0) as usize;
             if req.max_wait_ms <= 0
                 || errors
@@ -83,37 +109,29 @@ impl KafkaApis {
                 || Instant::now() >= deadline
             {
                 conn.fetch_start.store(next, Ordering::Relaxed);
-                for (part, n) in &sent {
+                for (part, n) in pass.read.iter().filter(|(_, n)| *n > 0) {
                     part.metrics.fetched(*n as u64, req.replica_id >= 0);
                 }
                 return Action::Respond;
             }
-            match &parked {
-                // Listed first, then looked at once more before sleeping (`purgatory`).
-                None => parked = Some(self.park_fetch(req)),
-                Some(p) => {
-                    p.sleep_until(deadline);
-                }
+            if let Some(p) = &parked {
+                p.sleep_until(deadline);
+                continue;
             }
+            // Listed in the partitions' watchers, then sleeps at once unless an event came
+            // since it looked at them (`purgatory`: then it looks again first).
+            let on = if req.replica_id >= 0 {
+                Watch::LogEnd
+            } else {
+                Watch::HighWatermark
+            };
+            let watched = pass.read.iter().map(|(part, _)| (part.clone(), on));
+            let p = Parked::watch(&self.replica_manager.purgatory.fetch, watched);
+            if p.events() == pass.events {
+                p.sleep_until(deadline);
+            }
+            parked = Some(p);
         }
-    }
-
-    /// Lists a fetch in the watchers of the partitions it names: a follower's waits for
-    /// their logs to grow, a consumer's for their high watermarks.
-    fn park_fetch(&self, req: &FetchRequest) -> Parked<'_> {
-        let rm = &self.replica_manager;
-        let on = if req.replica_id >= 0 {
-            Watch::LogEnd
-        } else {
-            Watch::HighWatermark
-        };
-        let partitions = req.topics.iter().flat_map(|(t, parts)| {
-            parts
-                .iter()
-                .filter_map(move |p| rm.get_partition(t, p.partition))
-                .map(move |p| (p, on))
-        });
-        Parked::watch(&rm.purgatory.fetch, partitions)
     }
 
     /// Writes the whole fetch response, serving partitions from request position `first`
@@ -121,14 +139,14 @@ impl KafkaApis {
     /// an error, and where the connection's next answer starts. The request's `max_bytes`
     /// (v3+) and the broker's `fetch.max.bytes` (every version; Kafka's rule) bound the
     /// record bytes of the whole answer, so a request naming one partition many times gets
-    /// no more than that either. `sent` gets each partition read with its record bytes, for
-    /// the metrics.
+    /// no more than that either. `pass` gets each partition read, with its record bytes (for
+    /// the metrics) and its events count as it was before the read (for parking).
     fn write_fetch_response(
         &self,
         req: &FetchRequest,
         out: &mut Answer<'_>,
         first: usize,
-        sent: &mut Vec<(Arc<Partition>, usize)>,
+        pass: &mut Pass,
     ) -> (usize, bool, usize) {
         let version = out.version();
         let cap = self.config.fetch_max_bytes.max(0) as usize;
@@ -143,12 +161,16 @@ impl KafkaApis {
             out,
             |index, topic, p, out| match self.read_partition(topic, p, req.replica_id, &budget, out)
             {
-                Ok((part, n, had_data)) => {
+                Ok(Read {
+                    part,
+                    bytes: n,
+                    had_data,
+                    events,
+                }) => {
                     budget.took(index, n, had_data);
                     total += n;
-                    if n > 0 {
-                        sent.push((part, n));
-                    }
+                    pass.events += events;
+                    pass.read.push((part, n));
                 }
                 Err(e) => {
                     errors = true;
@@ -167,9 +189,8 @@ impl KafkaApis {
         });
     }
 
-    /// Writes one partition's answer (head + records) into `o` within what `budget` allows;
-    /// returns the partition, its records' size and whether it had records to read. On
-    /// error writes nothing.
+    /// Writes one partition's answer (head + records) into `o` within what `budget` allows.
+    /// On error writes nothing.
     fn read_partition(
         &self,
         topic: &str,
@@ -177,8 +198,10 @@ impl KafkaApis {
         replica_id: i32,
         budget: &FetchBudget,
         o: &mut Answer<'_>,
-    ) -> Result<(Arc<Partition>, usize, bool), ErrorCode> {
+    ) -> Result<Read, ErrorCode> {
         let part = self.partition(topic, p.partition)?;
+        // Before anything of its state is read: an event after this changes the count.
+        let events = part.watchers.events();
         part.check_leader(
             p.current_leader_epoch,
             replica_id != fetch::DEBUGGING_REPLICA_ID,
@@ -206,7 +229,7 @@ impl KafkaApis {
         let spent = max_bytes == 0
             && first_entry != FirstEntry::Whole
             && (part.log.log_start_offset()..=part.log.log_end_offset()).contains(&p.fetch_offset);
-        let read = if spent {
+        let read_result = if spent {
             if replica_id < 0 && magic < 2 {
                 fetch::finish_partition(o, at);
             } else {
@@ -237,8 +260,14 @@ impl KafkaApis {
                     len
                 })
         };
-        match read {
-            Ok(n) => Ok((part, n, had_data)),
+        let read = |part, bytes, had_data| Read {
+            part,
+            bytes,
+            had_data,
+            events,
+        };
+        match read_result {
+            Ok(n) => Ok(read(part, n, had_data)),
             Err(e) => {
                 o.truncate(head_at);
                 match e {
@@ -250,7 +279,7 @@ impl KafkaApis {
                         {
                             let at = fetch::write_partition_head(o, &head);
                             fetch::finish_partition(o, at);
-                            return Ok((part, 0, false));
+                            return Ok(read(part, 0, false));
                         }
                         log::debug!(
                             "[Broker {} {topic}-{}] fetch {e}",

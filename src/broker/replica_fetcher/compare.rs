@@ -60,7 +60,8 @@ pub(super) fn append_fetched(f: &mut Followed, set: &[u8], leader_hw: i64) -> st
         }
         log.append_with_offsets(&set[start..end], first, last)?;
         f.fetch_offset = last + 1;
-        partition.appended();
+        // The high watermark, if it moves, wakes its own watchers below.
+        partition.appended(false);
     }
     set_follower_hw(f, leader_hw);
     Ok(())

@@ -21,9 +21,10 @@ use crate::protocol::offset_for_leader_epoch::{
 impl Fetcher {
     /// Whether some partition still waits for its epoch answer (it is not fetched until then).
     pub(super) fn epochs_pending(&self) -> bool {
-        self.entries()
-            .iter()
-            .any(|(_, e)| e.lock().ask_epoch.is_some())
+        self.partitions
+            .lock()
+            .values()
+            .any(|e| e.lock().ask_epoch.is_some())
     }
 
     /// One OffsetForLeaderEpoch round for every partition waiting for it; `Err` when the
