@@ -1,16 +1,19 @@
 //! The segmented log: appends and reads across rolls, index lookups, recovery of torn and
 //! corrupt tails, retention, and what survives a restart.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use common::logs::{append_range, value};
 use gregor::config::BrokerConfig;
 use gregor::log::{Log, LogConfig, LogError, LogManager};
 use gregor::protocol::TopicPartition;
-use gregor::protocol::message::{self, encode_entry};
+use gregor::protocol::message;
 
 fn config(segment_bytes: u64) -> LogConfig {
     LogConfig {
@@ -18,32 +21,6 @@ fn config(segment_bytes: u64) -> LogConfig {
         index_interval_bytes: 256,
         flush_interval_messages: u64::MAX,
         file_delete_delay: std::time::Duration::ZERO,
-    }
-}
-
-fn value(i: usize) -> Vec<u8> {
-    format!("message-{i:05}-{}", "x".repeat(i % 37)).into_bytes()
-}
-
-/// Appends messages `from..to`, one produce request of `batch` messages at a time.
-fn append_range(log: &Log, from: usize, to: usize, batch: usize) {
-    let mut i = from;
-    while i < to {
-        let n = batch.min(to - i);
-        let mut set = Vec::new();
-        for j in i..i + n {
-            encode_entry(
-                &mut set,
-                0,
-                (j % 2) as i8,
-                1_700_000_000_000,
-                Some(b"k"),
-                Some(&value(j)),
-            );
-        }
-        let first = log.append(&mut set, n as u32).unwrap();
-        assert_eq!(first, i as i64);
-        i += n;
     }
 }
 

@@ -12,8 +12,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Duration;
 
+use common::logs::append_range;
 use gregor::log::{FirstEntry, Log, LogConfig, LogError};
-use gregor::protocol::message::encode_entry;
 use gregor::protocol::records;
 
 fn config(segment_bytes: u64) -> LogConfig {
@@ -29,21 +29,6 @@ fn open(dir: &Path, recovery_point: Option<i64>) -> Log {
     Log::open(dir.to_path_buf(), "t", 0, config(4000), recovery_point)
         .unwrap()
         .0
-}
-
-/// Appends messages `from..to`, `batch` per append.
-fn append_range(log: &Log, from: usize, to: usize, batch: usize) {
-    let mut i = from;
-    while i < to {
-        let n = batch.min(to - i);
-        let mut set = Vec::new();
-        for j in i..i + n {
-            let v = format!("message-{j:05}");
-            encode_entry(&mut set, 0, 1, 1_700_000_000_000, None, Some(v.as_bytes()));
-        }
-        assert_eq!(log.append(&mut set, n as u32).unwrap(), i as i64);
-        i += n;
-    }
 }
 
 /// The files of the log directory with a name ending in `suffix`, sorted.

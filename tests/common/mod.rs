@@ -12,6 +12,7 @@
 pub mod brokers;
 pub mod cluster;
 pub mod java;
+pub mod logs;
 pub mod net;
 pub mod processes;
 pub mod prometheus;
