@@ -26,9 +26,12 @@ fn config(segment_bytes: u64) -> LogConfig {
 }
 
 fn open(dir: &Path, recovery_point: Option<i64>) -> Log {
-    Log::open(dir.to_path_buf(), "t", 0, config(4000), recovery_point)
-        .unwrap()
-        .0
+    open_found(dir, recovery_point).0
+}
+
+/// The log, and what recovery found in it.
+fn open_found(dir: &Path, recovery_point: Option<i64>) -> (Log, gregor::log::segment::Recovered) {
+    Log::open(dir.to_path_buf(), "t", 0, config(4000), recovery_point).unwrap()
 }
 
 /// The files of the log directory with a name ending in `suffix`, sorted.
@@ -140,25 +143,11 @@ fn recovery_checks_every_segment_from_the_recovery_point_and_drops_those_after_a
     // Recovering from a point past it does not look at it (it was on disk by then)...
     {
         let third_base: i64 = logs[2].trim_end_matches(".log").parse().unwrap();
-        let (_, found) = Log::open(
-            d.path().to_path_buf(),
-            "t",
-            0,
-            config(4000),
-            Some(third_base),
-        )
-        .unwrap();
+        let (_, found) = open_found(d.path(), Some(third_base));
         assert_eq!(found.truncated_bytes, 0);
     }
     // ...from a point before it, the tail is cut and the segments after it go.
-    let (log, found) = Log::open(
-        d.path().to_path_buf(),
-        "t",
-        0,
-        config(4000),
-        Some(second_base),
-    )
-    .unwrap();
+    let (log, found) = open_found(d.path(), Some(second_base));
     assert!(found.truncated_bytes > 0);
     assert_eq!(log.segment_count(), 2);
     assert!(log.log_end_offset() < 200 && log.log_end_offset() > second_base);

@@ -124,15 +124,6 @@ impl Watchers {
         self.wake(Watch::LogEnd);
         self.wake(Watch::HighWatermark);
     }
-
-    /// Requests listed here, over both lists.
-    pub fn len(&self) -> usize {
-        self.log_end.lock().len() + self.high_watermark.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// Counts of one kind of parked request (Kafka's `delayedOperation` tag: `Fetch`,

@@ -241,27 +241,22 @@ impl LogManager {
                 .cloned()
                 .collect();
             checkpoint::write(dir, checkpoint::HIGH_WATERMARKS, &in_dir)?;
-            let starts: Vec<_> = logs
-                .iter()
-                .filter(|(_, l)| l.dir.starts_with(dir))
-                .map(|(tp, l)| (tp.clone(), l.log_start_offset()))
-                .collect();
-            checkpoint::write(dir, checkpoint::LOG_START_OFFSETS, &starts)?;
         }
         drop(logs);
-        self.checkpoint_recovery_points()
+        self.checkpoint_each_log(checkpoint::LOG_START_OFFSETS, Log::log_start_offset)?;
+        self.checkpoint_each_log(checkpoint::RECOVERY_POINTS, Log::recovery_point)
     }
 
-    /// Writes each data directory's recovery points.
-    fn checkpoint_recovery_points(&self) -> io::Result<()> {
+    /// Writes, in each data directory, the checkpoint `name` with `offset` of each of its logs.
+    fn checkpoint_each_log(&self, name: &str, offset: fn(&Log) -> i64) -> io::Result<()> {
         let logs = self.logs.read();
         for dir in &self.settings.dirs {
-            let points: Vec<_> = logs
+            let offsets: Vec<_> = logs
                 .iter()
                 .filter(|(_, l)| l.dir.starts_with(dir))
-                .map(|(tp, l)| (tp.clone(), l.recovery_point()))
+                .map(|(tp, l)| (tp.clone(), offset(l)))
                 .collect();
-            checkpoint::write(dir, checkpoint::RECOVERY_POINTS, &points)?;
+            checkpoint::write(dir, name, &offsets)?;
         }
         Ok(())
     }
@@ -351,7 +346,7 @@ impl LogManager {
         }
         self.do_deferred(true);
         let _g = self.checkpoint_lock.lock();
-        if let Err(e) = self.checkpoint_recovery_points() {
+        if let Err(e) = self.checkpoint_each_log(checkpoint::RECOVERY_POINTS, Log::recovery_point) {
             log::error!("recovery-point checkpoint at shutdown failed: {e}");
         }
     }
