@@ -174,6 +174,14 @@ fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
             dec::<CreatePartitionsRequest>(b, key, v),
             dec::<CreatePartitionsResponse>(b, key, v),
         ),
+        header::ELECT_LEADERS => (
+            dec::<gregor::protocol::elect_leaders::ElectLeadersRequest>(b, key, v),
+            dec::<gregor::protocol::elect_leaders::ElectLeadersResponse>(b, key, v),
+        ),
+        header::DESCRIBE_LOG_DIRS => (
+            dec::<gregor::protocol::log_dirs::DescribeLogDirsRequest>(b, key, v),
+            dec::<gregor::protocol::log_dirs::DescribeLogDirsResponse>(b, key, v),
+        ),
         header::DELETE_GROUPS => (
             dec::<DeleteGroupsRequest>(b, key, v),
             dec::<DeleteGroupsResponse>(b, key, v),

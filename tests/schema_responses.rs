@@ -15,6 +15,7 @@ use gregor::protocol::admin_topics::{
 };
 use gregor::protocol::api_versions::ApiVersionsResponse;
 use gregor::protocol::delete_records::DeleteRecordsResponse;
+use gregor::protocol::elect_leaders::ElectLeadersResponse;
 use gregor::protocol::fetch::FetchResponse;
 use gregor::protocol::group_admin::{
     DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse,
@@ -26,6 +27,7 @@ use gregor::protocol::group_offsets::{
     FindCoordinatorResponse, OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse,
 };
 use gregor::protocol::init_producer_id::InitProducerIdResponse;
+use gregor::protocol::log_dirs::DescribeLogDirsResponse;
 use gregor::protocol::metadata::MetadataResponse;
 use gregor::protocol::offset_for_leader_epoch::OffsetForLeaderEpochResponse;
 use gregor::protocol::offsets::ListOffsetsResponse;
@@ -65,8 +67,10 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         23 => again::<OffsetForLeaderEpochResponse>(key, v, body),
         32 => again::<DescribeConfigsResponse>(key, v, body),
         33 | 44 => again::<AlterConfigsResponse>(key, v, body),
+        35 => again::<DescribeLogDirsResponse>(key, v, body),
         37 => again::<CreatePartitionsResponse>(key, v, body),
         42 => again::<DeleteGroupsResponse>(key, v, body),
+        43 => again::<ElectLeadersResponse>(key, v, body),
         47 => again::<OffsetDeleteResponse>(key, v, body),
         60 => again::<DescribeClusterResponse>(key, v, body),
         k => Err(format!("no case for api {k}")),

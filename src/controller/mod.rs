@@ -13,6 +13,7 @@
 pub mod broker_change;
 pub mod channel_manager;
 pub mod context;
+pub mod elect_leaders;
 pub mod election_rules;
 pub mod failover;
 pub mod isr_change;
@@ -52,6 +53,8 @@ pub enum Event {
     IsrChange,
     /// A broker asks to shut down; the reply lists partitions it still leads (None: not live).
     ControlledShutdown(i32, Sender<Option<Vec<TopicPartition>>>),
+    /// ElectLeaders from an admin client.
+    ElectLeaders(elect_leaders::ElectLeaders),
     Stop,
 }
 
@@ -97,6 +100,24 @@ impl ControllerState {
                 };
                 batch.send(&self.ctx, &self.channels, self.broker_id);
                 let _ = reply.send(r);
+            }
+            Event::ElectLeaders(e) if !self.active => {
+                let _ = e.reply.send(Err(ErrorCode::NotController));
+            }
+            Event::ElectLeaders(e) => {
+                let mut batch = CommandBatch::default();
+                let r = self.on_elect_leaders(e.election, e.partitions, &mut batch);
+                batch.send(&self.ctx, &self.channels, self.broker_id);
+                match r {
+                    Ok(results) => {
+                        let _ = e.reply.send(Ok(results));
+                    }
+                    Err(err) => {
+                        // A ZooKeeper error mid-way: the client is told, and may ask again.
+                        let _ = e.reply.send(Err(ErrorCode::UnknownServerError));
+                        return Err(err);
+                    }
+                }
             }
             // Watches of an earlier term may still fire: ignored unless we are controller.
             _ if !self.active => {}
@@ -244,6 +265,24 @@ impl KafkaController {
             Ok(None) => Err(ErrorCode::BrokerNotAvailable),
             Err(_) => Err(ErrorCode::RequestTimedOut),
         }
+    }
+
+    /// Runs an ElectLeaders request on the event thread, waiting at most `timeout`.
+    pub fn elect_leaders(
+        &self,
+        election: elect_leaders::ElectionType,
+        partitions: Option<Vec<TopicPartition>>,
+        timeout: Duration,
+    ) -> Result<elect_leaders::ElectionResults, ErrorCode> {
+        let (reply, rx) = bounded(1);
+        let ask = elect_leaders::ElectLeaders {
+            election,
+            partitions,
+            reply,
+        };
+        let _ = self.events.send(Event::ElectLeaders(ask));
+        rx.recv_timeout(timeout)
+            .map_err(|_| ErrorCode::RequestTimedOut)?
     }
 
     /// Leaves the election (deleting `/controller` if held) and stops the event thread.

@@ -127,6 +127,11 @@ impl LogManager {
         }))
     }
 
+    /// The data directories (`log.dirs`).
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.settings.dirs
+    }
+
     pub fn get(&self, topic: &str, partition: i32) -> Option<Arc<Log>> {
         self.logs
             .read()

@@ -73,6 +73,8 @@ error_codes! {
     InvalidTimestamp = 32,
     OutOfOrderSequenceNumber = 45,
     InvalidProducerEpoch = 47,
+    /// DescribeLogDirs: a data directory that cannot be read.
+    KafkaStorageError = 56,
     UnknownProducerId = 59,
     FetchSessionIdNotFound = 70,
     /// DeleteTopics on a cluster with `delete.topic.enable=false`.
@@ -85,8 +87,14 @@ error_codes! {
     NonEmptyGroup = 68,
     GroupIdNotFound = 69,
     MemberIdRequired = 79,
+    /// ElectLeaders: the preferred replica is not live or not in the ISR.
+    PreferredLeaderNotAvailable = 80,
     GroupMaxSizeReached = 81,
     FencedInstanceId = 82,
+    /// ElectLeaders: no live replica may lead.
+    EligibleLeadersNotAvailable = 83,
+    /// ElectLeaders: the partition already has the leader asked for.
+    ElectionNotNeeded = 84,
     /// OffsetDelete of a topic the group still subscribes to.
     GroupSubscribedToTopic = 86,
     InvalidRecord = 87,

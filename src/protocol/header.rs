@@ -28,8 +28,10 @@ pub const INIT_PRODUCER_ID: i16 = 22;
 pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
 pub const DESCRIBE_CONFIGS: i16 = 32;
 pub const ALTER_CONFIGS: i16 = 33;
+pub const DESCRIBE_LOG_DIRS: i16 = 35;
 pub const CREATE_PARTITIONS: i16 = 37;
 pub const DELETE_GROUPS: i16 = 42;
+pub const ELECT_LEADERS: i16 = 43;
 pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
 pub const OFFSET_DELETE: i16 = 47;
 pub const DESCRIBE_CLUSTER: i16 = 60;
@@ -75,8 +77,8 @@ const fn from_brokers(key: i16, name: &'static str, min: i16, max: i16, flex: i1
 /// Every API this broker serves, the one place that says so. ApiVersions answers with exactly
 /// this list (decision B of the protocol sheet: advertise what we implement), the dispatcher
 /// admits exactly these versions, and every codec reads and writes the encoding this table
-/// gives (`is_flexible`). Minimums stay 0: librdkafka before 2.12 turns features on only for
-/// exact advertised versions.
+/// gives (`is_flexible`). Minimums stay 0 (librdkafka before 2.12 turns features on only for
+/// exact advertised versions) except where Kafka 4 itself no longer serves a version.
 pub const SUPPORTED_APIS: &[Api] = &[
     api(PRODUCE, "Produce", 0, 9, 9),
     api(FETCH, "Fetch", 0, 12, 12),
@@ -103,8 +105,10 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, 4),
     api(DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, 4),
     api(ALTER_CONFIGS, "AlterConfigs", 0, 2, 2),
+    api(DESCRIBE_LOG_DIRS, "DescribeLogDirs", 1, 4, 2),
     api(CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2),
     api(DELETE_GROUPS, "DeleteGroups", 0, 2, 2),
+    api(ELECT_LEADERS, "ElectLeaders", 0, 2, 2),
     api(
         INCREMENTAL_ALTER_CONFIGS,
         "IncrementalAlterConfigs",

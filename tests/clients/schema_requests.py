@@ -172,3 +172,15 @@ for v in served(23):
         T(topic="t", partitions=[
             T.OffsetForLeaderPartition(partition=0, current_leader_epoch=7, leader_epoch=5),
             T.OffsetForLeaderPartition(partition=2, current_leader_epoch=-1, leader_epoch=0)])]))
+from kafka.protocol.admin import DescribeLogDirsRequest, ElectLeadersRequest
+
+for v in served(43):
+    T = ElectLeadersRequest.TopicPartitions
+    out(43, v, ElectLeadersRequest(version=v, election_type=1 if v >= 1 else 0, timeout_ms=30000,
+                                   topic_partitions=[T(topic="t", partitions=[0, 2])]))
+    out(43, v, ElectLeadersRequest(version=v, election_type=0, timeout_ms=60000,
+                                   topic_partitions=None))
+for v in served(35):
+    T = DescribeLogDirsRequest.DescribableLogDirTopic
+    out(35, v, DescribeLogDirsRequest(version=v, topics=[T(topic="t", partitions=[1, 3])]))
+    out(35, v, DescribeLogDirsRequest(version=v, topics=None))

@@ -239,3 +239,24 @@ for v in served(23):
     out(23, v, OffsetForLeaderEpochResponse(version=v, throttle_time_ms=0, topics=[
         T(topic="t", partitions=[P(error_code=0, partition=0, leader_epoch=5, end_offset=120),
                                  P(error_code=74, partition=1, leader_epoch=-1, end_offset=-1)])]))
+from kafka.protocol.admin import DescribeLogDirsResponse, ElectLeadersResponse
+
+for v in served(43):
+    R = ElectLeadersResponse.ReplicaElectionResult
+    P = R.PartitionResult
+    out(43, v, ElectLeadersResponse(version=v, throttle_time_ms=0, error_code=0,
+                                    replica_election_results=[
+        R(topic="t", partition_result=[
+            P(partition_id=0, error_code=0, error_message=None),
+            P(partition_id=1, error_code=84, error_message="the preferred replica 1 already leads")])]))
+for v in served(35):
+    R = DescribeLogDirsResponse.DescribeLogDirsResult
+    T = R.DescribeLogDirsTopic
+    P = T.DescribeLogDirsPartition
+    out(35, v, DescribeLogDirsResponse(version=v, throttle_time_ms=0, error_code=0, results=[
+        R(error_code=0, log_dir="/data/a", total_bytes=1 << 40 if v >= 4 else -1,
+          usable_bytes=1 << 39 if v >= 4 else -1, topics=[
+            T(name="t", partitions=[
+                P(partition_index=0, partition_size=4096, offset_lag=0, is_future_key=False),
+                P(partition_index=2, partition_size=0, offset_lag=3, is_future_key=False)])]),
+        R(error_code=56, log_dir="/data/b", total_bytes=-1, usable_bytes=-1, topics=[])]))

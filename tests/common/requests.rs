@@ -9,6 +9,7 @@ use gregor::protocol::admin_topics::{
 };
 use gregor::protocol::api_versions::ApiVersionsRequest;
 use gregor::protocol::delete_records::DeleteRecordsRequest;
+use gregor::protocol::elect_leaders::ElectLeadersRequest;
 use gregor::protocol::fetch::FetchRequest;
 use gregor::protocol::group_admin::{self, DescribeGroupsRequest};
 use gregor::protocol::group_membership::{HeartbeatRequest, JoinGroupRequest};
@@ -17,6 +18,7 @@ use gregor::protocol::group_offsets::{
     FindCoordinatorRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
 };
 use gregor::protocol::init_producer_id::InitProducerIdRequest;
+use gregor::protocol::log_dirs::DescribeLogDirsRequest;
 use gregor::protocol::metadata::MetadataRequest;
 use gregor::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
 use gregor::protocol::offsets::ListOffsetsRequest;
@@ -85,8 +87,10 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
         23 => again::<OffsetForLeaderEpochRequest>(r, out)?,
         32 => again::<DescribeConfigsRequest>(r, out)?,
         33 | 44 => again::<AlterConfigsRequest>(r, out)?,
+        35 => again::<DescribeLogDirsRequest>(r, out)?,
         37 => again::<CreatePartitionsRequest>(r, out)?,
         42 => again::<group_admin::DeleteGroupsRequest>(r, out)?,
+        43 => again::<ElectLeadersRequest>(r, out)?,
         47 => again::<OffsetDeleteRequest>(r, out)?,
         60 => again::<DescribeClusterRequest>(r, out)?,
         k => return Err(format!("no case for api {k}")),

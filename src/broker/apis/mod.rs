@@ -20,6 +20,7 @@ mod list_offsets;
 mod metadata;
 mod produce;
 mod producer_ids;
+mod replicas;
 mod topics;
 
 use std::sync::Arc;
@@ -191,6 +192,8 @@ impl RequestHandler for KafkaApis {
             header::DESCRIBE_GROUPS => self.serve(body, &cx, out, Self::handle_describe_groups),
             header::LIST_GROUPS => self.serve(body, &cx, out, Self::handle_list_groups),
             header::DELETE_GROUPS => self.serve(body, &cx, out, Self::handle_delete_groups),
+            header::ELECT_LEADERS => self.serve(body, &cx, out, Self::handle_elect_leaders),
+            header::DESCRIBE_LOG_DIRS => self.serve(body, &cx, out, Self::handle_describe_log_dirs),
             _ => unreachable!("is_supported admitted only the keys above"),
         };
         match result {
