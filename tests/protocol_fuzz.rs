@@ -178,6 +178,14 @@ fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
             dec::<gregor::protocol::elect_leaders::ElectLeadersRequest>(b, key, v),
             dec::<gregor::protocol::elect_leaders::ElectLeadersResponse>(b, key, v),
         ),
+        header::ALTER_PARTITION_REASSIGNMENTS => (
+            dec::<gregor::protocol::reassignments::AlterPartitionReassignmentsRequest>(b, key, v),
+            dec::<gregor::protocol::reassignments::AlterPartitionReassignmentsResponse>(b, key, v),
+        ),
+        header::LIST_PARTITION_REASSIGNMENTS => (
+            dec::<gregor::protocol::reassignments::ListPartitionReassignmentsRequest>(b, key, v),
+            dec::<gregor::protocol::reassignments::ListPartitionReassignmentsResponse>(b, key, v),
+        ),
         header::DESCRIBE_LOG_DIRS => (
             dec::<gregor::protocol::log_dirs::DescribeLogDirsRequest>(b, key, v),
             dec::<gregor::protocol::log_dirs::DescribeLogDirsResponse>(b, key, v),

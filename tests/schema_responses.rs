@@ -32,6 +32,9 @@ use gregor::protocol::metadata::MetadataResponse;
 use gregor::protocol::offset_for_leader_epoch::OffsetForLeaderEpochResponse;
 use gregor::protocol::offsets::ListOffsetsResponse;
 use gregor::protocol::produce::ProduceResponse;
+use gregor::protocol::reassignments::{
+    AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse,
+};
 use gregor::protocol::{Decode, Encode, decode_body, encode_body};
 
 /// Decodes a whole `T` of `key` at `v` and encodes it again.
@@ -71,6 +74,8 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         37 => again::<CreatePartitionsResponse>(key, v, body),
         42 => again::<DeleteGroupsResponse>(key, v, body),
         43 => again::<ElectLeadersResponse>(key, v, body),
+        45 => again::<AlterPartitionReassignmentsResponse>(key, v, body),
+        46 => again::<ListPartitionReassignmentsResponse>(key, v, body),
         47 => again::<OffsetDeleteResponse>(key, v, body),
         60 => again::<DescribeClusterResponse>(key, v, body),
         k => Err(format!("no case for api {k}")),

@@ -47,6 +47,9 @@ pub struct ControllerContext {
     pub shutting_down: BTreeSet<i32>,
     /// Assigned replicas (AR) of every partition.
     pub assignments: BTreeMap<TopicPartition, Vec<i32>>,
+    /// The reassignments in progress: what each adds to and removes from its original
+    /// replicas (the topic node's `adding_replicas` / `removing_replicas`).
+    pub reassigning: BTreeMap<TopicPartition, crate::zk::paths::Moving>,
     /// The leaderAndISR of every partition that has one, with its zk version.
     pub leaders: BTreeMap<TopicPartition, (LeaderAndIsr, i32)>,
 }

@@ -6,10 +6,10 @@
 
 use crossbeam_channel::Sender;
 
-use super::ControllerState;
 use super::channel_manager::CommandBatch;
 use super::election_rules::{Election, offline_partition_leader, preferred_leader};
 use super::leader_and_isr::update_many_in_context;
+use super::{ControllerState, PartitionOutcomes};
 use crate::protocol::{ErrorCode, TopicPartition};
 use crate::zk::ZkResult;
 
@@ -22,15 +22,12 @@ pub enum ElectionType {
     Unclean,
 }
 
-/// Each partition's outcome: `Ok` when elected, else the error and why.
-pub type ElectionResults = Vec<(TopicPartition, Result<(), (ErrorCode, String)>)>;
-
 /// An ElectLeaders request on its way to the event thread; `None` partitions: every one.
 pub struct ElectLeaders {
     pub election: ElectionType,
     pub partitions: Option<Vec<TopicPartition>>,
     /// `Err(NotController)` when this broker is no longer the controller.
-    pub reply: Sender<Result<ElectionResults, ErrorCode>>,
+    pub reply: Sender<Result<PartitionOutcomes, ErrorCode>>,
 }
 
 impl ControllerState {
@@ -40,7 +37,7 @@ impl ControllerState {
         election: ElectionType,
         partitions: Option<Vec<TopicPartition>>,
         batch: &mut CommandBatch,
-    ) -> ZkResult<ElectionResults> {
+    ) -> ZkResult<PartitionOutcomes> {
         let asked = partitions.unwrap_or_else(|| self.ctx.assignments.keys().cloned().collect());
         let (known, unknown): (Vec<_>, Vec<_>) = asked
             .into_iter()
@@ -61,7 +58,7 @@ impl ControllerState {
                 },
             }
         })?;
-        let mut results: ElectionResults = unknown
+        let mut results: PartitionOutcomes = unknown
             .into_iter()
             .map(|tp| {
                 let why = format!("{}-{} does not exist", tp.topic, tp.partition);

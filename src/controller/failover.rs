@@ -35,13 +35,19 @@ impl ControllerState {
         }
         let mut partitions: Vec<TopicPartition> = Vec::new();
         for topic in self.read_topics()? {
-            let Some(assignment) = self.read_topic_assignment(&topic)? else {
+            let Some(replicas) = self.read_topic_assignment(&topic)? else {
                 continue;
             };
-            for (p, ar) in assignment {
+            for (p, ar) in replicas.assignment {
                 let tp = TopicPartition::new(topic.clone(), p);
                 self.ctx.assignments.insert(tp.clone(), ar);
                 partitions.push(tp);
+            }
+            // Reassignments a former controller had begun (step 7 goes on with them).
+            for (p, moving) in replicas.moving {
+                self.ctx
+                    .reassigning
+                    .insert(TopicPartition::new(topic.clone(), p), moving);
             }
         }
         // step 3: read the LeaderAndISR path of each partition (pipelined).

@@ -10,6 +10,7 @@
 //! session was lost writes nothing: leaderAndISR nodes are written only in the session that won
 //! the election (`leader_and_isr::in_session`).
 
+pub mod alter_reassignments;
 pub mod broker_change;
 pub mod channel_manager;
 pub mod context;
@@ -39,6 +40,10 @@ use context::ControllerContext;
 /// How long a ControlledShutdown request waits for the controller thread.
 const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Each partition's outcome of an admin request the controller carries out: `Ok`, or the
+/// error and why.
+pub type PartitionOutcomes = Vec<(TopicPartition, Result<(), (ErrorCode, String)>)>;
+
 pub enum Event {
     /// Won the election in this ZooKeeper session, the one that holds `/controller` and the
     /// only one the term writes in.
@@ -53,8 +58,11 @@ pub enum Event {
     IsrChange,
     /// A broker asks to shut down; the reply lists partitions it still leads (None: not live).
     ControlledShutdown(i32, Sender<Option<Vec<TopicPartition>>>),
-    /// ElectLeaders from an admin client.
+    /// Admin requests the controller carries out: ElectLeaders, AlterPartitionReassignments,
+    /// ListPartitionReassignments.
     ElectLeaders(elect_leaders::ElectLeaders),
+    AlterReassignments(alter_reassignments::AlterReassignments),
+    ListReassignments(alter_reassignments::ListReassignments),
     Stop,
 }
 
@@ -101,23 +109,17 @@ impl ControllerState {
                 batch.send(&self.ctx, &self.channels, self.broker_id);
                 let _ = reply.send(r);
             }
-            Event::ElectLeaders(e) if !self.active => {
-                let _ = e.reply.send(Err(ErrorCode::NotController));
-            }
             Event::ElectLeaders(e) => {
-                let mut batch = CommandBatch::default();
-                let r = self.on_elect_leaders(e.election, e.partitions, &mut batch);
-                batch.send(&self.ctx, &self.channels, self.broker_id);
-                match r {
-                    Ok(results) => {
-                        let _ = e.reply.send(Ok(results));
-                    }
-                    Err(err) => {
-                        // A ZooKeeper error mid-way: the client is told, and may ask again.
-                        let _ = e.reply.send(Err(ErrorCode::UnknownServerError));
-                        return Err(err);
-                    }
-                }
+                let (election, partitions) = (e.election, e.partitions);
+                self.answer_admin(&e.reply, |s, b| s.on_elect_leaders(election, partitions, b))?
+            }
+            Event::AlterReassignments(a) => {
+                let (targets, allow) = (a.targets, a.allow_replication_factor_change);
+                self.answer_admin(&a.reply, |s, b| s.on_alter_reassignments(targets, allow, b))?
+            }
+            Event::ListReassignments(l) => {
+                let partitions = l.partitions;
+                self.answer_admin(&l.reply, |s, _| Ok(s.on_list_reassignments(partitions)))?
             }
             // Watches of an earlier term may still fire: ignored unless we are controller.
             _ if !self.active => {}
@@ -138,6 +140,33 @@ impl ControllerState {
             }
         }
         Ok(())
+    }
+
+    /// Carries out an admin request on the event thread, sends its commands and gives the
+    /// client its answer: NOT_CONTROLLER when this broker no longer is; UNKNOWN_SERVER_ERROR
+    /// when ZooKeeper failed mid-way, the error going on to the event loop.
+    fn answer_admin<T>(
+        &mut self,
+        reply: &Sender<Result<T, ErrorCode>>,
+        decide: impl FnOnce(&mut Self, &mut CommandBatch) -> crate::zk::ZkResult<T>,
+    ) -> crate::zk::ZkResult<()> {
+        if !self.active {
+            let _ = reply.send(Err(ErrorCode::NotController));
+            return Ok(());
+        }
+        let mut batch = CommandBatch::default();
+        let r = decide(self, &mut batch);
+        batch.send(&self.ctx, &self.channels, self.broker_id);
+        match r {
+            Ok(v) => {
+                let _ = reply.send(Ok(v));
+                Ok(())
+            }
+            Err(e) => {
+                let _ = reply.send(Err(ErrorCode::UnknownServerError));
+                Err(e)
+            }
+        }
     }
 
     /// Offline: no leader, or a leader that is not live.
@@ -273,14 +302,51 @@ impl KafkaController {
         election: elect_leaders::ElectionType,
         partitions: Option<Vec<TopicPartition>>,
         timeout: Duration,
-    ) -> Result<elect_leaders::ElectionResults, ErrorCode> {
+    ) -> Result<PartitionOutcomes, ErrorCode> {
+        self.ask(timeout, |reply| {
+            Event::ElectLeaders(elect_leaders::ElectLeaders {
+                election,
+                partitions,
+                reply,
+            })
+        })
+    }
+
+    /// Starts, retargets (`Some`) or cancels (`None`) partitions' moves on the event thread.
+    pub fn alter_reassignments(
+        &self,
+        targets: Vec<(TopicPartition, Option<Vec<i32>>)>,
+        allow_replication_factor_change: bool,
+        timeout: Duration,
+    ) -> Result<PartitionOutcomes, ErrorCode> {
+        self.ask(timeout, |reply| {
+            Event::AlterReassignments(alter_reassignments::AlterReassignments {
+                targets,
+                allow_replication_factor_change,
+                reply,
+            })
+        })
+    }
+
+    /// The moves in progress (of `partitions`, or all), from the event thread.
+    pub fn list_reassignments(
+        &self,
+        partitions: Option<Vec<TopicPartition>>,
+        timeout: Duration,
+    ) -> Result<alter_reassignments::Ongoing, ErrorCode> {
+        self.ask(timeout, |reply| {
+            Event::ListReassignments(alter_reassignments::ListReassignments { partitions, reply })
+        })
+    }
+
+    /// Puts an admin request on the event queue and waits at most `timeout` for its answer.
+    fn ask<T>(
+        &self,
+        timeout: Duration,
+        event: impl FnOnce(Sender<Result<T, ErrorCode>>) -> Event,
+    ) -> Result<T, ErrorCode> {
         let (reply, rx) = bounded(1);
-        let ask = elect_leaders::ElectLeaders {
-            election,
-            partitions,
-            reply,
-        };
-        let _ = self.events.send(Event::ElectLeaders(ask));
+        let _ = self.events.send(event(reply));
         rx.recv_timeout(timeout)
             .map_err(|_| ErrorCode::RequestTimedOut)?
     }

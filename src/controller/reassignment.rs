@@ -10,8 +10,6 @@
 //! 5. AR := RAR in ZooKeeper; the partition leaves `/admin/reassign_partitions` (the node is
 //!    deleted when none is left).
 
-use std::collections::BTreeMap;
-
 use crate::zk::{WatchedEventType, ZkResult};
 
 use super::channel_manager::CommandBatch;
@@ -19,7 +17,7 @@ use super::election_rules::{preferred_leader, reassigned_leader};
 use super::leader_and_isr::update_in_context;
 use super::{ControllerState, Event};
 use crate::protocol::TopicPartition;
-use crate::zk::paths::{self, PartitionList, ReassignmentRequest};
+use crate::zk::paths::{self, Moving, PartitionList, ReassignmentRequest};
 
 impl ControllerState {
     pub fn on_partitions_reassigned(&mut self, batch: &mut CommandBatch) -> ZkResult<()> {
@@ -94,13 +92,19 @@ impl ControllerState {
             .unwrap_or_default();
         let all_in_isr = rar.iter().all(|r| isr.contains(r));
         if !all_in_isr {
-            // step 1: AR := OAR ∪ RAR, and every replica hears of it.
+            // step 1: AR := OAR ∪ RAR, and every replica hears of it. What the reassignment adds
+            // and removes is counted from the replicas before any reassignment began, so a
+            // partition moved again mid-way still knows its original replicas (KIP-455).
             let mut union_ordered: Vec<i32> = oar.clone();
             union_ordered.extend(rar.iter().filter(|r| !oar.contains(r)));
-            if self.ctx.assignments[tp] != union_ordered {
+            let moving = moving_from(&original_replicas(&oar, self.ctx.reassigning.get(tp)), rar);
+            if self.ctx.assignments[tp] != union_ordered
+                || self.ctx.reassigning.get(tp) != Some(&moving)
+            {
                 self.ctx
                     .assignments
                     .insert(tp.clone(), union_ordered.clone());
+                self.ctx.reassigning.insert(tp.clone(), moving);
                 self.write_assignment(&tp.topic)?;
                 update_in_context(&self.zk, &mut self.ctx, tp, |cur| {
                     Some((cur.leader, cur.isr.clone()))
@@ -144,6 +148,7 @@ impl ControllerState {
         }
         // step 5: AR := RAR.
         self.ctx.assignments.insert(tp.clone(), rar.to_vec());
+        self.ctx.reassigning.remove(tp);
         self.write_assignment(&tp.topic)?;
         batch.leader_and_isr(&self.ctx, rar, tp);
         log::info!(
@@ -155,23 +160,21 @@ impl ControllerState {
         Ok(true)
     }
 
-    fn write_assignment(&self, topic: &str) -> ZkResult<()> {
-        let a: BTreeMap<i32, Vec<i32>> = self
-            .ctx
-            .assignments
-            .iter()
-            .filter(|(TopicPartition { topic: t, .. }, _)| t == topic)
-            .map(
-                |(
-                    TopicPartition {
-                        topic: _,
-                        partition: p,
-                    },
-                    ar,
-                )| (*p, ar.clone()),
-            )
-            .collect();
-        paths::write_topic_assignment(&self.zk, topic, &a)
+    /// Writes a topic's node from the context: its assignment and its reassignments in
+    /// progress.
+    pub(super) fn write_assignment(&self, topic: &str) -> ZkResult<()> {
+        let of_topic = |tp: &TopicPartition| tp.topic == topic;
+        let replicas = paths::TopicReplicas {
+            assignment: (self.ctx.assignments.iter())
+                .filter(|(tp, _)| of_topic(tp))
+                .map(|(tp, ar)| (tp.partition, ar.clone()))
+                .collect(),
+            moving: (self.ctx.reassigning.iter())
+                .filter(|(tp, _)| of_topic(tp))
+                .map(|(tp, m)| (tp.partition, m.clone()))
+                .collect(),
+        };
+        paths::write_topic_replicas(&self.zk, topic, &replicas)
     }
 
     /// `/admin/preferred_replica_election`: move leadership back to each partition's first
@@ -202,5 +205,50 @@ impl ControllerState {
             }
         }
         self.zk.delete_if_exists(paths::PREFERRED_REPLICA_ELECTION)
+    }
+}
+
+/// The replicas a partition had before any reassignment began: its AR without what a
+/// reassignment in progress added.
+pub fn original_replicas(ar: &[i32], moving: Option<&Moving>) -> Vec<i32> {
+    let added = moving.map_or(&[][..], |m| &m.adding[..]);
+    ar.iter().copied().filter(|r| !added.contains(r)).collect()
+}
+
+/// What moving from `original` to `target` adds and removes.
+pub fn moving_from(original: &[i32], target: &[i32]) -> Moving {
+    Moving {
+        adding: target
+            .iter()
+            .copied()
+            .filter(|r| !original.contains(r))
+            .collect(),
+        removing: original
+            .iter()
+            .copied()
+            .filter(|r| !target.contains(r))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_moved_again_mid_way_keeps_its_original_replicas() {
+        let first = moving_from(&[1, 2], &[2, 3]);
+        assert_eq!(
+            (first.adding.as_slice(), first.removing.as_slice()),
+            (&[3][..], &[1][..])
+        );
+        // AR is now [1, 2, 3]; retargeted to [2, 4]: 3 is no longer added, 4 is.
+        let original = original_replicas(&[1, 2, 3], Some(&first));
+        assert_eq!(original, [1, 2]);
+        let again = moving_from(&original, &[2, 4]);
+        assert_eq!(
+            (again.adding.as_slice(), again.removing.as_slice()),
+            (&[4][..], &[1][..])
+        );
     }
 }

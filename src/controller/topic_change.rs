@@ -20,10 +20,10 @@ impl ControllerState {
         // step 1: a new topic: read its replica assignment from TopicPath...
         let mut added = Vec::new();
         for topic in now.difference(&before) {
-            let Some(assignment) = self.read_topic_assignment(topic)? else {
+            let Some(replicas) = self.read_topic_assignment(topic)? else {
                 continue;
             };
-            for (p, ar) in assignment {
+            for (p, ar) in replicas.assignment {
                 let tp = TopicPartition::new(topic.clone(), p);
                 self.ctx.assignments.insert(tp.clone(), ar);
                 added.push(tp);
@@ -42,6 +42,7 @@ impl ControllerState {
             for tp in self.ctx.partitions_of(topic) {
                 let ar = self.ctx.assignments.remove(&tp).unwrap_or_default();
                 self.ctx.leaders.remove(&tp);
+                self.ctx.reassigning.remove(&tp);
                 for b in ar.iter().filter(|b| self.ctx.is_live(**b)) {
                     batch.stop_replica(*b, true, &tp);
                 }
@@ -64,11 +65,11 @@ impl ControllerState {
         if !self.ctx.topics().contains(topic) {
             return Ok(()); // a deleted topic, or one on_topic_change has not seen yet
         }
-        let Some(assignment) = self.read_topic_assignment(topic)? else {
+        let Some(replicas) = self.read_topic_assignment(topic)? else {
             return Ok(());
         };
         let mut added = Vec::new();
-        for (p, ar) in assignment {
+        for (p, ar) in replicas.assignment {
             let tp = TopicPartition::new(topic.to_owned(), p);
             if !self.ctx.assignments.contains_key(&tp) {
                 self.ctx.assignments.insert(tp.clone(), ar);
@@ -103,19 +104,18 @@ impl ControllerState {
         Ok(without)
     }
 
-    /// Reads a topic's assignment and watches it for added partitions.
-    pub fn read_topic_assignment(
-        &self,
-        topic: &str,
-    ) -> ZkResult<Option<std::collections::BTreeMap<i32, Vec<i32>>>> {
+    /// Reads a topic's assignment, with its reassignments in progress, and watches it for
+    /// added partitions.
+    pub fn read_topic_assignment(&self, topic: &str) -> ZkResult<Option<paths::TopicReplicas>> {
         let tx = self.events.clone();
         let t = topic.to_owned();
-        match self.zk.get_data_w(&paths::topic_path(topic), move |ev| {
+        let path = paths::topic_path(topic);
+        match self.zk.get_data_w(&path, move |ev| {
             if ev.event_type == crate::zk::WatchedEventType::NodeDataChanged {
                 let _ = tx.send(super::Event::PartitionsChange(t.clone()));
             }
         }) {
-            Ok(_) => paths::topic_assignment(&self.zk, topic),
+            Ok((data, _)) => paths::TopicReplicas::parse(&path, &data).map(Some),
             Err(ZkError::NoNode) => Ok(None),
             Err(e) => Err(e),
         }

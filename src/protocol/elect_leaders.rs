@@ -2,7 +2,7 @@
 //! a leader, now — what `kafka-leader-election.sh` and the admin clients' `electLeaders` send
 //! (KIP-183, KIP-460). Served by the controller.
 
-use super::{Decode, DecodeResult, Encode, Out, Reader, read_topics_n};
+use super::{Decode, DecodeResult, Encode, Out, PartitionResult, Reader, read_topics_n};
 
 /// `election_type`: the first assigned replica, if it is live and in the ISR.
 pub const PREFERRED: i8 = 0;
@@ -47,31 +47,18 @@ impl Encode for ElectLeadersRequest {
     }
 }
 
-/// One partition's outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ElectionResult {
-    pub partition: i32,
-    pub error_code: i16,
-    pub error_message: Option<String>,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElectLeadersResponse {
     /// The whole request's error (v1+; v0 carries it on every partition instead).
     pub error_code: i16,
-    pub results: Vec<(String, Vec<ElectionResult>)>,
+    pub results: Vec<(String, Vec<PartitionResult>)>,
 }
 
 impl Encode for ElectLeadersResponse {
     fn encode(&self, out: &mut Out<'_>) {
         out.put_i32(0);
         out.since(1, |o| o.put_i16(self.error_code));
-        out.put_topics(&self.results, |o, p| {
-            o.put_i32(p.partition);
-            o.put_i16(p.error_code);
-            o.put_nstr(p.error_message.as_deref());
-            o.put_tags();
-        });
+        out.put_topics(&self.results, |o, p| o.put(p));
         out.put_tags();
     }
 }
@@ -81,15 +68,7 @@ impl<'a> Decode<'a> for ElectLeadersResponse {
         r.i32("throttle_time_ms")?;
         let error_code = r.since(1, 0, |r| r.i16("error_code"))?;
         let n = r.array_len("replica_election_results", 6)?;
-        let results = read_topics_n(r, n, 8, |r| {
-            let p = ElectionResult {
-                partition: r.i32("partition_id")?,
-                error_code: r.i16("error_code")?,
-                error_message: r.nullable_owned("error_message")?,
-            };
-            r.tags()?;
-            Ok(p)
-        })?;
+        let results = read_topics_n(r, n, 8, PartitionResult::decode)?;
         r.tags()?;
         Ok(ElectLeadersResponse {
             error_code,

@@ -95,6 +95,8 @@ error_codes! {
     EligibleLeadersNotAvailable = 83,
     /// ElectLeaders: the partition already has the leader asked for.
     ElectionNotNeeded = 84,
+    /// AlterPartitionReassignments: a cancel for a partition that is not moving.
+    NoReassignmentInProgress = 85,
     /// OffsetDelete of a topic the group still subscribes to.
     GroupSubscribedToTopic = 86,
     InvalidRecord = 87,

@@ -33,6 +33,8 @@ pub const CREATE_PARTITIONS: i16 = 37;
 pub const DELETE_GROUPS: i16 = 42;
 pub const ELECT_LEADERS: i16 = 43;
 pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
+pub const ALTER_PARTITION_REASSIGNMENTS: i16 = 45;
+pub const LIST_PARTITION_REASSIGNMENTS: i16 = 46;
 pub const OFFSET_DELETE: i16 = 47;
 pub const DESCRIBE_CLUSTER: i16 = 60;
 
@@ -115,6 +117,20 @@ pub const SUPPORTED_APIS: &[Api] = &[
         0,
         1,
         1,
+    ),
+    api(
+        ALTER_PARTITION_REASSIGNMENTS,
+        "AlterPartitionReassignments",
+        0,
+        1,
+        0,
+    ),
+    api(
+        LIST_PARTITION_REASSIGNMENTS,
+        "ListPartitionReassignments",
+        0,
+        0,
+        0,
     ),
     api(OFFSET_DELETE, "OffsetDelete", 0, 0, NEVER),
     api(DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),

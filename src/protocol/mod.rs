@@ -32,6 +32,7 @@ pub mod offset_for_leader_epoch;
 pub mod offsets;
 pub mod primitives;
 pub mod produce;
+pub mod reassignments;
 pub mod record_batch;
 pub mod records;
 mod topic_partition;
@@ -95,6 +96,36 @@ pub(crate) fn read_array<'a, T>(
         v.push(f(r)?);
     }
     Ok(v)
+}
+
+/// One partition's answer to an admin request that acts per partition (ElectLeaders,
+/// AlterPartitionReassignments): 0 or an error code, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionResult {
+    pub partition: i32,
+    pub error_code: i16,
+    pub error_message: Option<String>,
+}
+
+impl Encode for PartitionResult {
+    fn encode(&self, out: &mut Out<'_>) {
+        out.put_i32(self.partition);
+        out.put_i16(self.error_code);
+        out.put_nstr(self.error_message.as_deref());
+        out.put_tags();
+    }
+}
+
+impl<'a> Decode<'a> for PartitionResult {
+    fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
+        let p = PartitionResult {
+            partition: r.i32("partition")?,
+            error_code: r.i16("error_code")?,
+            error_message: r.nullable_owned("error_message")?,
+        };
+        r.tags()?;
+        Ok(p)
+    }
 }
 
 /// Builds a response's `[topic [partition …]]` from a request's: `f` answers each partition

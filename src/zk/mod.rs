@@ -16,6 +16,7 @@ pub mod producer_ids;
 pub mod session;
 pub mod stats;
 pub mod topic_config;
+pub mod topic_node;
 
 pub use client::{SessionListener, ZkClient, until_connected};
 pub use election::{ElectionListener, ZkElection};

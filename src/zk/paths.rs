@@ -9,6 +9,11 @@ use serde::{Deserialize, Serialize};
 use super::ZkClient;
 use crate::protocol::{BrokerEndPoints, EndPoint};
 
+pub use super::topic_node::{
+    Moving, TopicAssignment, TopicReplicas, create_topic, topic_assignment, topic_replicas,
+    write_topic_assignment, write_topic_replicas,
+};
+
 pub const BROKER_IDS: &str = "/brokers/ids";
 pub const BROKER_TOPICS: &str = "/brokers/topics";
 pub const CONTROLLER: &str = "/controller";
@@ -77,16 +82,6 @@ impl BrokerRegistration {
         }
         BrokerEndPoints { id, endpoints }
     }
-}
-
-/// `/brokers/topics/[topic]` (TopicPath): the assigned replicas (AR) of each partition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopicAssignment {
-    pub version: i32,
-    pub partitions: BTreeMap<String, Vec<i32>>,
-    /// The topic's UUID (`ids::topic_id`), as Kafka keeps it in this node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topic_id: Option<String>,
 }
 
 /// `/brokers/topics/[topic]/[partition]/leaderAndISR`.
@@ -195,46 +190,6 @@ pub fn all_topics(zk: &ZkClient) -> ZkResult<Vec<String>> {
     let mut t = zk.get_children(BROKER_TOPICS).or_else(no_node_empty)?;
     t.sort();
     Ok(t)
-}
-
-/// The replica assignment of a topic by partition id, or `None` when the topic does not exist.
-pub fn topic_assignment(zk: &ZkClient, topic: &str) -> ZkResult<Option<BTreeMap<i32, Vec<i32>>>> {
-    let path = topic_path(topic);
-    match zk.get_data(&path) {
-        Ok((data, _)) => {
-            let a: TopicAssignment = from_json(&path, &data)?;
-            let mut out = BTreeMap::new();
-            for (p, replicas) in a.partitions {
-                let p: i32 = p.parse().map_err(|_| ZkError::MarshallingError)?;
-                out.insert(p, replicas);
-            }
-            Ok(Some(out))
-        }
-        Err(ZkError::NoNode) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// The JSON body of `/brokers/topics/[topic]` for an assignment.
-fn assignment_json(assignment: &BTreeMap<i32, Vec<i32>>, topic_id: Option<String>) -> Vec<u8> {
-    to_json(&TopicAssignment {
-        version: 1,
-        partitions: assignment
-            .iter()
-            .map(|(p, r)| (p.to_string(), r.clone()))
-            .collect(),
-        topic_id,
-    })
-}
-
-/// Writes a new topic's assignment; `NodeExists` when the topic exists.
-pub fn create_topic(
-    zk: &ZkClient,
-    topic: &str,
-    assignment: &BTreeMap<i32, Vec<i32>>,
-) -> ZkResult<()> {
-    let id = Some(super::ids::new_id());
-    zk.create_persistent(&topic_path(topic), assignment_json(assignment, id))
 }
 
 /// The leader and ISR of a partition with the zk version of the node.
@@ -447,25 +402,6 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(zk: &ZkClient, path: &str) -> ZkR
         Ok((data, _)) => Ok(Some(from_json(path, &data)?)),
         Err(ZkError::NoNode) => Ok(None),
         Err(e) => Err(e),
-    }
-}
-
-/// Replaces a topic's whole assignment (reassignment, added partitions), keeping its id. The
-/// write is conditional on the node read, so an id given concurrently is not lost.
-pub fn write_topic_assignment(
-    zk: &ZkClient,
-    topic: &str,
-    assignment: &BTreeMap<i32, Vec<i32>>,
-) -> ZkResult<()> {
-    let path = topic_path(topic);
-    loop {
-        let (data, stat) = zk.get_data(&path)?;
-        let id = from_json::<TopicAssignment>(&path, &data)?.topic_id;
-        match zk.set_data(&path, assignment_json(assignment, id), Some(stat.version)) {
-            Ok(_) => return Ok(()),
-            Err(ZkError::BadVersion) => continue,
-            Err(e) => return Err(e),
-        }
     }
 }
 

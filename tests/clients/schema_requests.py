@@ -184,3 +184,17 @@ for v in served(35):
     T = DescribeLogDirsRequest.DescribableLogDirTopic
     out(35, v, DescribeLogDirsRequest(version=v, topics=[T(topic="t", partitions=[1, 3])]))
     out(35, v, DescribeLogDirsRequest(version=v, topics=None))
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
+
+for v in served(45):
+    T = AlterPartitionReassignmentsRequest.ReassignableTopic
+    P = T.ReassignablePartition
+    out(45, v, AlterPartitionReassignmentsRequest(
+        version=v, timeout_ms=30000, allow_replication_factor_change=v < 1, topics=[
+            T(name="t", partitions=[P(partition_index=0, replicas=[2, 3]),
+                                    P(partition_index=1, replicas=None)])]))
+for v in served(46):
+    T = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
+    out(46, v, ListPartitionReassignmentsRequest(version=v, timeout_ms=30000, topics=[
+        T(name="t", partition_indexes=[0, 4])]))
+    out(46, v, ListPartitionReassignmentsRequest(version=v, timeout_ms=60000, topics=None))

@@ -260,3 +260,21 @@ for v in served(35):
                 P(partition_index=0, partition_size=4096, offset_lag=0, is_future_key=False),
                 P(partition_index=2, partition_size=0, offset_lag=3, is_future_key=False)])]),
         R(error_code=56, log_dir="/data/b", total_bytes=-1, usable_bytes=-1, topics=[])]))
+from kafka.protocol.admin import AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse
+
+for v in served(45):
+    T = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
+    P = T.ReassignablePartitionResponse
+    out(45, v, AlterPartitionReassignmentsResponse(
+        version=v, throttle_time_ms=0, allow_replication_factor_change=True, error_code=0,
+        error_message=None, responses=[
+            T(name="t", partitions=[P(partition_index=0, error_code=0, error_message=None),
+                                    P(partition_index=1, error_code=85,
+                                      error_message="t-1 is not being reassigned")])]))
+for v in served(46):
+    T = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+    P = T.OngoingPartitionReassignment
+    out(46, v, ListPartitionReassignmentsResponse(
+        version=v, throttle_time_ms=0, error_code=0, error_message=None, topics=[
+            T(name="t", partitions=[P(partition_index=0, replicas=[1, 2, 3], adding_replicas=[3],
+                                      removing_replicas=[1])])]))

@@ -23,6 +23,9 @@ use gregor::protocol::metadata::MetadataRequest;
 use gregor::protocol::offset_for_leader_epoch::OffsetForLeaderEpochRequest;
 use gregor::protocol::offsets::ListOffsetsRequest;
 use gregor::protocol::produce::{ProduceRequest, ProduceSets, TopicSets};
+use gregor::protocol::reassignments::{
+    AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest,
+};
 use gregor::protocol::{Decode, Encode, Out, Reader};
 
 /// Reads a `T` and writes it again.
@@ -91,6 +94,8 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
         37 => again::<CreatePartitionsRequest>(r, out)?,
         42 => again::<group_admin::DeleteGroupsRequest>(r, out)?,
         43 => again::<ElectLeadersRequest>(r, out)?,
+        45 => again::<AlterPartitionReassignmentsRequest>(r, out)?,
+        46 => again::<ListPartitionReassignmentsRequest>(r, out)?,
         47 => again::<OffsetDeleteRequest>(r, out)?,
         60 => again::<DescribeClusterRequest>(r, out)?,
         k => return Err(format!("no case for api {k}")),

@@ -193,6 +193,12 @@ impl RequestHandler for KafkaApis {
             header::LIST_GROUPS => self.serve(body, &cx, out, Self::handle_list_groups),
             header::DELETE_GROUPS => self.serve(body, &cx, out, Self::handle_delete_groups),
             header::ELECT_LEADERS => self.serve(body, &cx, out, Self::handle_elect_leaders),
+            header::ALTER_PARTITION_REASSIGNMENTS => {
+                self.serve(body, &cx, out, Self::handle_alter_partition_reassignments)
+            }
+            header::LIST_PARTITION_REASSIGNMENTS => {
+                self.serve(body, &cx, out, Self::handle_list_partition_reassignments)
+            }
             header::DESCRIBE_LOG_DIRS => self.serve(body, &cx, out, Self::handle_describe_log_dirs),
             _ => unreachable!("is_supported admitted only the keys above"),
         };
