@@ -28,9 +28,7 @@ const REASSIGN: &str = "org.apache.kafka.tools.reassign.ReassignPartitionsComman
 
 /// Runs one of Kafka's tool classes against the cluster: (success, stdout, stderr).
 fn tool(class: &str, c: &Cluster, args: &[&str]) -> (bool, String, String) {
-    let mut cmd = common::java::kafka_tool(class);
-    cmd.args(["--bootstrap-server", &c.bootstrap()]).args(args);
-    common::run_with_deadline(&mut cmd, "", Duration::from_secs(120))
+    common::java::run_kafka_tool(class, &c.bootstrap(), args)
 }
 
 /// `kafka-leader-election.sh --election-type TYPE --topic T --partition P`: (success, stdout).

@@ -74,3 +74,11 @@ pub fn kafka_tool(class: &str) -> Command {
         .arg(class);
     cmd
 }
+
+/// Runs Kafka's tool `class` against `bootstrap` with `args` (each tool takes
+/// `--bootstrap-server`), under a deadline: (success, stdout, stderr).
+pub fn run_kafka_tool(class: &str, bootstrap: &str, args: &[&str]) -> (bool, String, String) {
+    let mut cmd = kafka_tool(class);
+    cmd.args(["--bootstrap-server", bootstrap]).args(args);
+    run_with_deadline(&mut cmd, "", Duration::from_secs(120))
+}

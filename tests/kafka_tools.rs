@@ -1,0 +1,204 @@
+//! Apache Kafka 4.4's everyday tools against gregor, run as an operator runs them, with what
+//! they do checked against ZooKeeper and the brokers: `kafka-topics.sh` (create, describe,
+//! alter, list, under-replicated partitions, delete), `kafka-configs.sh` (a topic's settings
+//! added, described and deleted; a broker's described), `kafka-get-offsets.sh` and
+//! `kafka-delete-records.sh`, and `kafka-consumer-groups.sh` (describe, state, delete offsets,
+//! delete).
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::Cluster;
+use common::{gregor_ok, wait_until};
+use gregor::zk::{paths, topic_config};
+
+const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
+const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
+const GET_OFFSETS: &str = "org.apache.kafka.tools.GetOffsetShell";
+const DELETE_RECORDS: &str = "org.apache.kafka.tools.DeleteRecordsCommand";
+const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
+
+/// Runs a tool that must succeed; its output.
+fn ok(c: &Cluster, class: &str, args: &[&str]) -> String {
+    let (ok, out, err) = common::java::run_kafka_tool(class, &c.bootstrap(), args);
+    assert!(ok, "{class} {args:?}:\n{out}\n{err}");
+    out
+}
+
+#[test]
+fn kafka_topics_creates_describes_alters_lists_and_deletes() {
+    let c = Cluster::start("tools-topics", 2, &[]);
+    let out = ok(
+        &c,
+        TOPICS,
+        &[
+            "--create",
+            "--topic",
+            "a",
+            "--partitions",
+            "3",
+            "--replication-factor",
+            "2",
+        ],
+    );
+    assert_eq!(out.trim(), "Created topic a.");
+    let assignment = paths::topic_assignment(&c.zk, "a").unwrap().unwrap();
+    assert_eq!(assignment.len(), 3);
+    assert!(assignment.values().all(|r| r.len() == 2), "{assignment:?}");
+    c.wait_all_led("a");
+
+    let out = ok(&c, TOPICS, &["--describe", "--topic", "a"]);
+    let head = out.lines().next().unwrap();
+    assert!(
+        head.starts_with("Topic: a\tTopicId: ")
+            && head.contains("PartitionCount: 3\tReplicationFactor: 2"),
+        "{out}"
+    );
+    for (p, replicas) in &assignment {
+        let state = c.state("a", *p).unwrap();
+        let join = |v: &[i32]| v.iter().map(i32::to_string).collect::<Vec<_>>().join(",");
+        let row = format!(
+            "Topic: a\tPartition: {p}\tLeader: {}\tReplicas: {}\tIsr: {}",
+            state.leader,
+            join(replicas),
+            join(&state.isr)
+        );
+        assert!(out.contains(&row), "no `{row}` in\n{out}");
+    }
+
+    ok(
+        &c,
+        TOPICS,
+        &["--alter", "--topic", "a", "--partitions", "4"],
+    );
+    wait_until(Duration::from_secs(30), "a fourth partition", || {
+        paths::topic_assignment(&c.zk, "a").unwrap().unwrap().len() == 4
+    });
+    c.wait_all_led("a");
+    assert_eq!(ok(&c, TOPICS, &["--list"]).trim(), "a");
+    let urp = ["--describe", "--under-replicated-partitions"];
+    assert_eq!(ok(&c, TOPICS, &urp).trim(), "", "all in sync");
+
+    ok(&c, TOPICS, &["--delete", "--topic", "a"]);
+    wait_until(Duration::from_secs(30), "topic a gone", || {
+        paths::topic_assignment(&c.zk, "a").unwrap().is_none()
+    });
+    wait_until(Duration::from_secs(30), "an empty list", || {
+        ok(&c, TOPICS, &["--list"]).trim().is_empty()
+    });
+}
+
+#[test]
+fn kafka_configs_get_offsets_and_delete_records() {
+    let c = Cluster::start("tools-configs", 1, &[]);
+    c.create_topic("t", 1, 1);
+    let topic = ["--entity-type", "topics", "--entity-name", "t"];
+    let alter = [
+        &topic[..],
+        &["--alter", "--add-config", "retention.ms=100000"],
+    ]
+    .concat();
+    assert!(ok(&c, CONFIGS, &alter).contains("Completed updating config for topic t."));
+    let set = topic_config::read(&c.zk, "t").unwrap();
+    assert_eq!(set.get("retention.ms").map(String::as_str), Some("100000"));
+    let out = ok(&c, CONFIGS, &[&topic[..], &["--describe"]].concat());
+    assert!(
+        out.contains("Dynamic configs for topic t are:") && out.contains("retention.ms=100000"),
+        "{out}"
+    );
+    let delete = [&topic[..], &["--alter", "--delete-config", "retention.ms"]].concat();
+    ok(&c, CONFIGS, &delete);
+    assert!(topic_config::read(&c.zk, "t").unwrap().is_empty());
+    let broker = [
+        "--entity-type",
+        "brokers",
+        "--entity-name",
+        "1",
+        "--describe",
+        "--all",
+    ];
+    let out = ok(&c, CONFIGS, &broker);
+    assert!(
+        out.contains("All configs for broker 1 are:") && out.contains("broker.id=1"),
+        "{out}"
+    );
+
+    let b = c.bootstrap();
+    gregor_ok(&["produce", "-b", &b, "--topic", "t"], &"m\n".repeat(5));
+    let out = ok(&c, GET_OFFSETS, &["--topic", "t"]);
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["t:0:5"], "{out}");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("delete.json");
+    std::fs::write(
+        &json,
+        r#"{"partitions":[{"topic":"t","partition":0,"offset":3}],"version":1}"#,
+    )
+    .unwrap();
+    let out = ok(
+        &c,
+        DELETE_RECORDS,
+        &["--offset-json-file", json.to_str().unwrap()],
+    );
+    assert!(out.contains("partition: t-0\tlow_watermark: 3"), "{out}");
+    let out = ok(&c, GET_OFFSETS, &["--topic", "t", "--time", "-2"]);
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["t:0:3"], "{out}");
+}
+
+/// kafka-consumer-groups.sh on a group it made itself by resetting offsets: described with
+/// its lag and state, one partition's offset deleted, then the group deleted.
+#[test]
+fn kafka_consumer_groups_describes_deletes_offsets_and_deletes_a_group() {
+    let c = Cluster::start("tools-groups", 1, &[]);
+    c.create_topic("g", 1, 1);
+    gregor_ok(
+        &["produce", "-b", &c.bootstrap(), "--topic", "g"],
+        &"m\n".repeat(4),
+    );
+    let group = |args: &[&str]| ok(&c, GROUPS, &[&["--group", "kg"], args].concat());
+    let committed = || paths::committed_offset(&c.zk, "kg", "g", 0).unwrap();
+    group(&[
+        "--reset-offsets",
+        "--topic",
+        "g",
+        "--to-offset",
+        "1",
+        "--execute",
+    ]);
+    assert_eq!(committed(), Some(1));
+
+    let out = group(&["--describe"]);
+    let row: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("kg "))
+        .expect(&out)
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..6], ["kg", "g", "0", "1", "4", "3"], "{out}");
+    let out = group(&["--describe", "--state"]);
+    let row = out.lines().find(|l| l.starts_with("kg ")).expect(&out);
+    assert!(
+        row.contains("Empty") && row.trim_end().ends_with('0'),
+        "{out}"
+    );
+
+    let out = group(&["--delete-offsets", "--topic", "g:0"]);
+    assert!(
+        out.contains("Request succeeded for deleting offsets from group kg."),
+        "{out}"
+    );
+    assert_eq!(committed(), None);
+    let out = group(&["--delete"]);
+    assert!(
+        out.contains("Deletion of requested consumer groups ('kg') was successful."),
+        "{out}"
+    );
+    assert_eq!(ok(&c, GROUPS, &["--list"]).trim(), "");
+    let (_, out, err) =
+        common::java::run_kafka_tool(GROUPS, &c.bootstrap(), &["--describe", "--group", "kg"]);
+    let said = format!("{out}{err}");
+    assert!(
+        said.contains("Consumer group 'kg' does not exist."),
+        "{said}"
+    );
+}
