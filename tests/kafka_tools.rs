@@ -2,8 +2,9 @@
 //! they do checked against ZooKeeper and the brokers: `kafka-topics.sh` (create, describe,
 //! alter, list, under-replicated partitions, delete), `kafka-configs.sh` (a topic's settings
 //! added, described and deleted; a broker's described), `kafka-get-offsets.sh` and
-//! `kafka-delete-records.sh`, and `kafka-consumer-groups.sh` (describe, state, delete offsets,
-//! delete).
+//! `kafka-delete-records.sh`, `kafka-consumer-groups.sh` (describe, state, delete offsets,
+//! delete), and the delivery checkers of Kafka's system tests (`kafka-verifiable-producer.sh`,
+//! `kafka-verifiable-consumer.sh`).
 
 mod common;
 
@@ -201,4 +202,64 @@ fn kafka_consumer_groups_describes_deletes_offsets_and_deletes_a_group() {
         said.contains("Consumer group 'kg' does not exist."),
         "{said}"
     );
+}
+
+/// Kafka's own delivery checkers (what its system tests run): VerifiableProducer writes 2,000
+/// messages with acks=all, and two VerifiableConsumers in one group, each stopping after 1,000,
+/// read every offset of every partition between them, rebalancing as they come and go, and
+/// commit up to the log end.
+#[test]
+fn kafkas_verifiable_producer_and_consumers_deliver_every_message() {
+    let c = Cluster::start("tools-verifiable", 1, &[]);
+    c.create_topic("v", 4, 1);
+    let b = c.bootstrap();
+    let produce = ["--topic", "v", "--max-messages", "2000", "--acks", "-1"];
+    let out = ok(&c, "org.apache.kafka.tools.VerifiableProducer", &produce);
+    assert!(out.contains(r#""sent":2000,"acked":2000"#), "{out}");
+
+    let consumers: Vec<_> = (0..2)
+        .map(|_| {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                let args = ["--topic", "v", "--group-id", "vg", "--max-messages", "1000"];
+                let class = "org.apache.kafka.tools.VerifiableConsumer";
+                common::java::run_kafka_tool(class, &b, &args)
+            })
+        })
+        .collect();
+    // offset → times consumed, per partition.
+    let mut seen: std::collections::BTreeMap<(i64, i64), u32> = Default::default();
+    for h in consumers {
+        let (done, out, err) = h.join().unwrap();
+        assert!(done, "{out}\n{err}");
+        for line in out
+            .lines()
+            .filter(|l| l.contains(r#""name":"records_consumed""#))
+        {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            for p in v["partitions"].as_array().unwrap() {
+                let partition = p["partition"].as_i64().unwrap();
+                for o in p["minOffset"].as_i64().unwrap()..=p["maxOffset"].as_i64().unwrap() {
+                    *seen.entry((partition, o)).or_default() += 1;
+                }
+            }
+        }
+    }
+    let out = ok(&c, GET_OFFSETS, &["--topic", "v"]);
+    let mut total = 0;
+    for line in out.lines() {
+        let mut f = line.rsplitn(3, ':');
+        let end: i64 = f.next().unwrap().parse().unwrap();
+        let partition: i64 = f.next().unwrap().parse().unwrap();
+        total += end;
+        for o in 0..end {
+            assert!(
+                seen.contains_key(&(partition, o)),
+                "v-{partition} offset {o} never read"
+            );
+        }
+        let committed = paths::committed_offset(&c.zk, "vg", "v", partition as i32).unwrap();
+        assert_eq!(committed.unwrap_or(0), end, "v-{partition} committed");
+    }
+    assert_eq!(total, 2000, "{out}");
 }
