@@ -85,6 +85,8 @@ pub struct BrokerConfig {
     pub replica_high_watermark_checkpoint_interval: Duration,
     pub min_insync_replicas: usize,
     pub unclean_leader_election_enable: bool,
+    /// `auto.leader.rebalance.enable` with its interval and threshold.
+    pub leader_balance: crate::controller::leader_balance::LeaderBalance,
     /// On SIGTERM, ask the controller to move leadership away before stopping.
     pub controlled_shutdown_enable: bool,
     pub controlled_shutdown_max_retries: u32,
@@ -228,6 +230,14 @@ impl BrokerConfig {
                 .millis("replica.high.watermark.checkpoint.interval.ms")?,
             min_insync_replicas: p.get("min.insync.replicas")?,
             unclean_leader_election_enable: p.get("unclean.leader.election.enable")?,
+            leader_balance: {
+                let enabled: bool = p.get("auto.leader.rebalance.enable")?;
+                let every: u64 = p.get("leader.imbalance.check.interval.seconds")?;
+                crate::controller::leader_balance::LeaderBalance {
+                    check_interval: enabled.then(|| Duration::from_secs(every)),
+                    imbalance_percentage: p.get("leader.imbalance.per.broker.percentage")?,
+                }
+            },
             controlled_shutdown_enable: p.get("controlled.shutdown.enable")?,
             controlled_shutdown_max_retries: p.get("controlled.shutdown.max.retries")?,
             controlled_shutdown_retry_backoff: p.millis("controlled.shutdown.retry.backoff.ms")?,

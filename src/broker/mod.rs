@@ -121,6 +121,7 @@ impl Broker {
             id,
             zk.clone(),
             config.unclean_leader_election_enable,
+            config.leader_balance,
             config.listeners.inter_broker.clone(),
             config.controller_socket_timeout,
         );

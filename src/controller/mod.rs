@@ -19,6 +19,7 @@ pub mod election_rules;
 pub mod failover;
 pub mod isr_change;
 pub mod leader_and_isr;
+pub mod leader_balance;
 pub mod reassignment;
 pub mod shutdown;
 pub mod topic_change;
@@ -28,7 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
 use parking_lot::Mutex;
 
 use crate::protocol::ErrorCode;
@@ -63,6 +64,8 @@ pub enum Event {
     ElectLeaders(elect_leaders::ElectLeaders),
     AlterReassignments(alter_reassignments::AlterReassignments),
     ListReassignments(alter_reassignments::ListReassignments),
+    /// `leader.imbalance.check.interval.seconds` passed (`leader_balance`).
+    CheckLeaderImbalance,
     Stop,
 }
 
@@ -75,6 +78,8 @@ pub struct ControllerState {
     /// For watches to feed the event queue.
     pub events: Sender<Event>,
     pub unclean_leader_election: bool,
+    /// The automatic leader rebalance's settings.
+    pub leader_balance: leader_balance::LeaderBalance,
     /// `inter.broker.listener.name`: how brokers are reached.
     pub inter_broker_listener: String,
     /// True between Elected and Resigned.
@@ -134,6 +139,7 @@ impl ControllerState {
                         self.on_preferred_replica_election(&mut batch)?
                     }
                     Event::IsrChange => self.on_isr_change(&mut batch)?,
+                    Event::CheckLeaderImbalance => self.on_leader_imbalance_check(&mut batch)?,
                     _ => unreachable!("handled above"),
                 }
                 batch.send(&self.ctx, &self.channels, self.broker_id);
@@ -234,6 +240,7 @@ impl KafkaController {
         broker_id: i32,
         zk: Arc<ZkClient>,
         unclean_leader_election: bool,
+        leader_balance: leader_balance::LeaderBalance,
         inter_broker_listener: String,
         socket_timeout: std::time::Duration,
     ) -> Arc<KafkaController> {
@@ -246,6 +253,7 @@ impl KafkaController {
             channels: ControllerChannelManager::new(broker_id, socket_timeout),
             events: tx.clone(),
             unclean_leader_election,
+            leader_balance,
             inter_broker_listener,
             active: false,
             stats: stats.clone(),
@@ -364,7 +372,23 @@ impl KafkaController {
 }
 
 fn event_loop(state: &mut ControllerState, rx: Receiver<Event>) {
-    while let Ok(ev) = rx.recv() {
+    // The leader imbalance check is the one event no watch sends: the loop makes it when its
+    // interval passes without one.
+    let interval = state.leader_balance.check_interval;
+    let mut next_check = interval.map(|i| std::time::Instant::now() + i);
+    loop {
+        let ev = match next_check {
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(at) => rx.recv_deadline(at),
+        };
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(RecvTimeoutError::Timeout) => {
+                next_check = interval.map(|i| std::time::Instant::now() + i);
+                Event::CheckLeaderImbalance
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
         if matches!(ev, Event::Stop) {
             state.resign();
             return;
