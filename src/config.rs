@@ -31,6 +31,16 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// Kafka's automatic leader rebalance, as the controller is told of it.
+#[derive(Debug, Clone, Copy)]
+pub struct LeaderBalance {
+    /// `leader.imbalance.check.interval.seconds`; `None` when `auto.leader.rebalance.enable`
+    /// is false.
+    pub check_interval: Option<Duration>,
+    /// `leader.imbalance.per.broker.percentage`.
+    pub imbalance_percentage: u32,
+}
+
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     pub broker_id: i32,
@@ -86,7 +96,7 @@ pub struct BrokerConfig {
     pub min_insync_replicas: usize,
     pub unclean_leader_election_enable: bool,
     /// `auto.leader.rebalance.enable` with its interval and threshold.
-    pub leader_balance: crate::controller::leader_balance::LeaderBalance,
+    pub leader_balance: LeaderBalance,
     /// On SIGTERM, ask the controller to move leadership away before stopping.
     pub controlled_shutdown_enable: bool,
     pub controlled_shutdown_max_retries: u32,
@@ -233,7 +243,7 @@ impl BrokerConfig {
             leader_balance: {
                 let enabled: bool = p.get("auto.leader.rebalance.enable")?;
                 let every: u64 = p.get("leader.imbalance.check.interval.seconds")?;
-                crate::controller::leader_balance::LeaderBalance {
+                LeaderBalance {
                     check_interval: enabled.then(|| Duration::from_secs(every)),
                     imbalance_percentage: p.get("leader.imbalance.per.broker.percentage")?,
                 }

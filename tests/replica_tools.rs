@@ -441,6 +441,57 @@ fn a_new_controller_lists_and_cancels_a_move_its_predecessor_began() {
     assert!(node.moving.is_empty(), "{node:?}");
 }
 
+/// A cancel that cannot put the original replicas back — the only one is down — is refused
+/// and leaves the move going (still pending, still listed); once it is back, the cancel works.
+#[test]
+fn a_cancel_that_cannot_restore_the_original_replicas_leaves_the_move_going() {
+    let mut c = Cluster::start("tools-reassign-cancel-refused", 3, &[]);
+    std::fs::write(c.data_dir(1).join("n-0"), "in the way").unwrap();
+    c.create_topic_on("n", "2");
+    let alter = |c: &Cluster, replicas: Option<Vec<i32>>| {
+        let req = AlterPartitionReassignmentsRequest {
+            timeout_ms: 10_000,
+            allow_replication_factor_change: true,
+            topics: vec![("n".into(), vec![(0, replicas)])],
+        };
+        let controller = c.controller().unwrap();
+        let resp: AlterPartitionReassignmentsResponse = c
+            .client(controller)
+            .chan
+            .send(ALTER_PARTITION_REASSIGNMENTS, 1, &req)
+            .unwrap();
+        resp.results[0].1[0].clone()
+    };
+    assert_eq!(alter(&c, Some(vec![1])).error_code, 0);
+    c.terminate(2);
+    wait_until(Duration::from_secs(60), "n-0 offline", || {
+        c.state("n", 0).is_some_and(|s| s.leader == -1)
+    });
+    let refused = alter(&c, None);
+    assert_eq!(refused.error_code, 39, "{refused:?}");
+    let pending = |c: &Cluster| {
+        let node =
+            paths::read_json::<paths::ReassignmentRequest>(&c.zk, paths::REASSIGN_PARTITIONS);
+        node.unwrap()
+            .is_some_and(|r| r.partitions.iter().any(|p| p.topic == "n"))
+    };
+    assert!(pending(&c), "the move is still pending");
+    let node = paths::topic_replicas(&c.zk, "n").unwrap().unwrap();
+    assert_eq!(node.moving[&0].adding, [1], "{node:?}");
+
+    c.restart(2);
+    wait_until(
+        Duration::from_secs(60),
+        "the cancel once broker 2 is back",
+        || alter(&c, None).error_code == 0,
+    );
+    assert!(!pending(&c));
+    let node = paths::topic_replicas(&c.zk, "n").unwrap().unwrap();
+    assert_eq!(node.assignment[&0], [2]);
+    assert!(node.moving.is_empty(), "{node:?}");
+    c.wait_leader_serving("n", 0, |l| l == 2);
+}
+
 /// The bytes of a partition's segment files (`*.log`).
 fn segment_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)

@@ -60,7 +60,14 @@ impl ControllerState {
                 }
                 None => {
                     let done = self.cancel_reassignment(&tp, batch)?;
-                    cancelled.push(tp.clone());
+                    // A cancel that could not put the originals back leaves the move going.
+                    let stopped = match &done {
+                        Ok(()) => true,
+                        Err((code, _)) => *code == ErrorCode::NoReassignmentInProgress,
+                    };
+                    if stopped {
+                        cancelled.push(tp.clone());
+                    }
                     done
                 }
             };

@@ -7,7 +7,6 @@
 //! operator running `kafka-leader-election.sh`.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use super::ControllerState;
 use super::channel_manager::CommandBatch;
@@ -15,16 +14,6 @@ use super::context::ControllerContext;
 use super::elect_leaders::ElectionType;
 use crate::protocol::TopicPartition;
 use crate::zk::ZkResult;
-
-/// The settings of the automatic rebalance.
-#[derive(Debug, Clone, Copy)]
-pub struct LeaderBalance {
-    /// `leader.imbalance.check.interval.seconds`; `None` when
-    /// `auto.leader.rebalance.enable` is false.
-    pub check_interval: Option<Duration>,
-    /// `leader.imbalance.per.broker.percentage`.
-    pub imbalance_percentage: u32,
-}
 
 impl ControllerState {
     /// One check, and the elections it calls for.

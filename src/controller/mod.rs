@@ -79,7 +79,7 @@ pub struct ControllerState {
     pub events: Sender<Event>,
     pub unclean_leader_election: bool,
     /// The automatic leader rebalance's settings.
-    pub leader_balance: leader_balance::LeaderBalance,
+    pub leader_balance: crate::config::LeaderBalance,
     /// `inter.broker.listener.name`: how brokers are reached.
     pub inter_broker_listener: String,
     /// True between Elected and Resigned.
@@ -240,7 +240,7 @@ impl KafkaController {
         broker_id: i32,
         zk: Arc<ZkClient>,
         unclean_leader_election: bool,
-        leader_balance: leader_balance::LeaderBalance,
+        leader_balance: crate::config::LeaderBalance,
         inter_broker_listener: String,
         socket_timeout: std::time::Duration,
     ) -> Arc<KafkaController> {
