@@ -336,16 +336,7 @@ fn alter_partition_reassignments_refuses_what_kafka_refuses() {
     let c = Cluster::start("tools-reassign-refusals", 2, &[]);
     c.create_topic_on("r", "1:2");
     let ask = |broker: i32, v: i16, allow: bool, replicas: Option<Vec<i32>>| {
-        let req = AlterPartitionReassignmentsRequest {
-            timeout_ms: 10_000,
-            allow_replication_factor_change: allow,
-            topics: vec![("r".into(), vec![(0, replicas)])],
-        };
-        let resp: AlterPartitionReassignmentsResponse = c
-            .client(broker)
-            .chan
-            .send(ALTER_PARTITION_REASSIGNMENTS, v, &req)
-            .unwrap();
+        let resp = alter_reassignment(&c, broker, v, allow, "r", replicas);
         let p = resp.results.first().and_then(|(_, ps)| ps.first().cloned());
         (resp.error_code, p.map(|p| (p.error_code, p.error_message)))
     };
@@ -384,16 +375,7 @@ fn a_new_controller_lists_and_cancels_a_move_its_predecessor_began() {
     c.create_topic_on("n", "2:3");
     let first = c.controller().unwrap();
     let alter = |c: &Cluster, broker: i32, replicas: Option<Vec<i32>>| {
-        let req = AlterPartitionReassignmentsRequest {
-            timeout_ms: 10_000,
-            allow_replication_factor_change: true,
-            topics: vec![("n".into(), vec![(0, replicas)])],
-        };
-        let resp: AlterPartitionReassignmentsResponse = c
-            .client(broker)
-            .chan
-            .send(ALTER_PARTITION_REASSIGNMENTS, 1, &req)
-            .unwrap();
+        let resp = alter_reassignment(c, broker, 1, true, "n", replicas);
         assert_eq!(resp.error_code, 0, "{resp:?}");
         resp.results[0].1[0].error_code
     };
@@ -449,18 +431,8 @@ fn a_cancel_that_cannot_restore_the_original_replicas_leaves_the_move_going() {
     std::fs::write(c.data_dir(1).join("n-0"), "in the way").unwrap();
     c.create_topic_on("n", "2");
     let alter = |c: &Cluster, replicas: Option<Vec<i32>>| {
-        let req = AlterPartitionReassignmentsRequest {
-            timeout_ms: 10_000,
-            allow_replication_factor_change: true,
-            topics: vec![("n".into(), vec![(0, replicas)])],
-        };
         let controller = c.controller().unwrap();
-        let resp: AlterPartitionReassignmentsResponse = c
-            .client(controller)
-            .chan
-            .send(ALTER_PARTITION_REASSIGNMENTS, 1, &req)
-            .unwrap();
-        resp.results[0].1[0].clone()
+        alter_reassignment(c, controller, 1, true, "n", replicas).results[0].1[0].clone()
     };
     assert_eq!(alter(&c, Some(vec![1])).error_code, 0);
     c.terminate(2);
@@ -490,6 +462,27 @@ fn a_cancel_that_cannot_restore_the_original_replicas_leaves_the_move_going() {
     assert_eq!(node.assignment[&0], [2]);
     assert!(node.moving.is_empty(), "{node:?}");
     c.wait_leader_serving("n", 0, |l| l == 2);
+}
+
+/// AlterPartitionReassignments of partition 0 of `topic` (`None`: cancel its move), sent to
+/// `broker` at `version`.
+fn alter_reassignment(
+    c: &Cluster,
+    broker: i32,
+    version: i16,
+    allow_replication_factor_change: bool,
+    topic: &str,
+    replicas: Option<Vec<i32>>,
+) -> AlterPartitionReassignmentsResponse {
+    let req = AlterPartitionReassignmentsRequest {
+        timeout_ms: 10_000,
+        allow_replication_factor_change,
+        topics: vec![(topic.into(), vec![(0, replicas)])],
+    };
+    c.client(broker)
+        .chan
+        .send(ALTER_PARTITION_REASSIGNMENTS, version, &req)
+        .unwrap()
 }
 
 /// The bytes of a partition's segment files (`*.log`).
