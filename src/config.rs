@@ -119,6 +119,10 @@ pub struct BrokerConfig {
     pub num_recovery_threads_per_data_dir: usize,
     /// `metrics.listener=HOST:PORT`: where `GET /metrics` is served; unset, nowhere.
     pub metrics_listener: Option<String>,
+    /// Client quotas are measured over `quota.window.num` windows of
+    /// `quota.window.size.seconds`; controller mutations over the `controller.` pair.
+    pub quota_windows: (usize, Duration),
+    pub controller_quota_windows: (usize, Duration),
     /// Every key as the broker runs with it, for DescribeConfigs.
     pub settings: Settings,
 }
@@ -263,6 +267,14 @@ impl BrokerConfig {
                 .take("metrics.listener")?
                 .map(check_host_port)
                 .transpose()?,
+            quota_windows: (
+                p.get("quota.window.num")?,
+                Duration::from_secs(p.get("quota.window.size.seconds")?),
+            ),
+            controller_quota_windows: (
+                p.get("controller.quota.window.num")?,
+                Duration::from_secs(p.get("controller.quota.window.size.seconds")?),
+            ),
             settings: Settings::default(),
         };
         // The policy's only value today; compaction (to come) reads it.

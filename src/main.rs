@@ -33,6 +33,8 @@ enum Command {
     Groups(cli::groups::GroupsArgs),
     /// Brokers, controller, topics and partitions with leader and ISR.
     Status(cli::console::StatusArgs),
+    /// Set, remove and describe client quotas (kafka-configs.sh's clients, users, ips).
+    Configs(cli::configs::ConfigsArgs),
     /// Measure produce or consume throughput and latency.
     #[command(subcommand)]
     Perf(cli::perf::PerfCommand),
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
         Command::Consume(a) => ("consume", cli::consume::consume(a)),
         Command::Status(a) => ("status", cli::console::status(a)),
         Command::Groups(a) => ("groups", cli::groups::run(a)),
+        Command::Configs(a) => ("configs", cli::configs::run(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

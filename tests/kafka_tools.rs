@@ -263,3 +263,111 @@ fn kafkas_verifiable_producer_and_consumers_deliver_every_message() {
     }
     assert_eq!(total, 2000, "{out}");
 }
+
+/// `kafka-configs.sh` sets, describes and deletes client and address quotas through
+/// AlterClientQuotas and DescribeClientQuotas; what it writes is Kafka's ZooKeeper layout.
+#[test]
+fn kafka_configs_sets_describes_and_deletes_client_quotas() {
+    let c = Cluster::start("tools-quotas", 1, &[]);
+    let out = ok(
+        &c,
+        CONFIGS,
+        &[
+            "--alter",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "slow",
+            "--add-config",
+            "producer_byte_rate=1024,consumer_byte_rate=2048",
+        ],
+    );
+    assert_eq!(out.trim(), "Completed updating config for client slow.");
+    ok(
+        &c,
+        CONFIGS,
+        &[
+            "--alter",
+            "--entity-type",
+            "ips",
+            "--entity-default",
+            "--add-config",
+            "connection_creation_rate=50",
+        ],
+    );
+    let node = c.zk.get_data("/config/clients/slow").unwrap().0;
+    let node: serde_json::Value = serde_json::from_slice(&node).unwrap();
+    assert_eq!(
+        node,
+        serde_json::json!({"version": 1, "config": {"producer_byte_rate": "1024", "consumer_byte_rate": "2048"}})
+    );
+    let out = ok(
+        &c,
+        CONFIGS,
+        &[
+            "--describe",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "slow",
+        ],
+    );
+    assert!(
+        out.contains("Quota configs for client-id 'slow' are")
+            && out.contains("producer_byte_rate=1024.0")
+            && out.contains("consumer_byte_rate=2048.0"),
+        "{out}"
+    );
+    let out = ok(
+        &c,
+        CONFIGS,
+        &["--describe", "--entity-type", "ips", "--entity-default"],
+    );
+    assert!(out.contains("connection_creation_rate=50.0"), "{out}");
+    ok(
+        &c,
+        CONFIGS,
+        &[
+            "--alter",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "slow",
+            "--delete-config",
+            "producer_byte_rate",
+        ],
+    );
+    let out = ok(
+        &c,
+        CONFIGS,
+        &[
+            "--describe",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "slow",
+        ],
+    );
+    assert!(
+        !out.contains("producer_byte_rate") && out.contains("consumer_byte_rate=2048.0"),
+        "{out}"
+    );
+    // A key clients do not take is refused by name.
+    let (refused, out, err) = common::java::run_kafka_tool(
+        CONFIGS,
+        &c.bootstrap(),
+        &[
+            "--alter",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "slow",
+            "--add-config",
+            "connection_creation_rate=5",
+        ],
+    );
+    assert!(
+        !refused || (out + &err).contains("connection_creation_rate"),
+        "kafka-configs accepted a key clients do not take"
+    );
+}

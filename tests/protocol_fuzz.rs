@@ -202,6 +202,14 @@ fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
             dec::<DescribeClusterRequest>(b, key, v),
             dec::<DescribeClusterResponse>(b, key, v),
         ),
+        header::DESCRIBE_CLIENT_QUOTAS => (
+            dec::<gregor::protocol::client_quotas::DescribeClientQuotasRequest>(b, key, v),
+            dec::<gregor::protocol::client_quotas::DescribeClientQuotasResponse>(b, key, v),
+        ),
+        header::ALTER_CLIENT_QUOTAS => (
+            dec::<gregor::protocol::client_quotas::AlterClientQuotasRequest>(b, key, v),
+            dec::<gregor::protocol::client_quotas::AlterClientQuotasResponse>(b, key, v),
+        ),
         k => panic!("api {k} is served but has no decoder here"),
     };
 }
@@ -332,6 +340,24 @@ fn samples() -> Vec<Vec<u8>> {
         }
         .encode(&mut Out::classic(b))
     });
+    push(&|b| {
+        use gregor::protocol::client_quotas::{AlterClientQuotasRequest, QuotaOp};
+        let req = AlterClientQuotasRequest {
+            entries: vec![(
+                vec![
+                    ("client-id".into(), Some("c".into())),
+                    ("user".into(), None),
+                ],
+                vec![QuotaOp {
+                    key: "producer_byte_rate".into(),
+                    value: 1024.0,
+                    remove: false,
+                }],
+            )],
+            validate_only: false,
+        };
+        encode_body(&req, b, header::ALTER_CLIENT_QUOTAS, 1)
+    });
     out.push(set);
     out
 }
@@ -345,8 +371,9 @@ proptest! {
     }
 
     #[test]
-    fn mutated_valid_frames_never_panic(which in 0usize..8, flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6), cut in any::<usize>()) {
-        let mut b = samples()[which].clone();
+    fn mutated_valid_frames_never_panic(which in 0usize..64, flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6), cut in any::<usize>()) {
+        let all = samples();
+        let mut b = all[which % all.len()].clone();
         for (at, v) in flips {
             let n = b.len();
             b[at % n] = v;

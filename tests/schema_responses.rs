@@ -77,6 +77,8 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         45 => again::<AlterPartitionReassignmentsResponse>(key, v, body),
         46 => again::<ListPartitionReassignmentsResponse>(key, v, body),
         47 => again::<OffsetDeleteResponse>(key, v, body),
+        48 => again::<gregor::protocol::client_quotas::DescribeClientQuotasResponse>(key, v, body),
+        49 => again::<gregor::protocol::client_quotas::AlterClientQuotasResponse>(key, v, body),
         60 => again::<DescribeClusterResponse>(key, v, body),
         k => Err(format!("no case for api {k}")),
     }

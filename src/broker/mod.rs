@@ -6,6 +6,7 @@
 //! thread, one high-watermark checkpoint thread, and the ZooKeeper session thread.
 
 pub mod apis;
+pub mod client_quotas;
 mod controlled_shutdown;
 mod controller_epoch;
 mod fetch_budget;
@@ -137,6 +138,19 @@ impl Broker {
                 group_max_size: config.group_max_size,
             },
         );
+        let quotas = ConnectionQuotas::new(config.connection_limits.clone());
+        let windows = |(num, size): (usize, std::time::Duration)| client_quotas::Windows {
+            num,
+            size_ms: size.as_millis() as u64,
+        };
+        let client_quotas = Arc::new(client_quotas::ClientQuotaManager::new(
+            windows(config.quota_windows),
+            windows(config.controller_quota_windows),
+            Some(quotas.clone()),
+        ));
+        // Quotas hold from the first request; later changes come as notices.
+        crate::zk::until_connected(wait, || client_quotas.reload(&zk))
+            .map_err(|e| err("cannot read the client quotas", &e))?;
         let apis = Arc::new(KafkaApis {
             broker_id: id,
             config: config.clone(),
@@ -147,8 +161,8 @@ impl Broker {
             coordinator: coordinator.clone(),
             producer_ids: producer_ids::ProducerIdManager::new(id, zk.clone()),
             inflation: Default::default(),
+            quotas: client_quotas.clone(),
         });
-        let quotas = ConnectionQuotas::new(config.connection_limits.clone());
         let pool = Arc::new(RequestPool::new(
             config.connection_limits.queued_max_request_bytes,
         ));
@@ -192,6 +206,15 @@ impl Broker {
             periodic: Mutex::new(Vec::new()),
         });
         metrics::register_samplers(&broker);
+        let q = Arc::downgrade(&client_quotas);
+        broker
+            .replica_manager
+            .metrics
+            .add_sampler(Box::new(move |out| {
+                if let Some(q) = q.upgrade() {
+                    q.families(out);
+                }
+            }));
         if let Some(addr) = &config.metrics_listener {
             let m = metrics.clone();
             match MetricsServer::start(addr, id, move || m.encode()) {
@@ -213,6 +236,7 @@ impl Broker {
             .lock()
             .push(topic_configs::start_config_change_listener(
                 broker.replica_manager.clone(),
+                client_quotas.clone(),
             ));
         let rm = broker.replica_manager.clone();
         broker.spawn_periodic(

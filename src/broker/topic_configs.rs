@@ -1,7 +1,8 @@
 //! Topic configuration on a broker: each partition takes its topic's settings
 //! (`/config/topics/[topic]`, `zk::topic_config`) when the LeaderAndIsr command gives it the
 //! partition, and again whenever a change notification names the topic — Kafka's
-//! `/config/changes` protocol, watched by one thread per broker. A change made through any
+//! `/config/changes` protocol, watched by one thread per broker (which also applies the
+//! notices naming client quota entities, `client_quotas`). A change made through any
 //! broker (IncrementalAlterConfigs, AlterConfigs) so reaches every replica within a
 //! ZooKeeper round trip; a watch lost with a session is made good by a re-read every
 //! `RECHECK`.
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Sender, bounded, select, unbounded};
 
+use super::client_quotas::ClientQuotaManager;
 use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
 use crate::protocol::controller::LeaderAndIsrRequest;
@@ -82,7 +84,10 @@ impl ReplicaManager {
 }
 
 /// Starts the thread that applies change notifications; dropping the sender stops it.
-pub fn start_config_change_listener(rm: Arc<ReplicaManager>) -> (Sender<()>, JoinHandle<()>) {
+pub fn start_config_change_listener(
+    rm: Arc<ReplicaManager>,
+    quotas: Arc<ClientQuotaManager>,
+) -> (Sender<()>, JoinHandle<()>) {
     let (stop_tx, stop_rx) = bounded::<()>(0);
     let handle = std::thread::Builder::new()
         .name(format!("config-changes-{}", rm.broker_id))
@@ -101,7 +106,7 @@ pub fn start_config_change_listener(rm: Arc<ReplicaManager>) -> (Sender<()>, Joi
                         rm.broker_id
                     );
                 }
-                last = apply_changes_after(&rm, last);
+                last = apply_changes_after(&rm, &quotas, last);
                 select! {
                     recv(stop_rx) -> _ => return,
                     recv(events) -> _ => {}
@@ -119,12 +124,32 @@ fn latest_change(rm: &ReplicaManager) -> Option<i64> {
 }
 
 /// Applies every notification after `last`; returns the last one applied.
-fn apply_changes_after(rm: &ReplicaManager, mut last: i64) -> i64 {
+fn apply_changes_after(rm: &ReplicaManager, quotas: &ClientQuotaManager, mut last: i64) -> i64 {
+    let before = last;
     match topic_config::changes_after(&rm.zk, last) {
         Ok(changes) => {
-            for (seq, topic) in changes {
-                rm.apply_topic_config_change(&topic);
+            let mut quotas_changed = false;
+            for (seq, entity_path) in changes {
+                if let Some(topic) = entity_path.strip_prefix("topics/") {
+                    rm.apply_topic_config_change(topic);
+                }
+                quotas_changed |= crate::zk::client_quotas::is_quota_path(&entity_path);
                 last = seq;
+            }
+            // Quotas are few: read them all again, once for any number of notices.
+            if quotas_changed {
+                match quotas.reload(&rm.zk) {
+                    Ok(()) => log::info!("[Broker {}] client quotas changed", rm.broker_id),
+                    Err(e) => {
+                        log::warn!(
+                            "[Broker {}] cannot read the client quotas: {e:?}",
+                            rm.broker_id
+                        );
+                        // The whole batch again at the next notice or recheck (applying a
+                        // topic's settings twice changes nothing).
+                        return before;
+                    }
+                }
             }
         }
         Err(e) => log::warn!("[Broker {}] cannot read {CHANGES}: {e:?}", rm.broker_id),

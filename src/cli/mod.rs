@@ -1,6 +1,7 @@
 //! The `gregor` command's subcommands. Only this folder and `main.rs` print to stdout.
 
 pub mod broker;
+pub mod configs;
 pub mod console;
 pub mod consume;
 mod group_offsets;

@@ -30,7 +30,7 @@ const TOPIC_RESOURCE: i8 = 2;
 const UNKNOWN_TOPIC: i16 = ErrorCode::UnknownTopicOrPartition as i16;
 
 /// The first bootstrap broker that accepts a connection.
-fn connect(bootstrap: &str) -> Result<BlockingChannel, String> {
+pub(super) fn connect(bootstrap: &str) -> Result<BlockingChannel, String> {
     let mut last = String::from("no bootstrap address given");
     for addr in bootstrap
         .split(',')

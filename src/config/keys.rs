@@ -244,6 +244,10 @@ pub const BROKER: &[Key] = &[
     key("max.connection.creation.rate", DOUBLE, "2147483647", "New connections per second, broker-wide; the acceptor waits (KIP-612). The default is unlimited.").valid(Valid::Positive),
     key("max.connection.creation.rate.per.ip", DOUBLE, "1000", "gregor's: new connections per second from one address; past it they are closed at once.").valid(Valid::Positive),
     key("connections.max.idle.ms", LONG, "600000", "An idle connection, or one whose request or answer has been in transit for longer, is closed.").min(1),
+    key("quota.window.num", INT, "11", "Client quotas are measured over this many windows (KIP-13).").min(1),
+    key("quota.window.size.seconds", INT, "1", "The length of one client quota window.").min(1),
+    key("controller.quota.window.num", INT, "11", "Controller mutation quotas are measured over this many windows (KIP-599).").min(1),
+    key("controller.quota.window.size.seconds", INT, "1", "The length of one controller mutation quota window.").min(1),
     derived("metrics.listener", STRING, "`HOST:PORT` where `GET /metrics` serves Prometheus metrics; unset, none."),
 ];
 

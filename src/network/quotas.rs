@@ -120,6 +120,9 @@ pub struct ConnectionQuotas {
     /// Last report per (reason, address) and how many refusals it has not reported yet.
     reported: Mutex<HashMap<(Refusal, Option<IpAddr>), Reported>>,
     refused: [AtomicU64; 3],
+    /// KIP-612's `connection_creation_rate` quotas (`/config/ips/...`): per address, and the
+    /// `<default>` that replaces `max.connection.creation.rate.per.ip`.
+    ip_rates: parking_lot::RwLock<(Option<f64>, HashMap<IpAddr, f64>)>,
 }
 
 /// When a refusal was last logged, and how many followed unlogged.
@@ -142,7 +145,23 @@ impl ConnectionQuotas {
             started: Instant::now(),
             reported: Mutex::new(HashMap::new()),
             refused: Default::default(),
+            ip_rates: Default::default(),
         })
+    }
+
+    /// Takes the `connection_creation_rate` quotas: `default` for every address without its
+    /// own (`None`: `max.connection.creation.rate.per.ip`), and those of `per_ip`.
+    pub fn set_ip_rates(&self, default: Option<f64>, per_ip: HashMap<IpAddr, f64>) {
+        *self.ip_rates.write() = (default, per_ip);
+    }
+
+    /// New connections per second that `ip` may open.
+    fn creation_rate_of(&self, ip: IpAddr) -> f64 {
+        let r = self.ip_rates.read();
+        r.1.get(&ip)
+            .copied()
+            .or(r.0)
+            .unwrap_or(self.limits.max_connection_creation_rate_per_ip)
     }
 
     pub fn limits(&self) -> &ConnectionLimits {
@@ -269,21 +288,22 @@ impl ConnectionQuotas {
 
     /// Takes one token of `ip`'s creation bucket, or refuses.
     fn check_rate(&self, r: &mut Registry, ip: IpAddr) -> Result<(), Refusal> {
-        let rate = self.limits.max_connection_creation_rate_per_ip;
+        let rate = self.creation_rate_of(ip);
         let b = r.buckets.entry(ip).or_insert_with(|| Bucket::full(rate));
         b.refill(rate);
         if b.tokens < 1.0 {
             self.report(
                 Refusal::CreationRate,
                 Some(ip),
-                format!("max.connection.creation.rate.per.ip ({rate}/s) reached"),
+                format!("connection creation rate of {ip} ({rate}/s) reached"),
             );
             return Err(Refusal::CreationRate);
         }
         b.tokens -= 1.0;
         // Full buckets carry no information: keep the map to the addresses now active.
         if r.buckets.len() > 4096 {
-            r.buckets.retain(|_, b| {
+            r.buckets.retain(|ip, b| {
+                let rate = self.creation_rate_of(*ip);
                 b.refill(rate);
                 b.tokens < rate.max(1.0)
             });

@@ -44,9 +44,34 @@ pub struct ConnectionContext {
     /// The client's software name and version from its ApiVersions v3+ request
     /// (`librdkafka 2.16.0`), for the log lines about this connection.
     pub client_software: std::sync::OnceLock<String>,
+    /// Until when nothing more is read from the client (KIP-219): set by a handler whose
+    /// client went over its quota, so the client is held back without holding anyone else.
+    muted_until: Mutex<Option<Instant>>,
 }
 
 impl ConnectionContext {
+    pub fn new(peer: SocketAddr, listener: Arc<str>, inter_broker: bool) -> ConnectionContext {
+        ConnectionContext {
+            peer,
+            listener,
+            inter_broker,
+            fetch_start: AtomicUsize::new(0),
+            client_software: std::sync::OnceLock::new(),
+            muted_until: Mutex::new(None),
+        }
+    }
+
+    /// Reads nothing more from the client for `d` once the answers already due are sent.
+    pub fn mute_for(&self, d: Duration) {
+        let until = Instant::now() + d;
+        let mut m = self.muted_until.lock();
+        *m = Some(m.map_or(until, |u| u.max(until)));
+    }
+
+    fn take_mute(&self) -> Option<Instant> {
+        self.muted_until.lock().take()
+    }
+
     /// Who is at the other end, for a log line: the address, and the client software when it
     /// said (ApiVersions v3+).
     pub fn who(&self) -> String {
@@ -227,13 +252,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stopping: Arc<AtomicB
             .spawn(move || {
                 // The ticket is given back when the thread ends, however it ends: a handler
                 // that panics must not keep its connection counted against the limits.
-                let conn = ConnectionContext {
-                    peer,
-                    listener: sh.name.clone(),
-                    inter_broker: sh.spec.inter_broker,
-                    fetch_start: AtomicUsize::new(0),
-                    client_software: std::sync::OnceLock::new(),
-                };
+                let conn = ConnectionContext::new(peer, sh.name.clone(), sh.spec.inter_broker);
                 let _open = Counted::new(&sh.open);
                 if let Err(e) = serve_connection(stream, &conn, &sh, &ticket) {
                     log::debug!("connection from {peer} ended: {e}");
@@ -266,6 +285,11 @@ fn serve_connection(
         // the requests behind them are read and carried out first, so their waits overlap.
         if !parked.is_empty() && (parked.len() >= MAX_PARKED || bytes_queued(&stream) == 0) {
             parked.answer_all(&mut stream, &shared.requests)?;
+        }
+        if let Some(until) = conn.take_mute() {
+            // Its answers first (they say how long it is throttled), then nothing read.
+            parked.answer_all(&mut stream, &shared.requests)?;
+            wait_muted(&stream, until)?;
         }
         if parked.is_empty() {
             ticket.set_idle();
@@ -377,6 +401,36 @@ fn read_body(
         read_rest(stream, &mut frame[at..end], started, limit, peer)?;
     }
     Ok(())
+}
+
+/// Waits until `until` without reading from the socket; fails when the socket is shut down
+/// meanwhile (the broker stopping, or the connection closed to make room).
+fn wait_muted(stream: &TcpStream, until: Instant) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        // No events asked for: poll(2) still reports a hang-up or an error, and nothing else.
+        let mut fd = libc::pollfd {
+            fd: stream.as_raw_fd(),
+            events: 0,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let n = unsafe { libc::poll(&mut fd, 1, ms) };
+        if n > 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "closed while muted",
+            ));
+        }
+        if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return Err(io::Error::last_os_error());
+        }
+    }
 }
 
 /// Puts the size in front of an answer and sends it.

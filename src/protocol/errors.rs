@@ -100,6 +100,9 @@ error_codes! {
     /// OffsetDelete of a topic the group still subscribes to.
     GroupSubscribedToTopic = 86,
     InvalidRecord = 87,
+    /// KIP-599: the client's `controller_mutation_rate` is used up; retry after the
+    /// answer's throttle time.
+    ThrottlingQuotaExceeded = 89,
     UnknownTopicId = 100,
     UnsupportedEndpointType = 114,
 }

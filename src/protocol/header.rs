@@ -36,6 +36,8 @@ pub const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
 pub const ALTER_PARTITION_REASSIGNMENTS: i16 = 45;
 pub const LIST_PARTITION_REASSIGNMENTS: i16 = 46;
 pub const OFFSET_DELETE: i16 = 47;
+pub const DESCRIBE_CLIENT_QUOTAS: i16 = 48;
+pub const ALTER_CLIENT_QUOTAS: i16 = 49;
 pub const DESCRIBE_CLUSTER: i16 = 60;
 
 /// One API this broker serves: its key, Kafka's name for it (`ApiKeys`, as request metrics
@@ -53,6 +55,21 @@ pub struct Api {
     /// brokers send them; on a broker with a separate inter-broker listener they are refused
     /// on every other listener.
     pub inter_broker: bool,
+    /// Where its answer says how long the client is throttled.
+    pub throttle: ThrottleField,
+}
+
+/// Where an answer carries `throttle_time_ms` (KIP-219: the client waits that long before its
+/// next request), from which version on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThrottleField {
+    Absent,
+    /// The body's first field.
+    First(i16),
+    /// After a leading `error_code` (OffsetDelete).
+    AfterErrorCode(i16),
+    /// The body's last field, before its tag buffer (Produce).
+    Last(i16),
 }
 
 /// `first_flexible` of an API whose served versions are all classic.
@@ -66,12 +83,20 @@ const fn api(key: i16, name: &'static str, min: i16, max: i16, first_flexible: i
         max,
         first_flexible,
         inter_broker: false,
+        throttle: ThrottleField::First(0),
+    }
+}
+
+impl Api {
+    const fn throttle(self, throttle: ThrottleField) -> Api {
+        Api { throttle, ..self }
     }
 }
 
 const fn from_brokers(key: i16, name: &'static str, min: i16, max: i16, flex: i16) -> Api {
     Api {
         inter_broker: true,
+        throttle: ThrottleField::Absent,
         ..api(key, name, min, max, flex)
     }
 }
@@ -82,29 +107,30 @@ const fn from_brokers(key: i16, name: &'static str, min: i16, max: i16, flex: i1
 /// gives (`is_flexible`). Minimums stay 0 (librdkafka before 2.12 turns features on only for
 /// exact advertised versions) except where Kafka 4 itself no longer serves a version.
 pub const SUPPORTED_APIS: &[Api] = &[
-    api(PRODUCE, "Produce", 0, 9, 9),
-    api(FETCH, "Fetch", 0, 12, 12),
-    api(LIST_OFFSETS, "ListOffsets", 0, 7, 6),
-    api(METADATA, "Metadata", 0, 13, 9),
+    api(PRODUCE, "Produce", 0, 9, 9).throttle(ThrottleField::Last(1)),
+    api(FETCH, "Fetch", 0, 12, 12).throttle(ThrottleField::First(1)),
+    api(LIST_OFFSETS, "ListOffsets", 0, 7, 6).throttle(ThrottleField::First(2)),
+    api(METADATA, "Metadata", 0, 13, 9).throttle(ThrottleField::First(3)),
     from_brokers(LEADER_AND_ISR, "LeaderAndIsr", 0, 0, NEVER),
     from_brokers(STOP_REPLICA, "StopReplica", 0, 0, NEVER),
     from_brokers(UPDATE_METADATA, "UpdateMetadata", 3, 3, NEVER),
     from_brokers(CONTROLLED_SHUTDOWN, "ControlledShutdown", 0, 1, NEVER),
-    api(OFFSET_COMMIT, "OffsetCommit", 0, 8, 8),
-    api(OFFSET_FETCH, "OffsetFetch", 0, 7, 6),
-    api(FIND_COORDINATOR, "FindCoordinator", 0, 3, 3),
-    api(JOIN_GROUP, "JoinGroup", 0, 9, 6),
-    api(HEARTBEAT, "Heartbeat", 0, 4, 4),
-    api(LEAVE_GROUP, "LeaveGroup", 0, 5, 4),
-    api(SYNC_GROUP, "SyncGroup", 0, 5, 4),
-    api(DESCRIBE_GROUPS, "DescribeGroups", 0, 5, 5),
-    api(LIST_GROUPS, "ListGroups", 0, 5, 3),
-    api(API_VERSIONS, "ApiVersions", 0, 3, 3),
-    api(CREATE_TOPICS, "CreateTopics", 0, 7, 5),
-    api(DELETE_TOPICS, "DeleteTopics", 0, 6, 4),
+    api(OFFSET_COMMIT, "OffsetCommit", 0, 8, 8).throttle(ThrottleField::First(3)),
+    api(OFFSET_FETCH, "OffsetFetch", 0, 7, 6).throttle(ThrottleField::First(3)),
+    api(FIND_COORDINATOR, "FindCoordinator", 0, 3, 3).throttle(ThrottleField::First(1)),
+    api(JOIN_GROUP, "JoinGroup", 0, 9, 6).throttle(ThrottleField::First(2)),
+    api(HEARTBEAT, "Heartbeat", 0, 4, 4).throttle(ThrottleField::First(1)),
+    api(LEAVE_GROUP, "LeaveGroup", 0, 5, 4).throttle(ThrottleField::First(1)),
+    api(SYNC_GROUP, "SyncGroup", 0, 5, 4).throttle(ThrottleField::First(1)),
+    api(DESCRIBE_GROUPS, "DescribeGroups", 0, 5, 5).throttle(ThrottleField::First(1)),
+    api(LIST_GROUPS, "ListGroups", 0, 5, 3).throttle(ThrottleField::First(1)),
+    // Not throttled: a client must learn the versions whatever its quota.
+    api(API_VERSIONS, "ApiVersions", 0, 3, 3).throttle(ThrottleField::Absent),
+    api(CREATE_TOPICS, "CreateTopics", 0, 7, 5).throttle(ThrottleField::First(2)),
+    api(DELETE_TOPICS, "DeleteTopics", 0, 6, 4).throttle(ThrottleField::First(1)),
     api(DELETE_RECORDS, "DeleteRecords", 0, 2, 2),
     api(INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2),
-    api(OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, 4),
+    api(OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, 4).throttle(ThrottleField::First(2)),
     api(DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, 4),
     api(ALTER_CONFIGS, "AlterConfigs", 0, 2, 2),
     api(DESCRIBE_LOG_DIRS, "DescribeLogDirs", 1, 4, 2),
@@ -132,7 +158,9 @@ pub const SUPPORTED_APIS: &[Api] = &[
         0,
         0,
     ),
-    api(OFFSET_DELETE, "OffsetDelete", 0, 0, NEVER),
+    api(OFFSET_DELETE, "OffsetDelete", 0, 0, NEVER).throttle(ThrottleField::AfterErrorCode(0)),
+    api(DESCRIBE_CLIENT_QUOTAS, "DescribeClientQuotas", 0, 1, 1),
+    api(ALTER_CLIENT_QUOTAS, "AlterClientQuotas", 0, 1, 1),
     api(DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
 ];
 
@@ -153,6 +181,18 @@ fn lookup(api_key: i16) -> Option<&'static Api> {
 /// The oldest version of `api_key` served (0 for a key not served).
 pub fn oldest_version(api_key: i16) -> i16 {
     lookup(api_key).map_or(0, |a| a.min)
+}
+
+/// Where in an answer's body (`body_len` bytes, `flexible` or not) its `throttle_time_ms` is,
+/// if the answer at this version has one.
+pub fn throttle_offset(api_key: i16, version: i16, body_len: usize) -> Option<usize> {
+    let tags = usize::from(is_flexible(api_key, version));
+    match lookup(api_key)?.throttle {
+        ThrottleField::First(v) if version >= v => Some(0),
+        ThrottleField::AfterErrorCode(v) if version >= v => Some(2),
+        ThrottleField::Last(v) if version >= v => body_len.checked_sub(4 + tags),
+        _ => None,
+    }
 }
 
 /// Whether (key, version) is in `SUPPORTED_APIS`.

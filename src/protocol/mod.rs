@@ -12,6 +12,7 @@ pub mod admin_configs;
 pub mod admin_describe;
 pub mod admin_topics;
 pub mod api_versions;
+pub mod client_quotas;
 pub mod compression;
 pub mod controller;
 pub mod coordinator;

@@ -168,6 +168,11 @@ impl<'a> Reader<'a> {
         Ok(BigEndian::read_i64(self.take(8, field)?))
     }
 
+    /// FLOAT64: an IEEE 754 double, big-endian.
+    pub fn f64(&mut self, field: &'static str) -> DecodeResult<f64> {
+        Ok(BigEndian::read_f64(self.take(8, field)?))
+    }
+
     /// STRING: int16 length, -1 for null.
     pub fn nullable_string(&mut self, field: &'static str) -> DecodeResult<Option<&'a str>> {
         let Some(len) = self.length(field, false)? else {
@@ -485,6 +490,10 @@ impl<'o, B: AsMut<Vec<u8>> + ?Sized> Out<'o, B> {
 
     pub fn put_i64(&mut self, v: i64) {
         self.bytes().put_i64(v);
+    }
+
+    pub fn put_f64(&mut self, v: f64) {
+        self.bytes().put_i64(v.to_bits() as i64);
     }
 
     /// Raw bytes: a UUID, a record set.

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod client;
+pub mod client_quotas;
 pub mod election;
 pub mod groups;
 pub mod ids;

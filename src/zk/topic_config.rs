@@ -102,13 +102,20 @@ impl TopicOverrides {
 
 /// Tells every broker that `topic`'s configuration changed (Kafka's change notification).
 pub fn notify_change(zk: &ZkClient, topic: &str) -> Result<(), ZkError> {
-    let body = format!(r#"{{"version":2,"entity_path":"topics/{topic}"}}"#).into_bytes();
+    notify(zk, &format!("topics/{topic}"))
+}
+
+/// Tells every broker that the configuration at `/config/<entity_path>` changed.
+pub fn notify(zk: &ZkClient, entity_path: &str) -> Result<(), ZkError> {
+    let body = serde_json::json!({"version": 2, "entity_path": entity_path})
+        .to_string()
+        .into_bytes();
     zk.create_sequential(&format!("{CHANGES}/{CHANGE_PREFIX}"), body)
         .map(|_| ())
 }
 
 /// The change notifications after `after` (a sequence number; -1 for all), oldest first:
-/// (sequence, topic).
+/// (sequence, entity path: `topics/t`, `clients/c`, `users/u/clients/c`, `ips/a`).
 pub fn changes_after(zk: &ZkClient, after: i64) -> Result<Vec<(i64, String)>, ZkError> {
     let mut out = Vec::new();
     for name in zk.get_children(CHANGES)? {
@@ -128,11 +135,8 @@ pub fn changes_after(zk: &ZkClient, after: i64) -> Result<Vec<(i64, String)>, Zk
             Err(e) => return Err(e),
         };
         let v: serde_json::Value = from_json(&path, &data)?;
-        if let Some(t) = v["entity_path"]
-            .as_str()
-            .and_then(|p| p.strip_prefix("topics/"))
-        {
-            out.push((seq, t.to_owned()));
+        if let Some(p) = v["entity_path"].as_str() {
+            out.push((seq, p.to_owned()));
         }
     }
     out.sort();

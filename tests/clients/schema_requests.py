@@ -198,3 +198,16 @@ for v in served(46):
     out(46, v, ListPartitionReassignmentsRequest(version=v, timeout_ms=30000, topics=[
         T(name="t", partition_indexes=[0, 4])]))
     out(46, v, ListPartitionReassignmentsRequest(version=v, timeout_ms=60000, topics=None))
+from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+
+for v in served(48):
+    C = DescribeClientQuotasRequest.ComponentData
+    out(48, v, DescribeClientQuotasRequest(version=v, strict=True, components=[
+        C(entity_type="user", match_type=1, match=None),
+        C(entity_type="client-id", match_type=0, match="slow")]))
+for v in served(49):
+    E = AlterClientQuotasRequest.EntryData
+    out(49, v, AlterClientQuotasRequest(version=v, validate_only=False, entries=[
+        E(entity=[E.EntityData(entity_type="client-id", entity_name=None)],
+          ops=[E.OpData(key="producer_byte_rate", value=1048576.0, remove=False),
+               E.OpData(key="request_percentage", value=0.0, remove=True)])]))

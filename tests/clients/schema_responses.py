@@ -278,3 +278,20 @@ for v in served(46):
         version=v, throttle_time_ms=0, error_code=0, error_message=None, topics=[
             T(name="t", partitions=[P(partition_index=0, replicas=[1, 2, 3], adding_replicas=[3],
                                       removing_replicas=[1])])]))
+from kafka.protocol.admin import AlterClientQuotasResponse, DescribeClientQuotasResponse
+
+for v in served(48):
+    E = DescribeClientQuotasResponse.EntryData
+    out(48, v, DescribeClientQuotasResponse(
+        version=v, throttle_time_ms=0, error_code=0, error_message=None, entries=[
+            E(entity=[E.EntityData(entity_type="user", entity_name="alice"),
+                      E.EntityData(entity_type="client-id", entity_name=None)],
+              values=[E.ValueData(key="consumer_byte_rate", value=2048.0),
+                      E.ValueData(key="request_percentage", value=12.5)])]))
+for v in served(49):
+    E = AlterClientQuotasResponse.EntryData
+    out(49, v, AlterClientQuotasResponse(version=v, throttle_time_ms=0, entries=[
+        E(error_code=0, error_message=None,
+          entity=[E.EntityData(entity_type="client-id", entity_name="slow")]),
+        E(error_code=42, error_message="`bytes` is not a quota",
+          entity=[E.EntityData(entity_type="ip", entity_name=None)])]))

@@ -97,6 +97,8 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
         45 => again::<AlterPartitionReassignmentsRequest>(r, out)?,
         46 => again::<ListPartitionReassignmentsRequest>(r, out)?,
         47 => again::<OffsetDeleteRequest>(r, out)?,
+        48 => again::<gregor::protocol::client_quotas::DescribeClientQuotasRequest>(r, out)?,
+        49 => again::<gregor::protocol::client_quotas::AlterClientQuotasRequest>(r, out)?,
         60 => again::<DescribeClusterRequest>(r, out)?,
         k => return Err(format!("no case for api {k}")),
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use std::sync::atomic::Ordering;
 
 use super::{KafkaApis, RequestContext};
+use crate::broker::client_quotas::QuotaKind;
 use crate::broker::fetch_budget::FetchBudget;
 use crate::broker::partition::Partition;
 use crate::broker::purgatory::{Parked, Watch};
@@ -96,11 +97,20 @@ impl KafkaApis {
         let start = out.len();
         let mut pass = Pass::default();
         let first = conn.fetch_start.load(Ordering::Relaxed);
+        // A consumer with a byte-rate quota gets at most one quota window's worth per answer.
+        let allowance = (req.replica_id < 0)
+            .then(|| {
+                self.quotas
+                    .window_allowance(QuotaKind::Fetch, cx.client_id())
+            })
+            .flatten()
+            .map_or(usize::MAX, |b| b.max(1.0) as usize);
         let mut parked: Option<Parked<'_>> = None;
         loop {
             out.truncate(start);
             pass.clear();
-            let (bytes, errors, next) = self.write_fetch_response(req, out, first, &mut pass);
+            let (bytes, errors, next) =
+                self.write_fetch_response(req, out, first, allowance, &mut pass);
             let enough = bytes >= req.min_bytes.max(0) as usize;
             if req.max_wait_ms <= 0
                 || errors
@@ -109,6 +119,9 @@ impl KafkaApis {
                 || Instant::now() >= deadline
             {
                 conn.fetch_start.store(next, Ordering::Relaxed);
+                if req.replica_id < 0 {
+                    cx.charge(&self.quotas, QuotaKind::Fetch, bytes as f64);
+                }
                 for (part, n) in pass.read.iter().filter(|(_, n)| *n > 0) {
                     part.metrics.fetched(*n as u64, req.replica_id >= 0);
                 }
@@ -146,10 +159,11 @@ impl KafkaApis {
         req: &FetchRequest,
         out: &mut Answer<'_>,
         first: usize,
+        allowance: usize,
         pass: &mut Pass,
     ) -> (usize, bool, usize) {
         let version = out.version();
-        let cap = self.config.fetch_max_bytes.max(0) as usize;
+        let cap = (self.config.fetch_max_bytes.max(0) as usize).min(allowance);
         let request_max = (req.max_bytes.max(0) as usize).min(cap);
         let partitions = req.topics.iter().map(|(_, ps)| ps.len()).sum();
         let mut budget = FetchBudget::new(version, request_max, partitions, first);

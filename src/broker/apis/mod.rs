@@ -9,6 +9,7 @@
 //! connection with a log line naming the peer and the problem (the protocol has no error
 //! response for an unparseable request); ApiVersions always gets an answer.
 
+mod client_quotas;
 mod configs;
 mod controller;
 mod coordinator;
@@ -25,6 +26,7 @@ mod topics;
 
 use std::sync::Arc;
 
+use crate::broker::client_quotas::{ClientQuotaManager, QuotaKind};
 use crate::broker::metadata_cache::MetadataCache;
 use crate::broker::partition::Partition;
 use crate::broker::producer_ids::ProducerIdManager;
@@ -46,9 +48,21 @@ pub struct RequestContext<'a> {
     /// The request header's bytes, for the client id (`client_id`).
     head: &'a [u8],
     pub conn: &'a ConnectionContext,
+    /// How long the client must wait, in ms, by the byte-rate quota a handler recorded
+    /// against (Produce, Fetch); the dispatcher adds the request-time quota's.
+    throttle_ms: std::cell::Cell<u64>,
 }
 
 impl RequestContext<'_> {
+    /// Records `value` against the client's quota of `kind` (when any quota is configured),
+    /// and holds the client back for what that costs.
+    pub fn charge(&self, quotas: &ClientQuotaManager, kind: QuotaKind, value: f64) {
+        if quotas.active() {
+            let t = quotas.record(kind, self.client_id(), value);
+            self.throttle_ms.set(self.throttle_ms.get().max(t));
+        }
+    }
+
     /// The client id of the request header: read again from the header's bytes when a
     /// handler asks (JoinGroup, a log line), so that Produce and Fetch never pay for it.
     pub fn client_id(&self) -> &str {
@@ -99,6 +113,8 @@ pub struct KafkaApis {
     pub producer_ids: ProducerIdManager,
     /// Bounds the produce data inflated at once across connections.
     pub inflation: crate::broker::inflation::InflationSlots,
+    /// The client quotas, and the measures they are held to.
+    pub quotas: Arc<ClientQuotaManager>,
 }
 
 impl RequestHandler for KafkaApis {
@@ -146,7 +162,16 @@ impl RequestHandler for KafkaApis {
             version,
             head,
             conn,
+            throttle_ms: std::cell::Cell::new(0),
         };
+        // Brokers' requests (replication, the controller's) are never throttled; a follower's
+        // Fetch carries its replica id first in the body.
+        let exempt = header::is_inter_broker(key)
+            || (key == header::FETCH
+                && body
+                    .get(..4)
+                    .is_some_and(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]) >= 0));
+        let started = (self.quotas.active() && !exempt).then(std::time::Instant::now);
         if key == header::API_VERSIONS {
             return self.handle_api_versions(body, corr, &cx, out);
         }
@@ -200,10 +225,19 @@ impl RequestHandler for KafkaApis {
                 self.serve(body, &cx, out, Self::handle_list_partition_reassignments)
             }
             header::DESCRIBE_LOG_DIRS => self.serve(body, &cx, out, Self::handle_describe_log_dirs),
+            header::DESCRIBE_CLIENT_QUOTAS => {
+                self.serve(body, &cx, out, Self::handle_describe_client_quotas)
+            }
+            header::ALTER_CLIENT_QUOTAS => {
+                self.serve(body, &cx, out, Self::handle_alter_client_quotas)
+            }
             _ => unreachable!("is_supported admitted only the keys above"),
         };
         match result {
-            Ok(a) => a,
+            Ok(a) => match started {
+                Some(t) => self.hold_back(a, &cx, out, t),
+                None => a,
+            },
             Err(e) => {
                 // Kafka's answer to a body it cannot read: the connection is closed (its
                 // SocketServer on InvalidRequestException), which clients treat as a
@@ -218,6 +252,55 @@ impl RequestHandler for KafkaApis {
                 Action::Close
             }
         }
+    }
+}
+
+impl KafkaApis {
+    /// KIP-124 and KIP-219: the request's time counts against the client's
+    /// `request_percentage` (a second of one thread is 100); a client over any of its quotas
+    /// is told in the answer's `throttle_time_ms` how long to wait, and its connection reads
+    /// nothing more from it for that long.
+    fn hold_back(
+        &self,
+        action: Action,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+        started: std::time::Instant,
+    ) -> Action {
+        let percent = started.elapsed().as_nanos() as f64 / 1e7;
+        cx.charge(&self.quotas, QuotaKind::Request, percent);
+        let t = cx.throttle_ms.get();
+        if t == 0 {
+            return action;
+        }
+        cx.conn.mute_for(std::time::Duration::from_millis(t));
+        let (key, version) = (cx.api_key, cx.version);
+        // The size's place, the correlation id, and the flexible header's tag buffer.
+        let body_at = 8 + usize::from(header::response_is_flexible(key, version));
+        let t = t.min(i32::MAX as u64) as i32;
+        match action {
+            Action::Respond => {
+                write_throttle(out, body_at, key, version, t);
+                Action::Respond
+            }
+            Action::Park(finish) => Action::Park(Box::new(move |buf| {
+                finish(buf);
+                write_throttle(buf, body_at, key, version, t);
+            })),
+            a => a,
+        }
+    }
+}
+
+/// Writes `ms` into the answer's `throttle_time_ms`, where its API and version have one.
+fn write_throttle(out: &mut [u8], body_at: usize, key: i16, version: i16, ms: i32) {
+    let Some(body) = out.get_mut(body_at..) else {
+        return;
+    };
+    if let Some(at) = header::throttle_offset(key, version, body.len())
+        && let Some(field) = body.get_mut(at..at + 4)
+    {
+        field.copy_from_slice(&ms.to_be_bytes());
     }
 }
 

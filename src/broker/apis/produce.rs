@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{KafkaApis, RequestContext};
+use crate::broker::client_quotas::QuotaKind;
 use crate::broker::inflation;
 use crate::broker::partition::{Partition, Role};
 use crate::broker::purgatory::{Parked, Watch};
@@ -47,12 +48,18 @@ impl KafkaApis {
             answer_produce(&req.topics, |p| p.partition, &results, version, out);
             return Ok(Action::Respond);
         }
+        let mut appended_bytes = 0;
         for t in &req.topics {
             for p in &t.1 {
                 let set = &mut body[p.set.clone()];
-                results.push(self.append_one(&t.0, p.partition, set, req.acks, version));
+                let r = self.append_one(&t.0, p.partition, set, req.acks, version);
+                if r.error == ErrorCode::None {
+                    appended_bytes += set.len();
+                }
+                results.push(r);
             }
         }
+        cx.charge(&self.quotas, QuotaKind::Produce, appended_bytes as f64);
         if req.acks == 0 {
             if let Some(Appended { error: e, .. }) =
                 results.iter().find(|r| r.error != ErrorCode::None)

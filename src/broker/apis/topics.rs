@@ -59,11 +59,20 @@ impl KafkaApis {
         let mut results = Vec::with_capacity(req.topics.len());
         let mut created = Vec::new();
         for t in &req.topics {
+            let partitions = if !t.assignment.is_empty() {
+                t.assignment.len()
+            } else if t.num_partitions > 0 {
+                t.num_partitions as usize
+            } else {
+                self.config.num_partitions as usize
+            };
             let r = if req.topics.iter().filter(|o| o.name == t.name).count() > 1 {
                 Err((
                     ErrorCode::InvalidRequest,
                     Some(format!("topic `{}` is named more than once", t.name)),
                 ))
+            } else if !self.may_mutate(cx, partitions, version >= 6) {
+                Err(throttled())
             } else {
                 self.create_topic(t, req.validate_only)
             };
@@ -222,6 +231,15 @@ impl KafkaApis {
                     ErrorCode::TopicDeletionDisabled,
                     Some("topic deletion is disabled (delete.topic.enable=false)".into()),
                 ),
+                Some(n)
+                    if !self.may_mutate(
+                        cx,
+                        self.metadata_cache.partition_count(n),
+                        cx.version >= 5,
+                    ) =>
+                {
+                    throttled()
+                }
                 Some(n) => match admin::delete_topic(&self.zk, n) {
                     Ok(()) => {
                         log::info!(
@@ -272,6 +290,13 @@ impl KafkaApis {
         let mut results = Vec::with_capacity(req.topics.len());
         let mut raised = Vec::new();
         for t in &req.topics {
+            let adding = (t.count.max(0) as usize)
+                .saturating_sub(self.metadata_cache.partition_count(&t.name));
+            if !self.may_mutate(cx, adding, cx.version >= 3) {
+                let (code, msg) = throttled();
+                results.push((t.name.clone(), code.code(), msg));
+                continue;
+            }
             let planned =
                 admin::plan_partitions(&self.zk, &t.name, t.count, t.assignment.as_deref());
             let written = planned.and_then(|a| {
@@ -346,4 +371,28 @@ impl KafkaApis {
         part.watchers.wake_all();
         Ok(start)
     }
+}
+
+impl KafkaApis {
+    /// KIP-599: whether `partitions` created or deleted may go ahead under the client's
+    /// `controller_mutation_rate`; `strict` versions are refused when it is used up, older
+    /// ones go ahead and are throttled.
+    fn may_mutate(&self, cx: &RequestContext<'_>, partitions: usize, strict: bool) -> bool {
+        if !self.quotas.active() {
+            return true;
+        }
+        let (allowed, t) = self
+            .quotas
+            .take_mutations(cx.client_id(), partitions as f64, strict);
+        cx.throttle_ms.set(cx.throttle_ms.get().max(t));
+        allowed
+    }
+}
+
+/// The refusal of a topic whose mutations the client's quota does not allow now.
+fn throttled() -> (ErrorCode, Option<String>) {
+    (
+        ErrorCode::ThrottlingQuotaExceeded,
+        Some("the controller mutation quota (controller_mutation_rate) is used up: retry after the throttle time".into()),
+    )
 }

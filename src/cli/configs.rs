@@ -1,0 +1,260 @@
+//! `gregor configs`: kafka-configs.sh for client quotas — `--entity-type clients|users|ips`
+//! with `--entity-name` or `--entity-default` (or the `--client`, `--user`, `--ip` shorthands,
+//! `--client-defaults`, `--user-defaults`, `--ip-defaults`), `--alter` with `--add-config`
+//! and `--delete-config`, and `--describe`, through DescribeClientQuotas and
+//! AlterClientQuotas. Topic settings are `gregor topics --alter --config`.
+
+use clap::Args;
+
+use gregor::protocol::client_quotas::{
+    AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse, EntityParts, MATCH_ANY, MATCH_DEFAULT, MATCH_EXACT,
+    QuotaFilterComponent, QuotaOp,
+};
+use gregor::protocol::{ErrorCode, header};
+
+use super::topics_wire::connect;
+
+#[derive(Args)]
+pub struct ConfigsArgs {
+    /// The brokers to talk to, host:port,...
+    #[arg(long = "bootstrap-server", visible_alias = "bootstrap", short = 'b', default_value = super::BOOTSTRAP, value_name = "HOST:PORT")]
+    bootstrap_server: String,
+    /// Change the entity's quotas (with --add-config and/or --delete-config).
+    #[arg(long, group = "action")]
+    alter: bool,
+    /// Print the quotas of the entity (or of every entity of the type when none is named).
+    #[arg(long, group = "action")]
+    describe: bool,
+    /// `clients`, `users` or `ips`; give it twice (`users` and `clients`) for a user's client.
+    #[arg(long = "entity-type", value_name = "TYPE")]
+    entity_type: Vec<String>,
+    /// The entity's name, one per --entity-type in the same order.
+    #[arg(long = "entity-name", value_name = "NAME")]
+    entity_name: Vec<String>,
+    /// The type's default entity (`<default>`), in place of a name.
+    #[arg(long = "entity-default")]
+    entity_default: bool,
+    /// Shorthand for --entity-type users --entity-name USER.
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Shorthand for --entity-type clients --entity-name CLIENT.
+    #[arg(long, value_name = "CLIENT")]
+    client: Option<String>,
+    /// Shorthand for --entity-type ips --entity-name IP.
+    #[arg(long, value_name = "IP")]
+    ip: Option<String>,
+    #[arg(long = "user-defaults")]
+    user_defaults: bool,
+    #[arg(long = "client-defaults")]
+    client_defaults: bool,
+    #[arg(long = "ip-defaults")]
+    ip_defaults: bool,
+    /// `key=value,key=value`: quotas to set (producer_byte_rate, consumer_byte_rate,
+    /// request_percentage, controller_mutation_rate; connection_creation_rate for ips).
+    #[arg(long = "add-config", value_name = "K=V,...")]
+    add_config: Option<String>,
+    /// `key,key`: quotas to remove.
+    #[arg(long = "delete-config", value_name = "K,...")]
+    delete_config: Option<String>,
+}
+
+/// The wire's entity type for kafka-configs' `--entity-type`.
+fn wire_type(t: &str) -> Result<&'static str, String> {
+    match t {
+        "clients" => Ok("client-id"),
+        "users" => Ok("user"),
+        "ips" => Ok("ip"),
+        "topics" => Err("topic settings are changed with `gregor topics --alter --config`".into()),
+        "brokers" => Err("gregor has no dynamic broker configuration yet".into()),
+        o => Err(format!(
+            "--entity-type must be clients, users or ips, got `{o}`"
+        )),
+    }
+}
+
+/// The entity named by the flags: (wire type, name or `None` for the default).
+fn entity(a: &ConfigsArgs) -> Result<EntityParts, String> {
+    let mut parts: EntityParts = Vec::new();
+    for (kind, name, default) in [
+        ("user", &a.user, a.user_defaults),
+        ("client-id", &a.client, a.client_defaults),
+        ("ip", &a.ip, a.ip_defaults),
+    ] {
+        if let Some(n) = name {
+            parts.push((kind.into(), Some(n.clone())));
+        } else if default {
+            parts.push((kind.into(), None));
+        }
+    }
+    let mut names = a.entity_name.iter();
+    for t in &a.entity_type {
+        let kind = wire_type(t)?;
+        let name = match names.next() {
+            Some(n) => Some(n.clone()),
+            None if a.entity_default => None,
+            // --describe of a type without a name: every entity of the type.
+            None if a.describe => Some(String::new()),
+            None => {
+                return Err(format!(
+                    "--entity-type {t} needs --entity-name or --entity-default"
+                ));
+            }
+        };
+        parts.push((kind.into(), name));
+    }
+    // kafka-configs names users before clients whatever the order of the flags.
+    parts.sort_by_key(|(k, _)| ["user", "client-id", "ip"].iter().position(|o| o == k));
+    if parts.is_empty() {
+        return Err("name an entity: --entity-type with --entity-name or --entity-default, or --client, --user, --ip".into());
+    }
+    Ok(parts)
+}
+
+pub fn run(a: ConfigsArgs) -> Result<(), String> {
+    let parts = entity(&a)?;
+    if a.alter {
+        alter(&a, parts)
+    } else if a.describe {
+        describe(&a, &parts)
+    } else {
+        Err("one of --alter, --describe is required".into())
+    }
+}
+
+fn alter(a: &ConfigsArgs, parts: EntityParts) -> Result<(), String> {
+    if parts.iter().any(|(_, n)| n.as_deref() == Some("")) {
+        return Err("--alter needs --entity-name or --entity-default".into());
+    }
+    let mut ops = Vec::new();
+    for kv in a
+        .add_config
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+    {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--add-config expects key=value, got `{kv}`"))?;
+        let value: f64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("the value of `{k}` must be a number, got `{v}`"))?;
+        ops.push(QuotaOp {
+            key: k.trim().into(),
+            value,
+            remove: false,
+        });
+    }
+    for k in a
+        .delete_config
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+    {
+        ops.push(QuotaOp {
+            key: k.trim().into(),
+            value: 0.0,
+            remove: true,
+        });
+    }
+    if ops.is_empty() {
+        return Err("--alter needs --add-config or --delete-config".into());
+    }
+    let req = AlterClientQuotasRequest {
+        entries: vec![(parts.clone(), ops)],
+        validate_only: false,
+    };
+    let answer: AlterClientQuotasResponse = connect(&a.bootstrap_server)?
+        .send(header::ALTER_CLIENT_QUOTAS, 1, &req)
+        .map_err(|e| e.to_string())?;
+    for (code, message, _) in answer.entries {
+        if code != 0 {
+            let e = ErrorCode::from_code(code);
+            return Err(format!(
+                "{}: {e:?} (error {code})",
+                message.unwrap_or_default()
+            ));
+        }
+    }
+    println!("Completed updating config for {}.", name_entity(&parts));
+    Ok(())
+}
+
+fn describe(a: &ConfigsArgs, parts: &EntityParts) -> Result<(), String> {
+    let components = parts
+        .iter()
+        .map(|(kind, name)| {
+            let (match_type, name) = match name.as_deref() {
+                Some("") => (MATCH_ANY, None),
+                Some(n) => (MATCH_EXACT, Some(n.to_owned())),
+                None => (MATCH_DEFAULT, None),
+            };
+            QuotaFilterComponent {
+                entity_type: kind.clone(),
+                match_type,
+                name,
+            }
+        })
+        .collect();
+    let req = DescribeClientQuotasRequest {
+        components,
+        strict: true,
+    };
+    let answer: DescribeClientQuotasResponse = connect(&a.bootstrap_server)?
+        .send(header::DESCRIBE_CLIENT_QUOTAS, 1, &req)
+        .map_err(|e| e.to_string())?;
+    if answer.error_code != 0 {
+        let e = ErrorCode::from_code(answer.error_code);
+        return Err(format!(
+            "{}: {e:?} (error {})",
+            answer.error_message.unwrap_or_default(),
+            answer.error_code
+        ));
+    }
+    for (entity, values) in answer.entries.unwrap_or_default() {
+        let values: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+        println!(
+            "Quota configs for {} are {}",
+            describe_entity(&entity),
+            values.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `user alice client c` (`client default` for a default), as kafka-configs names what it
+/// altered.
+fn name_entity(parts: &EntityParts) -> String {
+    parts
+        .iter()
+        .map(|(kind, name)| {
+            let kind = if kind == "client-id" {
+                "client"
+            } else {
+                kind.as_str()
+            };
+            format!("{kind} {}", name.as_deref().unwrap_or("default"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `user-principal 'alice', client-id 'c'`, as kafka-configs describes an entity.
+fn describe_entity(parts: &EntityParts) -> String {
+    parts
+        .iter()
+        .map(|(kind, name)| {
+            let kind = if kind == "user" {
+                "user-principal"
+            } else {
+                kind.as_str()
+            };
+            match name {
+                Some(n) => format!("{kind} '{n}'"),
+                None => format!("the default {kind}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
