@@ -37,6 +37,9 @@ fn producer_error_code(e: ProducerError) -> ErrorCode {
         ProducerError::InvalidEpoch { .. } => ErrorCode::InvalidProducerEpoch,
         ProducerError::UnknownProducer => ErrorCode::UnknownProducerId,
         ProducerError::BehindRefused { code } => ErrorCode::from_code(code),
+        // Retriable, and it makes the client look up the leader again while the batch before
+        // comes (see the variant).
+        ProducerError::AwaitingEarlierBatch => ErrorCode::NotLeaderForPartition,
     }
 }
 

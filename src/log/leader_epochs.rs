@@ -253,6 +253,7 @@ impl Log {
     pub fn begin_leader_epoch(&self, epoch: i32) {
         let mut state = self.append_lock.lock();
         state.epochs.assign_unsaved(epoch, self.log_end_offset());
+        state.producers.lead_from_now();
     }
 
     /// OffsetForLeaderEpoch's answer for `epoch`: see `LeaderEpochCache::end_offset_for`.
