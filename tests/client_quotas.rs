@@ -281,8 +281,10 @@ fn a_quota_written_in_zookeeper_holds_a_consumer_and_spares_another() {
 
 /// `request_percentage` holds back a client that floods the broker with Metadata requests:
 /// muted after each over-quota answer, it gets a fraction of what an unbounded client gets.
+/// A consumer under the same bound long-polling an empty topic is not throttled at all: a
+/// Fetch waiting for data costs no thread time.
 #[test]
-fn request_percentage_holds_back_a_metadata_flood() {
+fn request_percentage_holds_back_a_metadata_flood_not_an_idle_consumer() {
     let c = Cluster::start("quota-requests", 1, &[]);
     c.create_topic("qr", 1, 1);
     let b = c.bootstrap();
@@ -292,14 +294,28 @@ fn request_percentage_holds_back_a_metadata_flood() {
             "-b",
             &b,
             "--alter",
-            "--client",
-            "flood",
+            "--entity-type",
+            "clients",
+            "--entity-default",
             "--add-config",
             "request_percentage=1",
         ],
         "",
     );
-    wait_applied(&c, 1);
+    common::gregor_ok(
+        &[
+            "configs",
+            "-b",
+            &b,
+            "--alter",
+            "--client",
+            "calm",
+            "--add-config",
+            "request_percentage=1000",
+        ],
+        "",
+    );
+    wait_applied(&c, 2);
     let secs = 6;
     let (flood, calm) = side_by_side(
         || quota_client("metadata", &b, "qr", "flood", secs),
@@ -311,6 +327,12 @@ fn request_percentage_holds_back_a_metadata_flood() {
         flood.total,
         calm.total,
         flood.throttle_max
+    );
+    let idle = quota_client("consume", &b, "qr", "idle", secs);
+    assert_eq!(
+        (idle.total, idle.throttle_max, idle.disconnects),
+        (0.0, 0.0, 0.0),
+        "an idle consumer was throttled"
     );
 }
 

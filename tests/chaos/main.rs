@@ -196,6 +196,11 @@ fn run(seed: u64, duration: Duration, hosts: bool) {
         }
         let _ = std::fs::write(kept.join("report.txt"), detail);
         let _ = std::fs::write(kept.join("episodes.txt"), journal.join("\n") + "\n");
+        // One line a log excerpt that keeps the FAIL lines shows whole (CI's does).
+        eprintln!(
+            "chaos FAILED (seed {seed}): {} [{line}]",
+            report.problems.join("; ")
+        );
         panic!(
             "chaos seed {seed} failed (healed at the end: {healed:?}; episodes that did not heal: {unhealed:?}; \
              brokers that exited by themselves: {exits:?}):\n{}\nlogs and episodes.txt kept in {}",

@@ -171,7 +171,7 @@ impl RequestHandler for KafkaApis {
                 && body
                     .get(..4)
                     .is_some_and(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]) >= 0));
-        let started = (self.quotas.active() && !exempt).then(std::time::Instant::now);
+        let started = (self.quotas.active() && !exempt).then(thread_cpu_ns);
         if key == header::API_VERSIONS {
             return self.handle_api_versions(body, corr, &cx, out);
         }
@@ -256,7 +256,7 @@ impl RequestHandler for KafkaApis {
 }
 
 impl KafkaApis {
-    /// KIP-124 and KIP-219: the request's time counts against the client's
+    /// KIP-124 and KIP-219: the request's thread time counts against the client's
     /// `request_percentage` (a second of one thread is 100); a client over any of its quotas
     /// is told in the answer's `throttle_time_ms` how long to wait, and its connection reads
     /// nothing more from it for that long.
@@ -265,9 +265,9 @@ impl KafkaApis {
         action: Action,
         cx: &RequestContext<'_>,
         out: &mut Response,
-        started: std::time::Instant,
+        started_ns: u64,
     ) -> Action {
-        let percent = started.elapsed().as_nanos() as f64 / 1e7;
+        let percent = thread_cpu_ns().saturating_sub(started_ns) as f64 / 1e7;
         cx.charge(&self.quotas, QuotaKind::Request, percent);
         let t = cx.throttle_ms.get();
         if t == 0 {
@@ -290,6 +290,18 @@ impl KafkaApis {
             a => a,
         }
     }
+}
+
+/// The CPU time this thread has used, in ns: a request's cost to `request_percentage`, like
+/// Kafka's thread time — a Fetch waiting for data (this thread asleep) costs nothing.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to write into, for the duration of the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Writes `ms` into the answer's `throttle_time_ms`, where its API and version have one.
