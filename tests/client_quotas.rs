@@ -61,6 +61,13 @@ fn wait_applied(c: &Cluster, n: usize) {
     }
 }
 
+/// `gregor configs -b BOOTSTRAP ARGS…`, which must succeed; its output.
+fn configs(bootstrap: &str, args: &[&str]) -> String {
+    let mut all = vec!["configs", "-b", bootstrap];
+    all.extend_from_slice(args);
+    common::gregor_ok(&all, "")
+}
+
 fn admin_quotas(java: &JavaProgram, c: &Cluster, args: &[&str]) -> String {
     let mut all = vec![c.bootstrap()];
     all.extend(args.iter().map(|s| s.to_string()));
@@ -175,11 +182,9 @@ fn a_quota_set_with_the_java_admin_client_holds_a_producer_and_spares_another() 
         assert!(r.is_some_and(|r| r > 0.0), "broker {id}: byte rate {r:?}");
     }
 
-    let out = common::gregor_ok(
+    let out = configs(
+        &b,
         &[
-            "configs",
-            "--bootstrap-server",
-            &b,
             "--alter",
             "--entity-type",
             "users",
@@ -192,7 +197,6 @@ fn a_quota_set_with_the_java_admin_client_holds_a_producer_and_spares_another() 
             "--delete-config",
             "producer_byte_rate",
         ],
-        "",
     );
     assert_eq!(
         out.trim(),
@@ -241,17 +245,7 @@ fn a_quota_written_in_zookeeper_holds_a_consumer_and_spares_another() {
     )
     .unwrap();
     wait_applied(&c, 1);
-    let out = common::gregor_ok(
-        &[
-            "configs",
-            "-b",
-            &b,
-            "--describe",
-            "--entity-type",
-            "clients",
-        ],
-        "",
-    );
+    let out = configs(&b, &["--describe", "--entity-type", "clients"]);
     assert_eq!(
         out.trim(),
         "Quota configs for client-id 'slowc' are consumer_byte_rate=1048576.0"
@@ -288,11 +282,9 @@ fn request_percentage_holds_back_a_metadata_flood_not_an_idle_consumer() {
     let c = Cluster::start("quota-requests", 1, &[]);
     c.create_topic("qr", 1, 1);
     let b = c.bootstrap();
-    common::gregor_ok(
+    configs(
+        &b,
         &[
-            "configs",
-            "-b",
-            &b,
             "--alter",
             "--entity-type",
             "clients",
@@ -300,20 +292,16 @@ fn request_percentage_holds_back_a_metadata_flood_not_an_idle_consumer() {
             "--add-config",
             "request_percentage=1",
         ],
-        "",
     );
-    common::gregor_ok(
+    configs(
+        &b,
         &[
-            "configs",
-            "-b",
-            &b,
             "--alter",
             "--client",
             "calm",
             "--add-config",
             "request_percentage=1000",
         ],
-        "",
     );
     wait_applied(&c, 2);
     let secs = 6;
@@ -344,11 +332,9 @@ fn request_percentage_holds_back_a_metadata_flood_not_an_idle_consumer() {
 fn controller_mutation_rate_refuses_a_topic_creation_storm() {
     let c = Cluster::start("quota-mutations", 1, &[]);
     let b = c.bootstrap();
-    common::gregor_ok(
+    configs(
+        &b,
         &[
-            "configs",
-            "-b",
-            &b,
             "--alter",
             "--entity-type",
             "clients",
@@ -357,7 +343,6 @@ fn controller_mutation_rate_refuses_a_topic_creation_storm() {
             "--add-config",
             "controller_mutation_rate=2",
         ],
-        "",
     );
     wait_applied(&c, 1);
     let java = JavaProgram::compile("AdminQuotas");
@@ -402,21 +387,8 @@ fn connection_creation_rate_holds_one_address() {
     let b = c.bootstrap();
     let storm: std::net::Ipv4Addr = "127.0.0.7".parse().unwrap();
     let calm: std::net::Ipv4Addr = "127.0.0.8".parse().unwrap();
-    let alter = |flag: &str, config: &str| {
-        common::gregor_ok(
-            &[
-                "configs",
-                "-b",
-                &b,
-                "--alter",
-                "--ip",
-                "127.0.0.7",
-                flag,
-                config,
-            ],
-            "",
-        )
-    };
+    let alter =
+        |flag: &str, config: &str| configs(&b, &["--alter", "--ip", "127.0.0.7", flag, config]);
     alter("--add-config", "connection_creation_rate=2");
     wait_applied(&c, 1);
     let (opened, answered) = connection_storm(&c, storm, 3, u64::MAX);

@@ -295,23 +295,23 @@ fn kafka_configs_sets_describes_and_deletes_client_quotas() {
             "connection_creation_rate=50",
         ],
     );
+    let describe_slow = || {
+        let args = [
+            "--describe",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "slow",
+        ];
+        ok(&c, CONFIGS, &args)
+    };
     let node = c.zk.get_data("/config/clients/slow").unwrap().0;
     let node: serde_json::Value = serde_json::from_slice(&node).unwrap();
     assert_eq!(
         node,
         serde_json::json!({"version": 1, "config": {"producer_byte_rate": "1024", "consumer_byte_rate": "2048"}})
     );
-    let out = ok(
-        &c,
-        CONFIGS,
-        &[
-            "--describe",
-            "--entity-type",
-            "clients",
-            "--entity-name",
-            "slow",
-        ],
-    );
+    let out = describe_slow();
     assert!(
         out.contains("Quota configs for client-id 'slow' are")
             && out.contains("producer_byte_rate=1024.0")
@@ -337,17 +337,7 @@ fn kafka_configs_sets_describes_and_deletes_client_quotas() {
             "producer_byte_rate",
         ],
     );
-    let out = ok(
-        &c,
-        CONFIGS,
-        &[
-            "--describe",
-            "--entity-type",
-            "clients",
-            "--entity-name",
-            "slow",
-        ],
-    );
+    let out = describe_slow();
     assert!(
         !out.contains("producer_byte_rate") && out.contains("consumer_byte_rate=2048.0"),
         "{out}"
