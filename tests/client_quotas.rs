@@ -80,8 +80,10 @@ fn admin_quotas(java: &JavaProgram, c: &Cluster, args: &[&str]) -> String {
 impl Run {
     /// Per second from the run's twelfth second on. The first eleven are not held to the
     /// bound: a rate is measured over at least ten windows (Kafka's `Rate.windowSize`), so a
-    /// new client may send ten windows' worth at once, as it may against Kafka; and when that
-    /// first window leaves the eleven measured, the client may make up what it waited for.
+    /// new client may send ten windows' worth at once, as it may against Kafka. After that the
+    /// rate keeps to the bound, in a sawtooth: each time a large window leaves the eleven
+    /// measured the client may make up what it waited for, about every eleven seconds, so the
+    /// mean is taken over more than two of them (29 s of a 40 s run).
     fn steady_rate(&self) -> f64 {
         let n = self.per_second.len();
         assert!(n >= 21, "a run of {n} s has no steady part");
@@ -91,6 +93,7 @@ impl Run {
 
 fn assert_near(what: &str, rate: f64, bound: f64) {
     let ratio = rate / bound;
+    eprintln!("{what}: {ratio:.2}× the bound");
     assert!(
         (0.75..=1.25).contains(&ratio),
         "{what}: {:.0} B/s against a bound of {bound:.0} B/s ({ratio:.2}×)",
@@ -148,7 +151,7 @@ fn a_quota_set_with_the_java_admin_client_holds_a_producer_and_spares_another() 
     wait_applied(&c, 2);
 
     let b = c.bootstrap();
-    let secs = 30;
+    let secs = 40;
     let (slow, other) = side_by_side(
         || quota_client("produce", &b, "q", "slow", secs),
         || quota_client("produce", &b, "q", "other", secs),
@@ -228,7 +231,7 @@ fn a_quota_written_in_zookeeper_holds_a_consumer_and_spares_another() {
             "--topic",
             "qc",
             "--messages",
-            "100000",
+            "150000",
             "--size",
             "1024",
         ],
@@ -250,7 +253,7 @@ fn a_quota_written_in_zookeeper_holds_a_consumer_and_spares_another() {
         out.trim(),
         "Quota configs for client-id 'slowc' are consumer_byte_rate=1048576.0"
     );
-    let secs = 30;
+    let secs = 40;
     let (slow, fast) = side_by_side(
         || quota_client("consume", &b, "qc", "slowc", secs),
         || quota_client("consume", &b, "qc", "fastc", secs),
@@ -262,7 +265,7 @@ fn a_quota_written_in_zookeeper_holds_a_consumer_and_spares_another() {
     );
     assert!(slow.throttle_max > 0.0, "librdkafka saw no throttle");
     assert_eq!(slow.disconnects, 0.0);
-    // The other one reads all there is (100 MB) in the time the held one reads a third.
+    // The other one reads all there is (150 MB) in the time the held one reads well under half.
     assert!(
         fast.total > 2.5 * slow.total && fast.throttle_max == 0.0,
         "the other consumer was held too: {:.0} B against {:.0} B (per second: {:?} against {:?})",
