@@ -78,16 +78,16 @@ fn admin_quotas(java: &JavaProgram, c: &Cluster, args: &[&str]) -> String {
 }
 
 impl Run {
-    /// Per second from the run's twelfth second on. The first eleven are not held to the
-    /// bound: a rate is measured over at least ten windows (Kafka's `Rate.windowSize`), so a
-    /// new client may send ten windows' worth at once, as it may against Kafka. After that the
-    /// rate keeps to the bound, in a sawtooth: each time a large window leaves the eleven
-    /// measured the client may make up what it waited for, about every eleven seconds, so the
-    /// mean is taken over more than two of them (29 s of a 40 s run).
-    fn steady_rate(&self) -> f64 {
+    /// Per second over the whole run. Kafka's measure makes a held client's flow a sawtooth:
+    /// a rate is divided by no less than ten windows (`Rate.windowSize`), so a new client may
+    /// send ten windows' worth at once, and each time that large window leaves the eleven
+    /// measured (about every eleven seconds) it may do so again, trickling in between. A 40 s
+    /// run always holds four of those bursts from its first second, so its mean is the held
+    /// rate; a part of it starting anywhere holds two or three, and its mean depends on where.
+    fn held_rate(&self) -> f64 {
         let n = self.per_second.len();
-        assert!(n >= 21, "a run of {n} s has no steady part");
-        self.per_second[11..].iter().sum::<f64>() / (n - 11) as f64
+        assert!(n >= 40, "a run of {n} s is too short to measure");
+        self.per_second.iter().sum::<f64>() / n as f64
     }
 }
 
@@ -159,13 +159,13 @@ fn a_quota_set_with_the_java_admin_client_holds_a_producer_and_spares_another() 
     // Two brokers lead a partition each, and each holds the client to its own bound.
     assert_near(
         &format!("the held producer {:?}", slow.per_second),
-        slow.steady_rate(),
+        slow.held_rate(),
         2.0 * q as f64,
     );
     assert!(slow.throttle_max > 0.0, "librdkafka saw no throttle");
     assert_eq!(slow.disconnects, 0.0, "a throttled connection was closed");
     assert!(
-        other.steady_rate() > 4.0 * slow.steady_rate(),
+        other.held_rate() > 4.0 * slow.held_rate(),
         "the producer under the default was held like the other: {:?} against {:?}",
         other.per_second,
         slow.per_second
@@ -260,7 +260,7 @@ fn a_quota_written_in_zookeeper_holds_a_consumer_and_spares_another() {
     );
     assert_near(
         &format!("the held consumer {:?}", slow.per_second),
-        slow.steady_rate(),
+        slow.held_rate(),
         MIB,
     );
     assert!(slow.throttle_max > 0.0, "librdkafka saw no throttle");
@@ -405,6 +405,10 @@ fn connection_creation_rate_holds_one_address() {
     assert_eq!((opened, answered), (50, 50), "from elsewhere");
     alter("--delete-config", "connection_creation_rate");
     wait_applied(&c, 2);
-    let (opened, answered) = connection_storm(&c, storm, 30, 50);
-    assert_eq!((opened, answered), (50, 50), "once lifted");
+    // Back to the broker's own rate (1000/s): its bucket refills from what the storm left.
+    let (opened, answered) = connection_storm(&c, storm, 2, u64::MAX);
+    assert!(
+        answered > 100,
+        "{answered} of {opened} answered once lifted"
+    );
 }

@@ -98,7 +98,7 @@ impl KafkaApis {
         let mut pass = Pass::default();
         let first = conn.fetch_start.load(Ordering::Relaxed);
         // A consumer with a byte-rate quota gets at most one quota window's worth per answer.
-        let allowance = (req.replica_id < 0)
+        let allowance = (req.replica_id < 0 && self.quotas.active())
             .then(|| {
                 self.quotas
                     .window_allowance(QuotaKind::Fetch, cx.client_id())

@@ -215,9 +215,11 @@ impl ClientQuotaManager {
         }
         let r = Arc::new(r);
         let mut cache = self.resolved.write();
-        // A client id per connection at most, but bound the map against a client inventing ids.
+        // Bounded against clients inventing ids: past 10,000 the cache starts again, and the
+        // sensors no one holds now go with it (Kafka expires idle sensors after an hour).
         if cache.len() > 10_000 {
             cache.clear();
+            self.sensors.lock().retain(|_, s| Arc::strong_count(s) > 1);
         }
         cache.insert(client_id.to_owned(), r.clone());
         r
