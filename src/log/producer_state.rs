@@ -463,12 +463,13 @@ mod tests {
             Err(ProducerError::AwaitingEarlierBatch)
         );
         assert_eq!(s.check(7, 0, 3, 1), Ok(Check::Append));
-        // Long after, a gap is a gap.
+        // Long after, a gap is a gap, and a stranger mid-sequence unknown.
         s.leading_since = Some(Instant::now() - REFUSAL_MEMORY);
         assert!(matches!(
             s.check(7, 0, 5, 1),
             Err(ProducerError::OutOfOrderSequence { .. })
         ));
+        assert_eq!(s.check(8, 0, 5, 1), Err(ProducerError::UnknownProducer));
     }
 
     #[test]
