@@ -164,3 +164,12 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, forget: Option<(ProxyStreams, u6
         }
     });
 }
+
+/// Asks ApiVersions v0 on `sock` and reads the answer's size within 5 s: whether the broker
+/// answered (it answers only a connection it admitted).
+pub fn api_versions_answered(sock: &mut TcpStream) -> bool {
+    let req = [0u8, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff];
+    let _ = sock.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+    let mut size = [0u8; 4];
+    sock.write_all(&req).is_ok() && sock.read_exact(&mut size).is_ok()
+}

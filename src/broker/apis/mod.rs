@@ -51,6 +51,8 @@ pub struct RequestContext<'a> {
     /// How long the client must wait, in ms, by the byte-rate quota a handler recorded
     /// against (Produce, Fetch); the dispatcher adds the request-time quota's.
     throttle_ms: std::cell::Cell<u64>,
+    /// The header's client id once a handler or the quotas asked for it.
+    client: std::cell::OnceCell<&'a str>,
 }
 
 impl RequestContext<'_> {
@@ -63,13 +65,16 @@ impl RequestContext<'_> {
         }
     }
 
-    /// The client id of the request header: read again from the header's bytes when a
-    /// handler asks (JoinGroup, a log line), so that Produce and Fetch never pay for it.
+    /// The client id of the request header: read from the header's bytes the first time a
+    /// handler or the quotas ask (JoinGroup, a log line, a quota'd client's request), so that
+    /// Produce and Fetch without quotas never pay for it, and a quota'd one pays once.
     pub fn client_id(&self) -> &str {
-        RequestHeader::decode(&mut Reader::new(self.head))
-            .ok()
-            .and_then(|h| h.client_id)
-            .unwrap_or("")
+        self.client.get_or_init(|| {
+            RequestHeader::decode(&mut Reader::new(self.head))
+                .ok()
+                .and_then(|h| h.client_id)
+                .unwrap_or("")
+        })
     }
 
     /// Reads the request's body, in the encoding the API table gives its version.
@@ -163,6 +168,7 @@ impl RequestHandler for KafkaApis {
             head,
             conn,
             throttle_ms: std::cell::Cell::new(0),
+            client: std::cell::OnceCell::new(),
         };
         // Brokers' requests (replication, the controller's) are never throttled; a follower's
         // Fetch carries its replica id first in the body. Without quotas nothing is looked at.
