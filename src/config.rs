@@ -13,6 +13,7 @@ mod connection_limits;
 pub mod keys;
 mod listeners;
 mod props;
+pub mod security;
 
 pub use crate::network::ConnectionLimits;
 pub use listeners::{Listener, Listeners};
@@ -47,6 +48,8 @@ pub struct BrokerConfig {
     /// `listeners`, `advertised.listeners`, `listener.security.protocol.map` and
     /// `inter.broker.listener.name`; one PLAINTEXT listener on 127.0.0.1:9092 by default.
     pub listeners: Listeners,
+    /// SASL listeners' mechanisms and users, and this broker's own inter-broker login.
+    pub security: security::Security,
     pub log_dirs: Vec<PathBuf>,
     /// `host:port[,host:port...][/chroot]`.
     pub zookeeper_connect: String,
@@ -174,6 +177,7 @@ impl BrokerConfig {
             .parse()
             .map_err(|_| ConfigError("`broker.id` must be a non-negative integer".into()))?;
         let listeners = listeners::read(&mut p)?;
+        let security = security::read(&mut p, &listeners)?;
         let connection_limits = connection_limits::read(&mut p)?;
         let dirs = p.take("log.dirs")?;
         let dir = p.take("log.dir")?;
@@ -213,6 +217,7 @@ impl BrokerConfig {
         let mut cfg = BrokerConfig {
             broker_id,
             listeners,
+            security,
             connection_limits,
             log_dirs,
             zookeeper_connect,

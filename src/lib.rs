@@ -11,6 +11,8 @@
 //!   commands and the spec coordinator's protocol. Every body is read and written one way:
 //!   `Decode` from a `Reader`, `Encode` to an `Out`, each carrying the version and the encoding
 //!   the table gives it.
+//! - [`security`]: SASL without I/O — PLAIN and SCRAM, both sides of each exchange, Kafka's
+//!   JAAS text, the principal a connection acts as.
 //! - [`metrics`]: Prometheus metrics under the names Kafka's dashboards expect.
 //! - [`network`]: the blocking socket servers and a blocking client channel.
 //! - [`config`]: `server.properties`, read through one table of keys ([`config::keys`]).
@@ -37,4 +39,5 @@ pub mod log;
 pub mod metrics;
 pub mod network;
 pub mod protocol;
+pub mod security;
 pub mod zk;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 /// Lowest first.
 const LAYERS: &[&str] = &[
     "protocol",
+    "security",
     "metrics",
     "network",
     "config",

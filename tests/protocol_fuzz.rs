@@ -210,6 +210,28 @@ fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
             dec::<gregor::protocol::client_quotas::AlterClientQuotasRequest>(b, key, v),
             dec::<gregor::protocol::client_quotas::AlterClientQuotasResponse>(b, key, v),
         ),
+        header::SASL_HANDSHAKE => (
+            dec::<gregor::protocol::sasl::SaslHandshakeRequest>(b, key, v),
+            dec::<gregor::protocol::sasl::SaslHandshakeResponse>(b, key, v),
+        ),
+        header::SASL_AUTHENTICATE => (
+            dec::<gregor::protocol::sasl::SaslAuthenticateRequest>(b, key, v),
+            dec::<gregor::protocol::sasl::SaslAuthenticateResponse>(b, key, v),
+        ),
+        header::DESCRIBE_USER_SCRAM_CREDENTIALS => (
+            dec::<gregor::protocol::scram_credentials::DescribeUserScramCredentialsRequest>(
+                b, key, v,
+            ),
+            dec::<gregor::protocol::scram_credentials::DescribeUserScramCredentialsResponse>(
+                b, key, v,
+            ),
+        ),
+        header::ALTER_USER_SCRAM_CREDENTIALS => (
+            dec::<gregor::protocol::scram_credentials::AlterUserScramCredentialsRequest>(b, key, v),
+            dec::<gregor::protocol::scram_credentials::AlterUserScramCredentialsResponse>(
+                b, key, v,
+            ),
+        ),
         k => panic!("api {k} is served but has no decoder here"),
     };
 }
@@ -357,6 +379,28 @@ fn samples() -> Vec<Vec<u8>> {
             validate_only: false,
         };
         encode_body(&req, b, header::ALTER_CLIENT_QUOTAS, 1)
+    });
+    push(&|b| {
+        use gregor::protocol::scram_credentials::{
+            AlterUserScramCredentialsRequest, ScramUpsertion,
+        };
+        let req = AlterUserScramCredentialsRequest {
+            deletions: vec![("a".into(), 1)],
+            upsertions: vec![ScramUpsertion {
+                name: "b".into(),
+                mechanism: 2,
+                iterations: 4096,
+                salt: vec![1; 16],
+                salted_password: vec![2; 64],
+            }],
+        };
+        encode_body(&req, b, header::ALTER_USER_SCRAM_CREDENTIALS, 0)
+    });
+    push(&|b| {
+        let req = gregor::protocol::sasl::SaslAuthenticateRequest {
+            auth_bytes: b"n,,n=user,r=abc",
+        };
+        encode_body(&req, b, header::SASL_AUTHENTICATE, 2)
     });
     out.push(set);
     out

@@ -79,6 +79,14 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         47 => again::<OffsetDeleteResponse>(key, v, body),
         48 => again::<gregor::protocol::client_quotas::DescribeClientQuotasResponse>(key, v, body),
         49 => again::<gregor::protocol::client_quotas::AlterClientQuotasResponse>(key, v, body),
+        17 => again::<gregor::protocol::sasl::SaslHandshakeResponse>(key, v, body),
+        36 => again::<gregor::protocol::sasl::SaslAuthenticateResponse>(key, v, body),
+        50 => again::<gregor::protocol::scram_credentials::DescribeUserScramCredentialsResponse>(
+            key, v, body,
+        ),
+        51 => again::<gregor::protocol::scram_credentials::AlterUserScramCredentialsResponse>(
+            key, v, body,
+        ),
         60 => again::<DescribeClusterResponse>(key, v, body),
         k => Err(format!("no case for api {k}")),
     }

@@ -77,10 +77,11 @@ impl Broker {
             .ok_or_else(|| failed("controller not registered".into()))?
             .on(listener)
             .ok_or_else(|| failed(format!("the controller has no {listener} listener")))?;
-        let mut chan = BlockingChannel::connect(
+        let mut chan = BlockingChannel::connect_as(
             (b.host.as_str(), b.port as u16),
             &format!("broker-{}", self.id()),
             self.config.controller_socket_timeout,
+            &self.config.security.inter_broker_login,
         )
         .map_err(|e| failed(e.to_string()))?;
         let req = ControlledShutdownRequest {

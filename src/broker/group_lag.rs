@@ -118,7 +118,8 @@ fn high_watermarks(b: &Broker, wanted: &[(String, i32)]) -> Offsets {
         };
         let client = format!("broker-{}-metrics", b.id());
         let addr = (info.host.as_str(), info.port as u16);
-        let Ok(mut chan) = BlockingChannel::connect(addr, &client, ASK_TIMEOUT) else {
+        let login = &b.config.security.inter_broker_login;
+        let Ok(mut chan) = BlockingChannel::connect_as(addr, &client, ASK_TIMEOUT, login) else {
             continue;
         };
         for (topic, partition) in tps {

@@ -9,6 +9,7 @@ pub mod apis;
 pub mod client_quotas;
 mod controlled_shutdown;
 mod controller_epoch;
+pub mod credentials;
 mod fetch_budget;
 mod group_lag;
 pub mod inflation;
@@ -125,6 +126,7 @@ impl Broker {
             config.leader_balance,
             config.listeners.inter_broker.clone(),
             config.controller_socket_timeout,
+            config.security.inter_broker_login.clone(),
         );
         let coordinator = Coordinator::new(
             id,
@@ -151,6 +153,10 @@ impl Broker {
         // Quotas hold from the first request; later changes come as notices.
         crate::zk::until_connected(wait, || client_quotas.reload(&zk))
             .map_err(|e| err("cannot read the client quotas", &e))?;
+        // SCRAM users can authenticate from the first connection; changes come as notices.
+        let credentials = Arc::new(credentials::CredentialCache::default());
+        crate::zk::until_connected(wait, || credentials.reload(&zk))
+            .map_err(|e| err("cannot read the SCRAM credentials", &e))?;
         let apis = Arc::new(KafkaApis {
             broker_id: id,
             config: config.clone(),
@@ -162,6 +168,7 @@ impl Broker {
             producer_ids: producer_ids::ProducerIdManager::new(id, zk.clone()),
             inflation: Default::default(),
             quotas: client_quotas.clone(),
+            credentials: credentials.clone(),
         });
         let pool = Arc::new(RequestPool::new(
             config.connection_limits.queued_max_request_bytes,
@@ -177,6 +184,7 @@ impl Broker {
                 name: l.name.clone(),
                 inter_broker,
                 exempt: inter_broker && ls.separate_inter_broker(),
+                sasl: config.security.listener(&l.name).is_some(),
             };
             let server = SocketServer::start(
                 listener,
@@ -215,6 +223,15 @@ impl Broker {
                     q.families(out);
                 }
             }));
+        let c = Arc::downgrade(&credentials);
+        broker
+            .replica_manager
+            .metrics
+            .add_sampler(Box::new(move |out| {
+                if let Some(c) = c.upgrade() {
+                    c.families(out);
+                }
+            }));
         if let Some(addr) = &config.metrics_listener {
             let m = metrics.clone();
             match MetricsServer::start(addr, id, move || m.encode()) {
@@ -237,6 +254,7 @@ impl Broker {
             .push(topic_configs::start_config_change_listener(
                 broker.replica_manager.clone(),
                 client_quotas.clone(),
+                credentials.clone(),
             ));
         let rm = broker.replica_manager.clone();
         broker.spawn_periodic(

@@ -24,6 +24,7 @@ use crate::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
 use crate::protocol::header::FETCH;
 use crate::protocol::offsets::{EARLIEST_TIME, LATEST_TIME};
 use crate::protocol::{BrokerInfo, ErrorCode};
+use crate::security::ClientLogin;
 
 mod compare;
 mod truncation;
@@ -48,6 +49,8 @@ struct FetchSettings {
     response_max_bytes: i32,
     max_wait: Duration,
     min_bytes: i32,
+    /// How to authenticate to the leader's inter-broker listener.
+    login: ClientLogin,
 }
 
 struct Followed {
@@ -87,6 +90,7 @@ impl ReplicaFetcherManager {
                 response_max_bytes: cfg.replica_fetch_response_max_bytes,
                 max_wait: cfg.replica_fetch_wait_max,
                 min_bytes: cfg.replica_fetch_min_bytes,
+                login: cfg.security.inter_broker_login.clone(),
             },
             fetchers: Mutex::new(HashMap::new()),
         }
@@ -190,10 +194,11 @@ impl Fetcher {
                 continue;
             }
             if chan.is_none() {
-                match BlockingChannel::connect(
+                match BlockingChannel::connect_as(
                     addr.clone(),
                     &format!("replica-fetcher-{}", s.broker_id),
                     s.max_wait + Duration::from_secs(30),
+                    &s.login,
                 ) {
                     Ok(c) => chan = Some(c),
                     Err(e) => {

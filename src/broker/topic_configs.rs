@@ -2,7 +2,8 @@
 //! (`/config/topics/[topic]`, `zk::topic_config`) when the LeaderAndIsr command gives it the
 //! partition, and again whenever a change notification names the topic — Kafka's
 //! `/config/changes` protocol, watched by one thread per broker (which also applies the
-//! notices naming client quota entities, `client_quotas`). A change made through any
+//! notices naming client quota entities, `client_quotas`, and users, whose SCRAM credentials
+//! `credentials` reads again). A change made through any
 //! broker (IncrementalAlterConfigs, AlterConfigs) so reaches every replica within a
 //! ZooKeeper round trip; a watch lost with a session is made good by a re-read every
 //! `RECHECK`.
@@ -16,6 +17,7 @@ use std::time::Duration;
 use crossbeam_channel::{Sender, bounded, select, unbounded};
 
 use super::client_quotas::ClientQuotaManager;
+use super::credentials::CredentialCache;
 use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
 use crate::protocol::controller::LeaderAndIsrRequest;
@@ -87,6 +89,7 @@ impl ReplicaManager {
 pub fn start_config_change_listener(
     rm: Arc<ReplicaManager>,
     quotas: Arc<ClientQuotaManager>,
+    credentials: Arc<CredentialCache>,
 ) -> (Sender<()>, JoinHandle<()>) {
     let (stop_tx, stop_rx) = bounded::<()>(0);
     let handle = std::thread::Builder::new()
@@ -106,7 +109,7 @@ pub fn start_config_change_listener(
                         rm.broker_id
                     );
                 }
-                last = apply_changes_after(&rm, &quotas, last);
+                last = apply_changes_after(&rm, &quotas, &credentials, last);
                 select! {
                     recv(stop_rx) -> _ => return,
                     recv(events) -> _ => {}
@@ -124,17 +127,31 @@ fn latest_change(rm: &ReplicaManager) -> Option<i64> {
 }
 
 /// Applies every notification after `last`; returns the last one applied.
-fn apply_changes_after(rm: &ReplicaManager, quotas: &ClientQuotaManager, mut last: i64) -> i64 {
+fn apply_changes_after(
+    rm: &ReplicaManager,
+    quotas: &ClientQuotaManager,
+    credentials: &CredentialCache,
+    mut last: i64,
+) -> i64 {
     let before = last;
     match topic_config::changes_after(&rm.zk, last) {
         Ok(changes) => {
-            let mut quotas_changed = false;
+            let (mut quotas_changed, mut users_changed) = (false, false);
             for (seq, entity_path) in changes {
                 if let Some(topic) = entity_path.strip_prefix("topics/") {
                     rm.apply_topic_config_change(topic);
                 }
                 quotas_changed |= crate::zk::client_quotas::is_quota_path(&entity_path);
+                users_changed |= crate::zk::scram_credentials::is_user_path(&entity_path);
                 last = seq;
+            }
+            // Users are few: their credentials are read again all at once.
+            if users_changed && let Err(e) = credentials.reload(&rm.zk) {
+                log::warn!(
+                    "[Broker {}] cannot read the SCRAM credentials: {e:?}",
+                    rm.broker_id
+                );
+                return before;
             }
             // Quotas are few: read them all again, once for any number of notices.
             if quotas_changed {

@@ -1,8 +1,10 @@
-//! `gregor configs`: kafka-configs.sh for client quotas — `--entity-type clients|users|ips`
-//! with `--entity-name` or `--entity-default` (or the `--client`, `--user`, `--ip` shorthands,
-//! `--client-defaults`, `--user-defaults`, `--ip-defaults`), `--alter` with `--add-config`
-//! and `--delete-config`, and `--describe`, through DescribeClientQuotas and
-//! AlterClientQuotas. Topic settings are `gregor topics --alter --config`.
+//! `gregor configs`: kafka-configs.sh for client quotas and users' SCRAM credentials —
+//! `--entity-type clients|users|ips` with `--entity-name` or `--entity-default` (or the
+//! `--client`, `--user`, `--ip` shorthands, `--client-defaults`, `--user-defaults`,
+//! `--ip-defaults`), `--alter` with `--add-config` and `--delete-config`, and `--describe`,
+//! through DescribeClientQuotas and AlterClientQuotas (and the user-credential APIs, `scram`;
+//! `--zookeeper` writes a credential straight into ZooKeeper). `--command-config` logs in to
+//! a SASL listener. Topic settings are `gregor topics --alter --config`.
 
 use clap::Args;
 
@@ -13,7 +15,9 @@ use gregor::protocol::client_quotas::{
 };
 use gregor::protocol::{ErrorCode, header};
 
-use super::topics_wire::connect;
+use super::scram::{self, ScramChange};
+use super::topics_wire::connect_as;
+use gregor::network::BlockingChannel;
 
 #[derive(Args)]
 pub struct ConfigsArgs {
@@ -57,6 +61,24 @@ pub struct ConfigsArgs {
     /// `key,key`: quotas to remove.
     #[arg(long = "delete-config", value_name = "K,...")]
     delete_config: Option<String>,
+    /// Write users' SCRAM credentials straight into ZooKeeper (`host:port[/chroot]`), as for
+    /// the first user, before any broker runs.
+    #[arg(long, value_name = "HOST:PORT")]
+    zookeeper: Option<String>,
+    /// Client properties for reaching a SASL listener (`security.protocol`, `sasl.mechanism`,
+    /// `sasl.jaas.config`).
+    #[arg(long = "command-config", value_name = "FILE")]
+    command_config: Option<std::path::PathBuf>,
+}
+
+impl ConfigsArgs {
+    fn connect(&self) -> Result<BlockingChannel, String> {
+        let login = match &self.command_config {
+            Some(path) => super::command_config::read(path)?,
+            None => gregor::security::ClientLogin::None,
+        };
+        connect_as(&self.bootstrap_server, &login)
+    }
 }
 
 /// The wire's entity type for kafka-configs' `--entity-type`.
@@ -127,15 +149,18 @@ fn alter(a: &ConfigsArgs, parts: EntityParts) -> Result<(), String> {
         return Err("--alter needs --entity-name or --entity-default".into());
     }
     let mut ops = Vec::new();
-    for kv in a
-        .add_config
-        .iter()
-        .flat_map(|s| s.split(','))
-        .filter(|s| !s.is_empty())
-    {
+    let mut scram_change = ScramChange {
+        set: Vec::new(),
+        delete: Vec::new(),
+    };
+    for kv in a.add_config.iter().flat_map(|s| scram::split_entries(s)) {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| format!("--add-config expects key=value, got `{kv}`"))?;
+        if scram::is_scram_key(k.trim()) {
+            scram_change.set.push(scram::parse_set(k.trim(), v)?);
+            continue;
+        }
         let value: f64 = v
             .trim()
             .parse()
@@ -152,20 +177,50 @@ fn alter(a: &ConfigsArgs, parts: EntityParts) -> Result<(), String> {
         .flat_map(|s| s.split(','))
         .filter(|s| !s.is_empty())
     {
+        if let Some(m) = gregor::security::ScramMechanism::from_name(k.trim()) {
+            scram_change.delete.push(m);
+            continue;
+        }
         ops.push(QuotaOp {
             key: k.trim().into(),
             value: 0.0,
             remove: true,
         });
     }
-    if ops.is_empty() {
+    let scram = !scram_change.set.is_empty() || !scram_change.delete.is_empty();
+    if ops.is_empty() && !scram {
         return Err("--alter needs --add-config or --delete-config".into());
     }
+    if scram {
+        let user = match parts.as_slice() {
+            [(kind, Some(user))] if kind == "user" => user.clone(),
+            _ => return Err("SCRAM credentials belong to one named user: --entity-type users --entity-name NAME".into()),
+        };
+        match &a.zookeeper {
+            Some(zk) => scram::alter_via_zookeeper(zk, &user, &scram_change)?,
+            None => scram::alter_via_broker(&mut a.connect()?, &user, &scram_change)?,
+        }
+    }
+    if !ops.is_empty() {
+        if a.zookeeper.is_some() {
+            return Err(
+                "--zookeeper changes SCRAM credentials only; quotas go through --bootstrap-server"
+                    .into(),
+            );
+        }
+        alter_quotas(a, &parts, ops)?;
+    }
+    println!("Completed updating config for {}.", name_entity(&parts));
+    Ok(())
+}
+
+fn alter_quotas(a: &ConfigsArgs, parts: &EntityParts, ops: Vec<QuotaOp>) -> Result<(), String> {
     let req = AlterClientQuotasRequest {
         entries: vec![(parts.clone(), ops)],
         validate_only: false,
     };
-    let answer: AlterClientQuotasResponse = connect(&a.bootstrap_server)?
+    let answer: AlterClientQuotasResponse = a
+        .connect()?
         .send(header::ALTER_CLIENT_QUOTAS, 1, &req)
         .map_err(|e| e.to_string())?;
     for (code, message, _) in answer.entries {
@@ -177,7 +232,6 @@ fn alter(a: &ConfigsArgs, parts: EntityParts) -> Result<(), String> {
             ));
         }
     }
-    println!("Completed updating config for {}.", name_entity(&parts));
     Ok(())
 }
 
@@ -201,7 +255,8 @@ fn describe(a: &ConfigsArgs, parts: &EntityParts) -> Result<(), String> {
         components,
         strict: true,
     };
-    let answer: DescribeClientQuotasResponse = connect(&a.bootstrap_server)?
+    let mut chan = a.connect()?;
+    let answer: DescribeClientQuotasResponse = chan
         .send(header::DESCRIBE_CLIENT_QUOTAS, 1, &req)
         .map_err(|e| e.to_string())?;
     if answer.error_code != 0 {
@@ -219,6 +274,16 @@ fn describe(a: &ConfigsArgs, parts: &EntityParts) -> Result<(), String> {
             describe_entity(&entity),
             values.join(", ")
         );
+    }
+    // A user (or every user) has SCRAM credentials besides quotas.
+    if let [(kind, name)] = parts.as_slice()
+        && kind == "user"
+        && name.is_some()
+    {
+        let user = name.as_deref().filter(|n| !n.is_empty());
+        for line in scram::describe(&mut chan, user)? {
+            println!("{line}");
+        }
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The `gregor` command's subcommands. Only this folder and `main.rs` print to stdout.
 
 pub mod broker;
+mod command_config;
 pub mod configs;
 pub mod console;
 pub mod consume;
@@ -10,6 +11,7 @@ pub mod perf;
 pub mod perf_ceiling;
 pub mod perf_e2e;
 pub mod perf_idle;
+mod scram;
 pub mod topics;
 mod topics_wire;
 

@@ -31,16 +31,25 @@ const UNKNOWN_TOPIC: i16 = ErrorCode::UnknownTopicOrPartition as i16;
 
 /// The first bootstrap broker that accepts a connection.
 pub(super) fn connect(bootstrap: &str) -> Result<BlockingChannel, String> {
+    connect_as(bootstrap, &gregor::security::ClientLogin::None)
+}
+
+/// `connect`, authenticated as `login` says.
+pub(super) fn connect_as(
+    bootstrap: &str,
+    login: &gregor::security::ClientLogin,
+) -> Result<BlockingChannel, String> {
     let mut last = String::from("no bootstrap address given");
     for addr in bootstrap
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
-        match BlockingChannel::connect(
+        match BlockingChannel::connect_as(
             addr,
             CLIENT_ID,
             std::time::Duration::from_millis(TIMEOUT_MS as u64 + 10_000),
+            login,
         ) {
             Ok(c) => return Ok(c),
             Err(e) => last = format!("{addr}: {e}"),

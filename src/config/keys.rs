@@ -186,8 +186,11 @@ pub const BROKER: &[Key] = &[
     required("broker.id", INT, "This broker's id, unique in the cluster.").min(0),
     derived("listeners", STRING, "Where to listen: `NAME://HOST:PORT,…` (KIP-103); by default `PLAINTEXT://127.0.0.1:9092`, or 0.8's `host.name` and `port`."),
     derived("advertised.listeners", STRING, "By the same names, the address registered for others to dial when it is not the bound one; a name left out registers its bound address."),
-    key("listener.security.protocol.map", STRING, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Each listener name's security protocol; only PLAINTEXT is served for now, and a listener mapped to another is refused at start."),
-    derived("inter.broker.listener.name", STRING, "The listener brokers and the controller dial each other on: the only listener, else the one named PLAINTEXT. Every broker must name the same."),
+    key("listener.security.protocol.map", STRING, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Each listener name's security protocol; PLAINTEXT and SASL_PLAINTEXT are served (TLS is to come: a listener mapped to SSL or SASL_SSL is refused at start)."),
+    derived("inter.broker.listener.name", STRING, "The listener brokers and the controller dial each other on: the only listener, else the one `security.inter.broker.protocol` names, else the one named PLAINTEXT. Every broker must name the same."),
+    derived("security.inter.broker.protocol", STRING, "Kafka's older way to pick the inter-broker listener: the listener of that name (set this or `inter.broker.listener.name`, not both)."),
+    key("sasl.enabled.mechanisms", LIST, "GSSAPI", "The SASL mechanisms a SASL listener serves (`listener.name.<l>.sasl.enabled.mechanisms` for one listener): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Kafka's default GSSAPI is not served, so a SASL listener needs this set."),
+    key("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "The mechanism a broker authenticates with on a SASL inter-broker listener, with the `username` and `password` of that listener's JAAS entry for it."),
     derived("host.name", STRING, "0.8's listener host, read when `listeners` is unset (default 127.0.0.1)."),
     derived("port", INT, "0.8's listener port, read when `listeners` is unset (default 9092).").min(0),
     derived("log.dirs", LIST, "The directories that hold the partitions' logs, comma-separated (or `log.dir`; one is required)."),
@@ -254,6 +257,34 @@ pub const BROKER: &[Key] = &[
 /// A broker key by name.
 pub fn find(name: &str) -> Option<&'static Key> {
     BROKER.iter().find(|k| k.name == name)
+}
+
+/// The keys set per listener as `listener.name.<listener>.<key>` (Kafka's listener prefix,
+/// the listener's name in lower case), with what each says. Their values are secrets where
+/// they hold JAAS text.
+pub const LISTENER_KEYS: &[(&str, &str)] = &[
+    (
+        "sasl.enabled.mechanisms",
+        "The SASL mechanisms this listener serves, instead of `sasl.enabled.mechanisms`.",
+    ),
+    (
+        "plain.sasl.jaas.config",
+        "PLAIN's users, `org.apache.kafka.common.security.plain.PlainLoginModule required user_<name>=\"<password>\" …;` (and `username`/`password`, the broker's own login on its inter-broker listener). Required where PLAIN is enabled.",
+    ),
+    (
+        "scram-sha-256.sasl.jaas.config",
+        "`org.apache.kafka.common.security.scram.ScramLoginModule required;` (accepted, not required: SCRAM users live in ZooKeeper), with `username`/`password` for the broker's own inter-broker login.",
+    ),
+    ("scram-sha-512.sasl.jaas.config", "As for SCRAM-SHA-256."),
+];
+
+/// Splits `listener.name.<listener>.<key>` into the listener (upper case, as `listeners`
+/// names it) and a key of `LISTENER_KEYS`.
+pub fn listener_key(name: &str) -> Option<(String, &'static str)> {
+    let rest = name.strip_prefix("listener.name.")?;
+    let (listener, key) = rest.split_once('.')?;
+    let key = LISTENER_KEYS.iter().find(|(k, _)| *k == key)?.0;
+    (!listener.is_empty()).then(|| (listener.to_uppercase(), key))
 }
 
 /// The broker key a topic-level key overrides.

@@ -1,7 +1,8 @@
 //! Named listeners (KIP-103) in Kafka's formats: `listeners=CLIENT://host:port,REPLICATION://…`,
 //! `advertised.listeners` by the same names, `listener.security.protocol.map=CLIENT:PLAINTEXT,…`
-//! and `inter.broker.listener.name`. Only PLAINTEXT is served for now; a listener mapped to
-//! another protocol is refused by name, so adding TLS or SASL later changes no format.
+//! and `inter.broker.listener.name` (or Kafka's older `security.inter.broker.protocol`).
+//! PLAINTEXT and SASL_PLAINTEXT are served; a listener mapped to SSL or SASL_SSL is refused by
+//! name until TLS is, so adding it changes no format.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,8 @@ use super::{ConfigError, Props};
 
 /// The security protocols Kafka knows.
 const PROTOCOLS: [&str; 4] = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
+/// Those gregor serves.
+const SERVED: [&str; 2] = ["PLAINTEXT", "SASL_PLAINTEXT"];
 
 /// One named endpoint: where a listener binds, or what it registers for others to dial.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +38,7 @@ pub struct Listeners {
     pub advertised: Vec<Listener>,
     /// The listener brokers and the controller dial each other on.
     pub inter_broker: String,
-    /// Each listener's security protocol (all PLAINTEXT today), for the registration.
+    /// Each listener's security protocol, for the registration and the authenticator.
     pub protocols: BTreeMap<String, String>,
 }
 
@@ -53,7 +56,20 @@ pub(super) fn read(p: &mut Props) -> Result<Listeners, ConfigError> {
     let port = p.take("port")?;
     let map = protocol_map(&p.get::<String>("listener.security.protocol.map")?)?;
     let bind = match p.take("listeners")? {
-        Some(l) => parse_list("listeners", &l, &map)?,
+        Some(l) => {
+            let bind = parse_list("listeners", &l, &map)?;
+            for b in &bind {
+                let proto = &map[&b.name];
+                if !SERVED.contains(&proto.as_str()) {
+                    return Err(ConfigError(format!(
+                        "listener {} uses security protocol {proto}; gregor serves {} for now (TLS is to come)",
+                        b.name,
+                        SERVED.join(" and ")
+                    )));
+                }
+            }
+            bind
+        }
         None => {
             let port = match port {
                 None => 9092,
@@ -93,11 +109,18 @@ pub(super) fn read(p: &mut Props) -> Result<Listeners, ConfigError> {
                 .clone()
         })
         .collect();
-    let inter_broker = match p.take("inter.broker.listener.name")? {
+    let by_protocol = p.take("security.inter.broker.protocol")?;
+    let named = p.take("inter.broker.listener.name")?;
+    if named.is_some() && by_protocol.is_some() {
+        return Err(ConfigError(
+            "set `inter.broker.listener.name` or `security.inter.broker.protocol`, not both".into(),
+        ));
+    }
+    let inter_broker = match named.or(by_protocol.map(|n| n.to_uppercase())) {
         Some(n) if bind.iter().any(|b| b.name == n) => n,
         Some(n) => {
             return Err(ConfigError(format!(
-                "`inter.broker.listener.name` is {n}, which is not a listener in `listeners`"
+                "the inter-broker listener is {n}, which is not a listener in `listeners`"
             )));
         }
         // Kafka's default is the listener named PLAINTEXT; a single listener is unambiguous.
@@ -123,6 +146,7 @@ pub(super) fn read(p: &mut Props) -> Result<Listeners, ConfigError> {
     p.derived("listeners", joined(&bind));
     p.derived("advertised.listeners", joined(&advertised));
     p.derived("inter.broker.listener.name", inter_broker.clone());
+    p.derived("security.inter.broker.protocol", map[&inter_broker].clone());
     Ok(Listeners {
         bind,
         advertised,
@@ -165,16 +189,11 @@ fn parse_list(
             ConfigError(format!("`{key}` entry `{entry}` is not NAME://host:port"))
         })?;
         let name = name.to_uppercase();
-        let proto = map.get(&name).ok_or_else(|| {
+        map.get(&name).ok_or_else(|| {
             ConfigError(format!(
                 "`{key}` names listener {name}, which `listener.security.protocol.map` does not map"
             ))
         })?;
-        if proto != "PLAINTEXT" {
-            return Err(ConfigError(format!(
-                "listener {name} uses security protocol {proto}; gregor serves PLAINTEXT only for now"
-            )));
-        }
         let (host, port) = rest
             .rsplit_once(':')
             .ok_or_else(|| ConfigError(format!("`{key}` entry `{entry}` has no port")))?;
@@ -248,6 +267,13 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(l.inter_broker, "EXTERNAL");
+        let l = read_from(&[
+            ("listeners", "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093"),
+            ("security.inter.broker.protocol", "sasl_plaintext"),
+        ])
+        .unwrap();
+        assert_eq!(l.inter_broker, "SASL_PLAINTEXT");
+        assert_eq!(l.protocols["SASL_PLAINTEXT"], "SASL_PLAINTEXT");
     }
 
     #[test]
@@ -255,14 +281,22 @@ mod tests {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("listeners", "127.0.0.1:9092")], "NAME://host:port"),
             (&[("listeners", "CLIENT://127.0.0.1:9092")], "does not map"),
-            (&[("listeners", "SSL://127.0.0.1:9093")], "PLAINTEXT only"),
+            (&[("listeners", "SSL://127.0.0.1:9093")], "TLS is to come"),
             (&[("listeners", "PLAINTEXT://a:1,PLAINTEXT://a:2")], "twice"),
             (
                 &[
                     ("listeners", "PLAINTEXT://a:1"),
                     ("inter.broker.listener.name", "REPLICATION"),
                 ],
-                "inter.broker.listener.name",
+                "REPLICATION, which is not a listener",
+            ),
+            (
+                &[
+                    ("listeners", "PLAINTEXT://a:1"),
+                    ("inter.broker.listener.name", "PLAINTEXT"),
+                    ("security.inter.broker.protocol", "PLAINTEXT"),
+                ],
+                "not both",
             ),
             (
                 &[

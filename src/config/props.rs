@@ -54,7 +54,10 @@ impl Props {
     /// Refuses a key the table does not have, naming it, so a typo never falls back to a
     /// default.
     pub fn new(given: BTreeMap<String, String>) -> Result<Props, ConfigError> {
-        if let Some(k) = given.keys().find(|k| keys::find(k).is_none()) {
+        if let Some(k) = given
+            .keys()
+            .find(|k| keys::find(k).is_none() && keys::listener_key(k).is_none())
+        {
             return Err(ConfigError(format!("unknown configuration key `{k}`")));
         }
         Ok(Props {
@@ -91,6 +94,24 @@ impl Props {
             },
         );
         Ok(given)
+    }
+
+    /// Takes every `listener.name.<listener>.<key>` setting: (listener, key, value).
+    pub fn take_listener_keys(&mut self) -> Vec<(String, &'static str, String)> {
+        let names: Vec<String> = self
+            .given
+            .keys()
+            .filter(|k| keys::listener_key(k).is_some())
+            .cloned()
+            .collect();
+        names
+            .into_iter()
+            .filter_map(|n| {
+                let (listener, key) = keys::listener_key(&n)?;
+                let v = self.given.remove(&n)?;
+                Some((listener, key, v))
+            })
+            .collect()
     }
 
     /// The value of `name`, or its row's default, parsed.

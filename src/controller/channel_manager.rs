@@ -23,6 +23,7 @@ use crate::protocol::controller::{
 };
 use crate::protocol::header::{LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, oldest_version};
 use crate::protocol::{BrokerInfo, Encode, decode_body, encode_body};
+use crate::security::ClientLogin;
 
 struct Command {
     api_key: i16,
@@ -39,14 +40,17 @@ pub struct ControllerChannelManager {
     controller_id: i32,
     /// `controller.socket.timeout.ms`.
     socket_timeout: Duration,
+    /// How the controller authenticates to brokers' inter-broker listener.
+    login: Arc<ClientLogin>,
     senders: HashMap<i32, BrokerSender>,
 }
 
 impl ControllerChannelManager {
-    pub fn new(controller_id: i32, socket_timeout: Duration) -> Self {
+    pub fn new(controller_id: i32, socket_timeout: Duration, login: ClientLogin) -> Self {
         ControllerChannelManager {
             controller_id,
             socket_timeout,
+            login: Arc::new(login),
             senders: HashMap::new(),
         }
     }
@@ -57,16 +61,17 @@ impl ControllerChannelManager {
         }
         let (tx, rx) = unbounded();
         let stopped = Arc::new(AtomicBool::new(false));
-        let (addr, controller, target, st, timeout) = (
+        let (addr, controller, target, st, timeout, login) = (
             format!("{}:{}", b.host, b.port),
             self.controller_id,
             b.id,
             stopped.clone(),
             self.socket_timeout,
+            self.login.clone(),
         );
         std::thread::Builder::new()
             .name(format!("controller-{controller}-to-broker-{target}"))
-            .spawn(move || send_loop(controller, target, &addr, timeout, rx, &st))
+            .spawn(move || send_loop(controller, target, (&addr, &login), timeout, rx, &st))
             .expect("spawn controller sender thread");
         self.senders.insert(b.id, BrokerSender { tx, stopped });
     }
@@ -102,7 +107,7 @@ impl ControllerChannelManager {
 fn send_loop(
     controller: i32,
     target: i32,
-    addr: &str,
+    (addr, login): (&str, &ClientLogin),
     socket_timeout: Duration,
     rx: Receiver<Command>,
     stopped: &AtomicBool,
@@ -113,10 +118,11 @@ fn send_loop(
         let mut backoff = Duration::from_millis(50);
         while !stopped.load(Ordering::Acquire) {
             if chan.is_none() {
-                match BlockingChannel::connect(
+                match BlockingChannel::connect_as(
                     addr,
                     &format!("controller-{controller}"),
                     socket_timeout,
+                    login,
                 ) {
                     Ok(c) => chan = Some(c),
                     Err(e) => log::debug!("{tag} connect to {addr} failed: {e}"),

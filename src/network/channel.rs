@@ -6,9 +6,13 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::protocol::ErrorCode;
-use crate::protocol::header::{LIST_OFFSETS, RequestHeader};
+use crate::protocol::header::{LIST_OFFSETS, RequestHeader, SASL_AUTHENTICATE, SASL_HANDSHAKE};
 use crate::protocol::offsets::{ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition};
+use crate::protocol::sasl::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
 use crate::protocol::{Decode, DecodeError, Encode, Reader, decode_body, encode_body};
+use crate::security::{ClientExchange, ClientLogin, Mechanism};
 
 /// Largest response accepted (a fetch of many partitions can be large, but not unbounded).
 const MAX_RESPONSE_BYTES: usize = 512 << 20;
@@ -77,6 +81,69 @@ impl BlockingChannel {
             next_correlation: 0,
             buf: Vec::new(),
         })
+    }
+
+    /// `connect`, then authenticates as `login` says (SaslHandshake v1 and SaslAuthenticate
+    /// rounds) before anything else is sent.
+    pub fn connect_as(
+        addr: impl ToSocketAddrs,
+        client_id: &str,
+        timeout: Duration,
+        login: &ClientLogin,
+    ) -> io::Result<Self> {
+        let mut chan = Self::connect(addr, client_id, timeout)?;
+        if let ClientLogin::Sasl {
+            mechanism,
+            user,
+            password,
+        } = login
+        {
+            chan.authenticate(*mechanism, user, password)
+                .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e))?;
+        }
+        Ok(chan)
+    }
+
+    fn authenticate(&mut self, mech: Mechanism, user: &str, password: &str) -> Result<(), String> {
+        let hs: SaslHandshakeResponse = self
+            .send(
+                SASL_HANDSHAKE,
+                1,
+                &SaslHandshakeRequest {
+                    mechanism: mech.name().to_owned(),
+                },
+            )
+            .map_err(|e| e.to_string())?;
+        if hs.error_code != 0 {
+            return Err(format!(
+                "SASL handshake for {} answered {:?} (the listener serves {})",
+                mech.name(),
+                ErrorCode::from_code(hs.error_code),
+                hs.mechanisms.join(", ")
+            ));
+        }
+        let mut exchange = ClientExchange::new(mech, user, password);
+        let mut token = Some(exchange.first());
+        let mut round = 0;
+        while let Some(t) = token {
+            round += 1;
+            let r: SaslAuthenticateResponse = self
+                .send(
+                    SASL_AUTHENTICATE,
+                    1,
+                    &SaslAuthenticateRequest { auth_bytes: &t },
+                )
+                .map_err(|e| e.to_string())?;
+            if r.error_code != 0 {
+                return Err(format!(
+                    "SASL authentication as {user} failed: {:?}: {}",
+                    ErrorCode::from_code(r.error_code),
+                    r.error_message.unwrap_or_default()
+                ));
+            }
+            token = exchange.answer(round, &r.auth_bytes)?;
+        }
+        Ok(())
     }
 
     /// The socket, for protocols without Kafka's request header (the coordinator's).

@@ -16,8 +16,8 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,7 @@ use super::quotas::{ConnectionQuotas, Ticket, bytes_queued};
 use super::response::Response;
 use crate::metrics::RequestMetrics;
 use crate::protocol::header::{FETCH, peek_key_version};
+use crate::security::{Principal, SaslSession};
 
 /// Who sent a request: the peer, and the listener it arrived on.
 #[derive(Debug)]
@@ -43,22 +44,48 @@ pub struct ConnectionContext {
     pub fetch_start: AtomicUsize,
     /// The client's software name and version from its ApiVersions v3+ request
     /// (`librdkafka 2.16.0`), for the log lines about this connection.
-    pub client_software: std::sync::OnceLock<String>,
+    pub client_software: OnceLock<String>,
     /// Until when nothing more is read from the client (KIP-219): set by a handler whose
     /// client went over its quota, so the client is held back without holding anyone else.
     muted_until: Mutex<Option<Instant>>,
+    /// Who the connection acts as, once known: from the start on a listener without SASL
+    /// (`User:ANONYMOUS`), after a successful SaslAuthenticate on a SASL one.
+    principal: OnceLock<Principal>,
+    /// The SASL exchange under way, on a SASL listener.
+    pub sasl: Mutex<SaslSession>,
 }
 
 impl ConnectionContext {
-    pub fn new(peer: SocketAddr, listener: Arc<str>, inter_broker: bool) -> ConnectionContext {
+    pub fn new(
+        peer: SocketAddr,
+        listener: Arc<str>,
+        inter_broker: bool,
+        sasl: bool,
+    ) -> ConnectionContext {
+        let principal = OnceLock::new();
+        if !sasl {
+            let _ = principal.set(Principal::anonymous());
+        }
         ConnectionContext {
             peer,
             listener,
             inter_broker,
             fetch_start: AtomicUsize::new(0),
-            client_software: std::sync::OnceLock::new(),
+            client_software: OnceLock::new(),
             muted_until: Mutex::new(None),
+            principal,
+            sasl: Mutex::new(SaslSession::default()),
         }
+    }
+
+    /// Who the connection acts as; `None` while a SASL connection has not authenticated.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.get()
+    }
+
+    /// Records a successful authentication (once; a second is ignored).
+    pub fn authenticated(&self, p: Principal) {
+        let _ = self.principal.set(p);
     }
 
     /// Reads nothing more from the client for `d` once the answers already due are sent.
@@ -89,6 +116,8 @@ pub struct ListenerSpec {
     pub inter_broker: bool,
     /// Connections here count against no client limit (a separate inter-broker listener).
     pub exempt: bool,
+    /// Clients must authenticate with SASL before anything else (SASL_PLAINTEXT).
+    pub sasl: bool,
 }
 
 /// What the connection does after a request.
@@ -100,6 +129,8 @@ pub enum Action {
     NoResponse,
     /// Close the connection (malformed request, unknown api, acks=0 failure).
     Close,
+    /// Send `out`, then close (a failed authentication: the client is told why).
+    RespondAndClose,
     /// Hand the connection to someone else, who answers the request and owns the socket from
     /// then on (a consumer's RegisterRequest turns the connection around). Runs on this
     /// connection's thread.
@@ -252,7 +283,12 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stopping: Arc<AtomicB
             .spawn(move || {
                 // The ticket is given back when the thread ends, however it ends: a handler
                 // that panics must not keep its connection counted against the limits.
-                let conn = ConnectionContext::new(peer, sh.name.clone(), sh.spec.inter_broker);
+                let conn = ConnectionContext::new(
+                    peer,
+                    sh.name.clone(),
+                    sh.spec.inter_broker,
+                    sh.spec.sasl,
+                );
                 let _open = Counted::new(&sh.open);
                 if let Err(e) = serve_connection(stream, &conn, &sh, &ticket) {
                     log::debug!("connection from {peer} ended: {e}");
@@ -348,6 +384,12 @@ fn serve_connection(
             Action::NoResponse => timed.done(&shared.requests),
             Action::Close => {
                 parked.answer_all(&mut stream, &shared.requests)?;
+                return Ok(());
+            }
+            Action::RespondAndClose => {
+                parked.answer_all(&mut stream, &shared.requests)?;
+                out.write_to(&mut stream)?;
+                timed.done(&shared.requests);
                 return Ok(());
             }
             Action::Adopt(take) => {
@@ -593,6 +635,7 @@ mod tests {
                 name: "PLAINTEXT".into(),
                 inter_broker: true,
                 exempt: false,
+                sasl: false,
             },
             Arc::new(Echo),
             ConnectionQuotas::new(limits),

@@ -193,7 +193,8 @@ pub struct UpdateMetadataRequest {
     pub live_brokers: Vec<BrokerEndPoints>,
 }
 
-/// Kafka's id for PLAINTEXT, the only security protocol served.
+/// Kafka's id for PLAINTEXT. gregor's brokers route by listener name, never by this id, so
+/// every endpoint carries it whatever its protocol.
 const PLAINTEXT: i16 = 0;
 
 impl Encode for UpdateMetadataRequest {

@@ -62,6 +62,10 @@ error_codes! {
     TopicAuthorizationFailed = 29,
     /// A request only brokers send, on a client listener.
     ClusterAuthorizationFailed = 31,
+    /// SaslHandshake naming a mechanism the listener does not serve.
+    UnsupportedSaslMechanism = 33,
+    /// A SASL request out of turn (after authentication, or on a listener without SASL).
+    IllegalSaslState = 34,
     UnsupportedVersion = 35,
     TopicAlreadyExists = 36,
     InvalidPartitions = 37,
@@ -103,6 +107,14 @@ error_codes! {
     /// KIP-599: the client's `controller_mutation_rate` is used up; retry after the
     /// answer's throttle time.
     ThrottlingQuotaExceeded = 89,
+    /// Authentication failed: wrong password, unknown user, malformed exchange.
+    SaslAuthenticationFailed = 58,
+    /// A user credential to delete or describe does not exist.
+    ResourceNotFound = 91,
+    /// The same user credential named twice in one request.
+    DuplicateResource = 92,
+    /// A SCRAM credential outside the rules (iterations, empty name or salt).
+    UnacceptableCredential = 93,
     UnknownTopicId = 100,
     UnsupportedEndpointType = 114,
 }

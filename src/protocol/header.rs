@@ -20,6 +20,7 @@ pub const LEAVE_GROUP: i16 = 13;
 pub const SYNC_GROUP: i16 = 14;
 pub const DESCRIBE_GROUPS: i16 = 15;
 pub const LIST_GROUPS: i16 = 16;
+pub const SASL_HANDSHAKE: i16 = 17;
 pub const API_VERSIONS: i16 = 18;
 pub const CREATE_TOPICS: i16 = 19;
 pub const DELETE_TOPICS: i16 = 20;
@@ -29,6 +30,7 @@ pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
 pub const DESCRIBE_CONFIGS: i16 = 32;
 pub const ALTER_CONFIGS: i16 = 33;
 pub const DESCRIBE_LOG_DIRS: i16 = 35;
+pub const SASL_AUTHENTICATE: i16 = 36;
 pub const CREATE_PARTITIONS: i16 = 37;
 pub const DELETE_GROUPS: i16 = 42;
 pub const ELECT_LEADERS: i16 = 43;
@@ -38,6 +40,8 @@ pub const LIST_PARTITION_REASSIGNMENTS: i16 = 46;
 pub const OFFSET_DELETE: i16 = 47;
 pub const DESCRIBE_CLIENT_QUOTAS: i16 = 48;
 pub const ALTER_CLIENT_QUOTAS: i16 = 49;
+pub const DESCRIBE_USER_SCRAM_CREDENTIALS: i16 = 50;
+pub const ALTER_USER_SCRAM_CREDENTIALS: i16 = 51;
 pub const DESCRIBE_CLUSTER: i16 = 60;
 
 /// One API this broker serves: its key, Kafka's name for it (`ApiKeys`, as request metrics
@@ -124,6 +128,8 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(SYNC_GROUP, "SyncGroup", 0, 5, 4).throttle(ThrottleField::First(1)),
     api(DESCRIBE_GROUPS, "DescribeGroups", 0, 5, 5).throttle(ThrottleField::First(1)),
     api(LIST_GROUPS, "ListGroups", 0, 5, 3).throttle(ThrottleField::First(1)),
+    // Not throttled, nor the other requests a client sends before it is authenticated.
+    api(SASL_HANDSHAKE, "SaslHandshake", 0, 1, NEVER).throttle(ThrottleField::Absent),
     // Not throttled: a client must learn the versions whatever its quota.
     api(API_VERSIONS, "ApiVersions", 0, 3, 3).throttle(ThrottleField::Absent),
     api(CREATE_TOPICS, "CreateTopics", 0, 7, 5).throttle(ThrottleField::First(2)),
@@ -134,6 +140,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, 4),
     api(ALTER_CONFIGS, "AlterConfigs", 0, 2, 2),
     api(DESCRIBE_LOG_DIRS, "DescribeLogDirs", 1, 4, 2),
+    api(SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2, 2).throttle(ThrottleField::Absent),
     api(CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2),
     api(DELETE_GROUPS, "DeleteGroups", 0, 2, 2),
     api(ELECT_LEADERS, "ElectLeaders", 0, 2, 2),
@@ -161,6 +168,20 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(OFFSET_DELETE, "OffsetDelete", 0, 0, NEVER).throttle(ThrottleField::AfterErrorCode(0)),
     api(DESCRIBE_CLIENT_QUOTAS, "DescribeClientQuotas", 0, 1, 1),
     api(ALTER_CLIENT_QUOTAS, "AlterClientQuotas", 0, 1, 1),
+    api(
+        DESCRIBE_USER_SCRAM_CREDENTIALS,
+        "DescribeUserScramCredentials",
+        0,
+        0,
+        0,
+    ),
+    api(
+        ALTER_USER_SCRAM_CREDENTIALS,
+        "AlterUserScramCredentials",
+        0,
+        0,
+        0,
+    ),
     api(DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
 ];
 

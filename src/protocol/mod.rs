@@ -36,6 +36,8 @@ pub mod produce;
 pub mod reassignments;
 pub mod record_batch;
 pub mod records;
+pub mod sasl;
+pub mod scram_credentials;
 mod topic_partition;
 
 pub use errors::ErrorCode;

@@ -11,10 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
-use super::ZkClient;
-use super::paths::{from_json, to_json};
+use super::{ZkClient, entity_config};
 use crate::zk::ZkError;
 
 /// The name Kafka's layout gives the default entity of a kind.
@@ -147,12 +144,6 @@ fn from_path_name(n: &str) -> Option<String> {
     (n != DEFAULT).then(|| desanitize(n))
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct EntityConfig {
-    version: i32,
-    config: BTreeMap<String, String>,
-}
-
 fn node(entity: &QuotaEntity) -> String {
     format!("/config/{}", entity.entity_path())
 }
@@ -162,38 +153,30 @@ pub fn read(zk: &ZkClient, entity: &QuotaEntity) -> Result<BTreeMap<String, f64>
     read_node(zk, &node(entity))
 }
 
+/// The node's quota keys (a user's node also holds its SCRAM credentials, which are not).
 fn read_node(zk: &ZkClient, path: &str) -> Result<BTreeMap<String, f64>, ZkError> {
-    match zk.get_data(path) {
-        // A user node with only client children may hold no configuration at all.
-        Ok((data, _)) if data.is_empty() => Ok(BTreeMap::new()),
-        Ok((data, _)) => Ok(from_json::<EntityConfig>(path, &data)?
-            .config
-            .into_iter()
-            .filter_map(|(k, v)| v.parse::<f64>().ok().map(|v| (k, v)))
-            .collect()),
-        Err(ZkError::NoNode) => Ok(BTreeMap::new()),
-        Err(e) => Err(e),
-    }
+    Ok(entity_config::read(zk, path)?
+        .into_iter()
+        .filter(|(k, _)| is_quota_key(k))
+        .filter_map(|(k, v)| v.parse::<f64>().ok().map(|v| (k, v)))
+        .collect())
 }
 
-/// Writes (replacing) an entity's quotas and announces the change to every broker.
+fn is_quota_key(k: &str) -> bool {
+    CLIENT_KEYS.contains(&k) || IP_KEYS.contains(&k)
+}
+
+/// Writes (replacing) an entity's quotas, keeping the node's other keys, and announces the
+/// change to every broker.
 pub fn write(
     zk: &ZkClient,
     entity: &QuotaEntity,
     quotas: &BTreeMap<String, f64>,
 ) -> Result<(), ZkError> {
-    let body = to_json(&EntityConfig {
-        version: 1,
-        config: quotas
-            .iter()
-            .map(|(k, v)| (k.clone(), v.to_string()))
-            .collect(),
-    });
-    let path = node(entity);
-    match zk.create_persistent(&path, body.clone()) {
-        Err(ZkError::NodeExists) => zk.set_data(&path, body, None).map(|_| ()),
-        r => r,
-    }?;
+    entity_config::update(zk, &node(entity), |config| {
+        config.retain(|k, _| !is_quota_key(k));
+        config.extend(quotas.iter().map(|(k, v)| (k.clone(), v.to_string())));
+    })?;
     super::topic_config::notify(zk, &entity.entity_path())
 }
 

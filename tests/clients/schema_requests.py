@@ -211,3 +211,22 @@ for v in served(49):
         E(entity=[E.EntityData(entity_type="client-id", entity_name=None)],
           ops=[E.OpData(key="producer_byte_rate", value=1048576.0, remove=False),
                E.OpData(key="request_percentage", value=0.0, remove=True)])]))
+
+from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+for v in served(17):
+    out(17, v, SaslHandshakeRequest(version=v, mechanism="SCRAM-SHA-512"))
+for v in served(36):
+    out(36, v, SaslAuthenticateRequest(version=v, auth_bytes=b"n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL"))
+for v in served(50):
+    out(50, v, DescribeUserScramCredentialsRequest(version=v, users=[
+        DescribeUserScramCredentialsRequest.UserName(name="alice")]))
+    out(50, v, DescribeUserScramCredentialsRequest(version=v, users=None))
+for v in served(51):
+    A = AlterUserScramCredentialsRequest
+    out(51, v, A(version=v,
+                 deletions=[A.ScramCredentialDeletion(name="bob", mechanism=1)],
+                 upsertions=[A.ScramCredentialUpsertion(name="alice", mechanism=2, iterations=8192,
+                                                        salt=b"\x01" * 16,
+                                                        salted_password=b"\x02" * 64)]))

@@ -295,3 +295,29 @@ for v in served(49):
           entity=[E.EntityData(entity_type="client-id", entity_name="slow")]),
         E(error_code=42, error_message="`bytes` is not a quota",
           entity=[E.EntityData(entity_type="ip", entity_name=None)])]))
+
+from kafka.protocol.admin import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
+from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
+
+for v in served(17):
+    out(17, v, SaslHandshakeResponse(version=v, error_code=33,
+                                     mechanisms=["PLAIN", "SCRAM-SHA-256"]))
+for v in served(36):
+    out(36, v, SaslAuthenticateResponse(version=v, error_code=0, error_message=None,
+                                        auth_bytes=b"r=abc,s=c2FsdA==,i=4096",
+                                        session_lifetime_ms=0))
+    out(36, v, SaslAuthenticateResponse(version=v, error_code=58, error_message="failed",
+                                        auth_bytes=b"", session_lifetime_ms=0))
+for v in served(50):
+    R = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+    out(50, v, DescribeUserScramCredentialsResponse(
+        version=v, throttle_time_ms=0, error_code=0, error_message=None, results=[
+            R(user="alice", error_code=0, error_message=None,
+              credential_infos=[R.CredentialInfo(mechanism=1, iterations=4096),
+                                R.CredentialInfo(mechanism=2, iterations=8192)]),
+            R(user="bob", error_code=91, error_message="no such user", credential_infos=[])]))
+for v in served(51):
+    R = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+    out(51, v, AlterUserScramCredentialsResponse(version=v, throttle_time_ms=0, results=[
+        R(user="alice", error_code=0, error_message=None),
+        R(user="", error_code=93, error_message="Username must not be empty")]))

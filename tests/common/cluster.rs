@@ -49,8 +49,21 @@ impl Cluster {
         extra: &[(&str, &str)],
         own: impl Fn(i32) -> Vec<(String, String)>,
     ) -> Cluster {
+        Self::start_prepared(name, n, extra, own, |_| {})
+    }
+
+    /// `start_each`, after `prepare` has had the cluster's ZooKeeper address (with its
+    /// chroot) to write what the brokers must find at start (the brokers' own SCRAM user).
+    pub fn start_prepared(
+        name: &str,
+        n: i32,
+        extra: &[(&str, &str)],
+        own: impl Fn(i32) -> Vec<(String, String)>,
+        prepare: impl FnOnce(&str),
+    ) -> Cluster {
         super::init_logging();
         let zk_connect = format!("{}{}", zk_address(), chroot(name));
+        prepare(&zk_connect);
         let zk = ZkClient::connect(&zk_connect, Duration::from_secs(10)).unwrap();
         let mut c = Cluster {
             zk_connect,

@@ -99,6 +99,14 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
         47 => again::<OffsetDeleteRequest>(r, out)?,
         48 => again::<gregor::protocol::client_quotas::DescribeClientQuotasRequest>(r, out)?,
         49 => again::<gregor::protocol::client_quotas::AlterClientQuotasRequest>(r, out)?,
+        17 => again::<gregor::protocol::sasl::SaslHandshakeRequest>(r, out)?,
+        36 => again::<gregor::protocol::sasl::SaslAuthenticateRequest>(r, out)?,
+        50 => again::<gregor::protocol::scram_credentials::DescribeUserScramCredentialsRequest>(
+            r, out,
+        )?,
+        51 => {
+            again::<gregor::protocol::scram_credentials::AlterUserScramCredentialsRequest>(r, out)?
+        }
         60 => again::<DescribeClusterRequest>(r, out)?,
         k => return Err(format!("no case for api {k}")),
     }

@@ -101,7 +101,7 @@ impl KafkaApis {
         let allowance = (req.replica_id < 0 && self.quotas.active())
             .then(|| {
                 self.quotas
-                    .window_allowance(QuotaKind::Fetch, cx.client_id())
+                    .window_allowance(QuotaKind::Fetch, cx.user(), cx.client_id())
             })
             .flatten()
             .map_or(usize::MAX, |b| b.max(1.0) as usize);

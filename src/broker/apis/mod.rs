@@ -22,7 +22,9 @@ mod metadata;
 mod produce;
 mod producer_ids;
 mod replicas;
+mod sasl;
 mod topics;
+mod user_credentials;
 
 use std::sync::Arc;
 
@@ -60,7 +62,7 @@ impl RequestContext<'_> {
     /// and holds the client back for what that costs.
     pub fn charge(&self, quotas: &ClientQuotaManager, kind: QuotaKind, value: f64) {
         if quotas.active() {
-            let t = quotas.record(kind, self.client_id(), value);
+            let t = quotas.record(kind, self.user(), self.client_id(), value);
             self.throttle_ms.set(self.throttle_ms.get().max(t));
         }
     }
@@ -75,6 +77,13 @@ impl RequestContext<'_> {
                 .and_then(|h| h.client_id)
                 .unwrap_or("")
         })
+    }
+
+    /// The user the connection acts as (its SASL principal's name, or ANONYMOUS).
+    pub fn user(&self) -> &str {
+        self.conn
+            .principal()
+            .map_or(crate::security::ANONYMOUS, |p| p.name.as_str())
     }
 
     /// Reads the request's body, in the encoding the API table gives its version.
@@ -120,6 +129,8 @@ pub struct KafkaApis {
     pub inflation: crate::broker::inflation::InflationSlots,
     /// The client quotas, and the measures they are held to.
     pub quotas: Arc<ClientQuotaManager>,
+    /// SASL users' credentials, and the count of authentications.
+    pub credentials: Arc<crate::broker::credentials::CredentialCache>,
 }
 
 impl RequestHandler for KafkaApis {
@@ -136,7 +147,14 @@ impl RequestHandler for KafkaApis {
     }
 
     fn handle(&self, frame: &mut [u8], out: &mut Response, conn: &ConnectionContext) -> Action {
-        if frame.len() >= 2 && is_coordinator_request(i16::from_be_bytes([frame[0], frame[1]])) {
+        let authenticated = conn.principal().is_some();
+        if !authenticated && let Some(a) = self.raw_sasl_token(frame, out, conn) {
+            return a;
+        }
+        if authenticated
+            && frame.len() >= 2
+            && is_coordinator_request(i16::from_be_bytes([frame[0], frame[1]]))
+        {
             return self.handle_coordinator_request(frame, out, conn);
         }
         let peer = &conn.peer;
@@ -186,6 +204,9 @@ impl RequestHandler for KafkaApis {
         out.put_i32(corr);
         if header::response_is_flexible(key, version) {
             out.put_i8(0); // the response header's empty tag buffer
+        }
+        if !authenticated {
+            return self.before_authentication(body, &cx, out);
         }
         if header::is_inter_broker(key) && !conn.inter_broker {
             return self.refuse_broker_request(key, &cx, out);
@@ -238,6 +259,15 @@ impl RequestHandler for KafkaApis {
             }
             header::ALTER_CLIENT_QUOTAS => {
                 self.serve(body, &cx, out, Self::handle_alter_client_quotas)
+            }
+            header::SASL_HANDSHAKE | header::SASL_AUTHENTICATE => {
+                Ok(self.sasl_out_of_turn(&cx, out))
+            }
+            header::DESCRIBE_USER_SCRAM_CREDENTIALS => {
+                self.serve(body, &cx, out, Self::handle_describe_user_scram_credentials)
+            }
+            header::ALTER_USER_SCRAM_CREDENTIALS => {
+                self.serve(body, &cx, out, Self::handle_alter_user_scram_credentials)
             }
             _ => unreachable!("is_supported admitted only the keys above"),
         };

@@ -381,9 +381,9 @@ impl KafkaApis {
         if !self.quotas.active() {
             return true;
         }
-        let (allowed, t) = self
-            .quotas
-            .take_mutations(cx.client_id(), partitions as f64, strict);
+        let (allowed, t) =
+            self.quotas
+                .take_mutations(cx.user(), cx.client_id(), partitions as f64, strict);
         cx.throttle_ms.set(cx.throttle_ms.get().max(t));
         allowed
     }

@@ -15,7 +15,8 @@
 //! connection's own thread waits, no other client's (`network::ConnectionContext::mute_for`).
 //! With no quota configured nothing is looked up: the hot path pays one atomic load.
 //!
-//! Until the security issue lands every client is Kafka's `User:ANONYMOUS`.
+//! The user is the connection's SASL principal; a client on a listener without SASL is Kafka's
+//! `User:ANONYMOUS`.
 
 mod sensor;
 
@@ -37,7 +38,7 @@ use crate::zk::ZkClient;
 use crate::zk::client_quotas::{self, QuotaEntity};
 
 /// The principal of a client on a listener without authentication.
-pub const ANONYMOUS: &str = "ANONYMOUS";
+pub use crate::security::ANONYMOUS;
 
 /// What a quota bounds, with Kafka's key and the JMX exporter's metric prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,7 +96,8 @@ pub struct ClientQuotaManager {
     configs: RwLock<HashMap<QuotaEntity, BTreeMap<String, f64>>>,
     /// Whether any user or client quota is configured.
     active: AtomicBool,
-    resolved: RwLock<HashMap<String, Arc<Resolved>>>,
+    /// By user, then client id.
+    resolved: RwLock<HashMap<String, HashMap<String, Arc<Resolved>>>>,
     sensors: Mutex<HashMap<SensorKey, Arc<Mutex<Sensor>>>>,
     connections: Option<Arc<ConnectionQuotas>>,
     started: Instant,
@@ -162,9 +164,14 @@ impl ClientQuotaManager {
 
     /// The bound of `kind` for `client_id` and the tags of the entity that sets it, by Kafka's
     /// precedence; `None` where no entity bounds it.
-    fn find(&self, kind: QuotaKind, client_id: &str) -> Option<(f64, String, String)> {
+    fn find(
+        &self,
+        kind: QuotaKind,
+        user_name: &str,
+        client_id: &str,
+    ) -> Option<(f64, String, String)> {
         let configs = self.configs.read();
-        let user = Some(Some(ANONYMOUS.to_owned()));
+        let user = Some(Some(user_name.to_owned()));
         let client = Some(Some(client_id.to_owned()));
         let levels = [
             (user.clone(), client.clone(), true, true),
@@ -184,17 +191,22 @@ impl ClientQuotaManager {
             };
             let bound = *configs.get(&e)?.get(kind.key())?;
             let tag = |on: bool, v: &str| if on { v.to_owned() } else { String::new() };
-            Some((bound, tag(user_tag, ANONYMOUS), tag(client_tag, client_id)))
+            Some((bound, tag(user_tag, user_name), tag(client_tag, client_id)))
         })
     }
 
-    fn resolve(&self, client_id: &str) -> Arc<Resolved> {
-        if let Some(r) = self.resolved.read().get(client_id) {
+    fn resolve(&self, user_name: &str, client_id: &str) -> Arc<Resolved> {
+        if let Some(r) = self
+            .resolved
+            .read()
+            .get(user_name)
+            .and_then(|u| u.get(client_id))
+        {
             return r.clone();
         }
         let mut r = Resolved::default();
         for kind in QuotaKind::ALL {
-            if let Some((bound, user, client)) = self.find(kind, client_id) {
+            if let Some((bound, user, client)) = self.find(kind, user_name, client_id) {
                 let sensor = self
                     .sensors
                     .lock()
@@ -217,11 +229,14 @@ impl ClientQuotaManager {
         let mut cache = self.resolved.write();
         // Bounded against clients inventing ids: past 10,000 the cache starts again, and the
         // sensors no one holds now go with it (Kafka expires idle sensors after an hour).
-        if cache.len() > 10_000 {
+        if cache.values().map(HashMap::len).sum::<usize>() > 10_000 {
             cache.clear();
             self.sensors.lock().retain(|_, s| Arc::strong_count(s) > 1);
         }
-        cache.insert(client_id.to_owned(), r.clone());
+        cache
+            .entry(user_name.to_owned())
+            .or_default()
+            .insert(client_id.to_owned(), r.clone());
         r
     }
 
@@ -234,11 +249,11 @@ impl ClientQuotaManager {
 
     /// Records `value` (bytes, or percent of a thread for requests) against the client's
     /// quota of `kind`; how long the client must now wait, in ms (0 within its quota).
-    pub fn record(&self, kind: QuotaKind, client_id: &str, value: f64) -> u64 {
+    pub fn record(&self, kind: QuotaKind, user: &str, client_id: &str, value: f64) -> u64 {
         if !self.active() {
             return 0;
         }
-        let r = self.resolve(client_id);
+        let r = self.resolve(user, client_id);
         let Some((bound, sensor)) = &r.bounds[kind as usize] else {
             return 0;
         };
@@ -259,11 +274,11 @@ impl ClientQuotaManager {
 
     /// What one window of the client's `kind` quota allows, in its units: Kafka bounds a
     /// consumer's Fetch answer by it, so one answer cannot take many windows' worth at once.
-    pub fn window_allowance(&self, kind: QuotaKind, client_id: &str) -> Option<f64> {
+    pub fn window_allowance(&self, kind: QuotaKind, user: &str, client_id: &str) -> Option<f64> {
         if !self.active() {
             return None;
         }
-        let r = self.resolve(client_id);
+        let r = self.resolve(user, client_id);
         let (bound, _) = r.bounds[kind as usize].as_ref()?;
         Some(bound * self.windows.size_ms as f64 / 1000.0)
     }
@@ -272,11 +287,11 @@ impl ClientQuotaManager {
     /// mutations may go ahead, and how long the client must then wait. A `strict` request
     /// (the versions that know THROTTLING_QUOTA_EXCEEDED) is refused while the bucket is below
     /// zero; an older one goes ahead and is throttled.
-    pub fn take_mutations(&self, client_id: &str, n: f64, strict: bool) -> (bool, u64) {
+    pub fn take_mutations(&self, user: &str, client_id: &str, n: f64, strict: bool) -> (bool, u64) {
         if !self.active() {
             return (true, 0);
         }
-        let r = self.resolve(client_id);
+        let r = self.resolve(user, client_id);
         let Some((bound, sensor)) = &r.bounds[QuotaKind::ControllerMutation as usize] else {
             return (true, 0);
         };
@@ -369,18 +384,30 @@ mod tests {
         m.apply(c);
         let p = QuotaKind::Produce;
         // The default user outranks every client-only entity.
-        assert_eq!(m.find(p, "a"), Some((3.0, ANONYMOUS.into(), String::new())));
-        assert_eq!(m.find(p, "b"), Some((4.0, ANONYMOUS.into(), "b".into())));
+        assert_eq!(
+            m.find(p, ANONYMOUS, "a"),
+            Some((3.0, ANONYMOUS.into(), String::new()))
+        );
+        assert_eq!(
+            m.find(p, ANONYMOUS, "b"),
+            Some((4.0, ANONYMOUS.into(), "b".into()))
+        );
         let mut c = HashMap::new();
         c.insert(entity(None, Some(None)), q(1.0));
         c.insert(entity(None, Some(Some("a"))), q(2.0));
         m.apply(c);
-        assert_eq!(m.find(p, "a"), Some((2.0, String::new(), "a".into())));
-        assert_eq!(m.find(p, "z"), Some((1.0, String::new(), "z".into())));
-        assert_eq!(m.find(QuotaKind::Fetch, "a"), None);
+        assert_eq!(
+            m.find(p, ANONYMOUS, "a"),
+            Some((2.0, String::new(), "a".into()))
+        );
+        assert_eq!(
+            m.find(p, ANONYMOUS, "z"),
+            Some((1.0, String::new(), "z".into()))
+        );
+        assert_eq!(m.find(QuotaKind::Fetch, ANONYMOUS, "a"), None);
         m.apply(HashMap::new());
         assert!(!m.active());
-        assert_eq!(m.record(p, "a", 1e9), 0);
+        assert_eq!(m.record(p, ANONYMOUS, "a", 1e9), 0);
     }
 
     #[test]
@@ -393,9 +420,9 @@ mod tests {
         );
         m.apply(c);
         // 20 KB at once: 2 KB/s over the ten-second minimum span, twice the bound.
-        let t = m.record(QuotaKind::Produce, "slow", 20_000.0);
+        let t = m.record(QuotaKind::Produce, ANONYMOUS, "slow", 20_000.0);
         assert!((9_900..=10_000).contains(&t), "{t}");
-        assert_eq!(m.record(QuotaKind::Produce, "fast", 20_000.0), 0);
+        assert_eq!(m.record(QuotaKind::Produce, ANONYMOUS, "fast", 20_000.0), 0);
         let mut out = Vec::new();
         m.families(&mut out);
         let names: Vec<_> = out.iter().map(|f| f.name().to_owned()).collect();

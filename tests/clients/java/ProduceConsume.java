@@ -3,6 +3,8 @@
 // given, then reads them back by assign() and prints one line per record, so the Rust test
 // can check what arrived; then consumes the topic again in a consumer group and commits.
 //   java -cp <jars>:. ProduceConsume <bootstrap> <topic> <count> <codec>
+// With CLIENT_PROPERTIES naming a properties file, its settings (a SASL login, say) are added
+// to the producer's and the consumer's.
 // Prints "sent <partition> <offset>" per acknowledged record, then
 // "got <offset> <key> <value> <timestamp> <header>=<value>" per record read.
 
@@ -33,6 +35,14 @@ public class ProduceConsume {
         p.put("value.serializer", StringSerializer.class.getName());
         p.put("delivery.timeout.ms", "30000");
         p.put("request.timeout.ms", "20000");
+        Properties extra = new Properties();
+        String extraFile = System.getenv("CLIENT_PROPERTIES");
+        if (extraFile != null) {
+            try (var in = new java.io.FileInputStream(extraFile)) {
+                extra.load(in);
+            }
+        }
+        p.putAll(extra);
         long ts = 1_700_000_000_000L;
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
@@ -53,6 +63,7 @@ public class ProduceConsume {
         c.put("value.deserializer", StringDeserializer.class.getName());
         c.put("enable.auto.commit", "false");
         c.put("auto.offset.reset", "earliest");
+        c.putAll(extra);
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
             TopicPartition tp = new TopicPartition(topic, 0);
             consumer.assign(List.of(tp));

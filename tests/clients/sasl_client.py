@@ -1,0 +1,93 @@
+"""confluent-kafka (librdkafka in its wheel) over a SASL listener of gregor, as the security
+tests drive it:
+
+  sasl_client.py <bootstrap> <mechanism> <user> <password> <mode> [args...]
+
+modes:
+  create-user <name> <mechanism> <password>   AlterUserScramCredentials through the AdminClient
+  describe-users                              DescribeUserScramCredentials: one line per user
+  roundtrip <topic> <group> <count>           produce count messages, consume them in a group,
+                                              commit; list topics and create <topic>-admin
+Prints what happened as `key value` lines; exits 1 with the error on any failure."""
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
+                                   UserScramCredentialUpsertion)
+
+bootstrap, mechanism, user, password, mode = sys.argv[1:6]
+rest = sys.argv[6:]
+common = {
+    "bootstrap.servers": bootstrap,
+    "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanisms": mechanism,
+    "sasl.username": user,
+    "sasl.password": password,
+}
+
+
+def mechanism_of(name):
+    return {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256,
+            "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}[name]
+
+
+if mode == "create-user":
+    name, mech, secret = rest
+    admin = AdminClient(common)
+    up = UserScramCredentialUpsertion(name, ScramCredentialInfo(mechanism_of(mech), 8192),
+                                      secret.encode())
+    for u, f in admin.alter_user_scram_credentials([up]).items():
+        f.result(30)
+        print("created", u, mech)
+elif mode == "describe-users":
+    admin = AdminClient(common)
+    described = admin.describe_user_scram_credentials()
+    # Newer wheels answer a future of the whole description, older ones a dict of futures.
+    if hasattr(described, "result"):
+        described = described.result(30)
+    for u, d in sorted(described.items()):
+        if hasattr(d, "result"):
+            d = d.result(30)
+        infos = ",".join(f"{i.mechanism.name}:{i.iterations}" for i in d.scram_credential_infos)
+        print("user", u, infos)
+elif mode == "roundtrip":
+    topic, group, count = rest[0], rest[1], int(rest[2])
+    p = Producer(dict(common, **{"acks": "all", "enable.idempotence": True}))
+    delivered = []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            print("delivery failed:", err, file=sys.stderr)
+            sys.exit(1)
+        delivered.append(msg.offset())
+
+    for i in range(count):
+        p.produce(topic, key=f"k{i}", value=f"{user}-{i}", on_delivery=on_delivery)
+    if p.flush(30) != 0 or len(delivered) != count:
+        sys.exit(f"only {len(delivered)} of {count} delivered")
+    print("produced", count)
+    c = Consumer(dict(common, **{"group.id": group, "auto.offset.reset": "earliest",
+                                 "enable.auto.commit": False}))
+    c.subscribe([topic])
+    seen = set()
+    deadline = time.time() + 60
+    while len(seen) < count and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            sys.exit(f"consume error: {m.error()}")
+        if m.value().decode().startswith(user + "-"):
+            seen.add(m.value().decode())
+    c.commit(asynchronous=False)
+    c.close()
+    print("consumed", len(seen))
+    admin = AdminClient(common)
+    md = admin.list_topics(timeout=30)
+    print("topics", ",".join(sorted(t for t in md.topics if not t.startswith("__"))))
+    for t, f in admin.create_topics([NewTopic(topic + "-admin", 1, 1)]).items():
+        f.result(30)
+        print("created-topic", t)
+else:
+    sys.exit(f"unknown mode {mode}")
