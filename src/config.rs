@@ -14,6 +14,7 @@ pub mod keys;
 mod listeners;
 mod props;
 pub mod security;
+mod tls;
 
 pub use crate::network::ConnectionLimits;
 pub use listeners::{Listener, Listeners};
@@ -50,6 +51,9 @@ pub struct BrokerConfig {
     pub listeners: Listeners,
     /// SASL listeners' mechanisms and users, and this broker's own inter-broker login.
     pub security: security::Security,
+    /// How this broker dials another's inter-broker listener: TLS (the inter-broker
+    /// listener's settings) and SASL (its own login), as that listener asks.
+    pub inter_broker_client: crate::network::ClientSecurity,
     pub log_dirs: Vec<PathBuf>,
     /// `host:port[,host:port...][/chroot]`.
     pub zookeeper_connect: String,
@@ -178,6 +182,14 @@ impl BrokerConfig {
             .map_err(|_| ConfigError("`broker.id` must be a non-negative integer".into()))?;
         let listeners = listeners::read(&mut p)?;
         let security = security::read(&mut p, &listeners)?;
+        let inter_broker_client = crate::network::ClientSecurity {
+            tls: security
+                .inter_broker_tls(&listeners.inter_broker)
+                .map(crate::network::tls::client_config)
+                .transpose()
+                .map_err(|e| ConfigError(format!("inter-broker listener: {e}")))?,
+            login: security.inter_broker_login.clone(),
+        };
         let connection_limits = connection_limits::read(&mut p)?;
         let dirs = p.take("log.dirs")?;
         let dir = p.take("log.dir")?;
@@ -218,6 +230,7 @@ impl BrokerConfig {
             broker_id,
             listeners,
             security,
+            inter_broker_client,
             connection_limits,
             log_dirs,
             zookeeper_connect,

@@ -16,7 +16,8 @@ use std::time::Duration;
 use common::cluster::Cluster;
 use common::java::{JavaProgram, run_kafka_tool};
 use common::prometheus::scrape;
-use common::{free_port, gregor_cli, gregor_ok, python, run_with_deadline, wait_until};
+use common::secure::{kcat_as, sasl_client};
+use common::{free_port, gregor_cli, gregor_ok, run_with_deadline, wait_until};
 use gregor::protocol::header::{self, RequestHeader};
 use gregor::protocol::sasl::{SaslHandshakeRequest, SaslHandshakeResponse};
 use gregor::protocol::{ErrorCode, decode_body, encode_body};
@@ -102,47 +103,6 @@ impl Secured {
             .collect::<Vec<_>>()
             .join(",")
     }
-}
-
-fn kcat_as(
-    bootstrap: &str,
-    mech: &str,
-    user: &str,
-    password: &str,
-    args: &[&str],
-    stdin: &str,
-) -> (bool, String, String) {
-    let mut all = vec![
-        "-b".to_owned(),
-        bootstrap.to_owned(),
-        "-X".to_owned(),
-        "security.protocol=SASL_PLAINTEXT".to_owned(),
-        "-X".to_owned(),
-        format!("sasl.mechanisms={mech}"),
-        "-X".to_owned(),
-        format!("sasl.username={user}"),
-        "-X".to_owned(),
-        format!("sasl.password={password}"),
-    ];
-    all.extend(args.iter().map(|a| a.to_string()));
-    run_with_deadline(
-        std::process::Command::new("kcat").args(&all),
-        stdin,
-        Duration::from_secs(60),
-    )
-}
-
-fn sasl_client(bootstrap: &str, mech: &str, user: &str, password: &str, args: &[&str]) -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/sasl_client.py");
-    let (ok, out, err) = run_with_deadline(
-        python()
-            .args([script, bootstrap, mech, user, password])
-            .args(args),
-        "",
-        Duration::from_secs(180),
-    );
-    assert!(ok, "sasl_client.py {args:?} failed:\n{out}\n{err}");
-    out
 }
 
 /// The end offset of partition 0 of `topic`, asked over the plaintext listener.
@@ -323,18 +283,10 @@ fn clients_authenticate_with_each_mechanism_and_brokers_replicate_over_sasl() {
         "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"carol\" password=\"carol-secret\";\n",
     )
     .unwrap();
-    let (ok, out, err) = JavaProgram::compile("ProduceConsume")
-        .command(&[&bootstrap, "java", "5", "none"])
-        .env("CLIENT_PROPERTIES", &java_props)
-        .output()
-        .map(|o| {
-            (
-                o.status.success(),
-                String::from_utf8_lossy(&o.stdout).into_owned(),
-                String::from_utf8_lossy(&o.stderr).into_owned(),
-            )
-        })
-        .unwrap();
+    let program = JavaProgram::compile("ProduceConsume");
+    let mut java = program.command(&[&bootstrap, "java", "5", "none"]);
+    java.env("CLIENT_PROPERTIES", &java_props);
+    let (ok, out, err) = run_with_deadline(&mut java, "", Duration::from_secs(180));
     assert!(ok, "Java ProduceConsume over SASL:\n{out}\n{err}");
     assert_eq!(
         out.lines().filter(|l| l.starts_with("got ")).count(),

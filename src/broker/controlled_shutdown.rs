@@ -81,7 +81,7 @@ impl Broker {
             (b.host.as_str(), b.port as u16),
             &format!("broker-{}", self.id()),
             self.config.controller_socket_timeout,
-            &self.config.security.inter_broker_login,
+            &self.config.inter_broker_client,
         )
         .map_err(|e| failed(e.to_string()))?;
         let req = ControlledShutdownRequest {

@@ -64,9 +64,14 @@ impl CredentialCache {
             .or_default() += 1;
     }
 
-    /// `kafka_server_socket_server_metrics_{successful,failed}_authentication_total`.
-    pub fn families(&self, out: &mut Vec<MetricFamily>) {
-        let outcomes = self.outcomes.lock().clone();
+    /// `kafka_server_socket_server_metrics_{successful,failed}_authentication_total`, with
+    /// each TLS listener's failed handshakes (`tls_failures`) as the failures of mechanism
+    /// `TLS`, as Kafka counts a failed SSL handshake a failed authentication.
+    pub fn families(&self, out: &mut Vec<MetricFamily>, tls_failures: &[(String, u64)]) {
+        let mut outcomes = self.outcomes.lock().clone();
+        for (listener, n) in tls_failures {
+            outcomes.insert((listener.clone(), "TLS", false), *n);
+        }
         for (ok, name, help) in [
             (
                 true,

@@ -118,8 +118,8 @@ fn high_watermarks(b: &Broker, wanted: &[(String, i32)]) -> Offsets {
         };
         let client = format!("broker-{}-metrics", b.id());
         let addr = (info.host.as_str(), info.port as u16);
-        let login = &b.config.security.inter_broker_login;
-        let Ok(mut chan) = BlockingChannel::connect_as(addr, &client, ASK_TIMEOUT, login) else {
+        let security = &b.config.inter_broker_client;
+        let Ok(mut chan) = BlockingChannel::connect_as(addr, &client, ASK_TIMEOUT, security) else {
             continue;
         };
         for (topic, partition) in tps {

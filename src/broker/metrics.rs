@@ -174,6 +174,16 @@ fn network_families(b: &Broker, out: &mut Vec<MetricFamily>) {
         conns.add(&[("listener", &l.name)], s.open_connections() as f64);
     }
     out.push(conns.done());
+    let tls_failures: Vec<(String, u64)> = b
+        .config
+        .listeners
+        .bind
+        .iter()
+        .zip(&b.servers)
+        .filter(|(_, s)| s.tls().is_some())
+        .map(|(l, s)| (l.name.clone(), s.tls_handshake_failures()))
+        .collect();
+    b.credentials.families(out, &tls_failures);
     let mut refused = Family::counter(
         "gregor_network_connections_rejected_total",
         "Connections refused, by the limit that refused them",

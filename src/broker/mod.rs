@@ -39,6 +39,7 @@ use crate::coordinator::{Coordinator, CoordinatorConfig};
 use crate::log::{LogConfig, LogManager, LogSettings};
 use crate::metrics::BrokerMetrics;
 use crate::metrics::http::MetricsServer;
+use crate::network::tls::TlsAcceptor;
 use crate::network::{ConnectionQuotas, ListenerSpec, RequestPool, SocketServer};
 use crate::protocol::EndPoint;
 use crate::zk::{ZkClient, paths};
@@ -70,6 +71,8 @@ pub struct Broker {
     servers: Vec<SocketServer>,
     quotas: Arc<ConnectionQuotas>,
     pool: Arc<RequestPool>,
+    /// SASL users' credentials and the count of authentications, for the metrics.
+    credentials: Arc<credentials::CredentialCache>,
     /// `GET /metrics`, when `metrics.listener` is set.
     metrics_server: Mutex<Option<MetricsServer>>,
     /// Set once `/brokers/ids/[id]` is ours: only then may shutdown hand over leadership and
@@ -126,7 +129,7 @@ impl Broker {
             config.leader_balance,
             config.listeners.inter_broker.clone(),
             config.controller_socket_timeout,
-            config.security.inter_broker_login.clone(),
+            config.inter_broker_client.clone(),
         );
         let coordinator = Coordinator::new(
             id,
@@ -180,11 +183,19 @@ impl Broker {
             let listener = TcpListener::bind(&addr)
                 .map_err(|e| err(&format!("cannot listen on {addr}"), &e))?;
             let inter_broker = l.name == ls.inter_broker;
+            let tls = match config.security.tls.get(&l.name) {
+                Some(settings) => Some(Arc::new(
+                    TlsAcceptor::new(settings)
+                        .map_err(|e| err(&format!("listener {}", l.name), &e))?,
+                )),
+                None => None,
+            };
             let spec = ListenerSpec {
                 name: l.name.clone(),
                 inter_broker,
                 exempt: inter_broker && ls.separate_inter_broker(),
                 sasl: config.security.listener(&l.name).is_some(),
+                tls,
             };
             let server = SocketServer::start(
                 listener,
@@ -209,6 +220,7 @@ impl Broker {
             servers,
             quotas,
             pool,
+            credentials: credentials.clone(),
             metrics_server: Mutex::new(None),
             registered: AtomicBool::new(false),
             periodic: Mutex::new(Vec::new()),
@@ -221,15 +233,6 @@ impl Broker {
             .add_sampler(Box::new(move |out| {
                 if let Some(q) = q.upgrade() {
                     q.families(out);
-                }
-            }));
-        let c = Arc::downgrade(&credentials);
-        broker
-            .replica_manager
-            .metrics
-            .add_sampler(Box::new(move |out| {
-                if let Some(c) = c.upgrade() {
-                    c.families(out);
                 }
             }));
         if let Some(addr) = &config.metrics_listener {

@@ -20,11 +20,11 @@ use parking_lot::Mutex;
 use super::partition::Partition;
 use crate::config::BrokerConfig;
 use crate::network::BlockingChannel;
+use crate::network::ClientSecurity;
 use crate::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
 use crate::protocol::header::FETCH;
 use crate::protocol::offsets::{EARLIEST_TIME, LATEST_TIME};
 use crate::protocol::{BrokerInfo, ErrorCode};
-use crate::security::ClientLogin;
 
 mod compare;
 mod truncation;
@@ -49,8 +49,8 @@ struct FetchSettings {
     response_max_bytes: i32,
     max_wait: Duration,
     min_bytes: i32,
-    /// How to authenticate to the leader's inter-broker listener.
-    login: ClientLogin,
+    /// How to dial the leader's inter-broker listener.
+    security: ClientSecurity,
 }
 
 struct Followed {
@@ -90,7 +90,7 @@ impl ReplicaFetcherManager {
                 response_max_bytes: cfg.replica_fetch_response_max_bytes,
                 max_wait: cfg.replica_fetch_wait_max,
                 min_bytes: cfg.replica_fetch_min_bytes,
-                login: cfg.security.inter_broker_login.clone(),
+                security: cfg.inter_broker_client.clone(),
             },
             fetchers: Mutex::new(HashMap::new()),
         }
@@ -195,10 +195,10 @@ impl Fetcher {
             }
             if chan.is_none() {
                 match BlockingChannel::connect_as(
-                    addr.clone(),
+                    (&addr.0, addr.1),
                     &format!("replica-fetcher-{}", s.broker_id),
                     s.max_wait + Duration::from_secs(30),
-                    &s.login,
+                    &s.security,
                 ) {
                     Ok(c) => chan = Some(c),
                     Err(e) => {

@@ -1,33 +1,64 @@
 //! `--command-config FILE`: the client properties Kafka's tools read to reach a secured
-//! listener — `security.protocol`, `sasl.mechanism`, and `sasl.jaas.config` with the login's
-//! `username` and `password`. Other client keys are ignored, as they configure what gregor's
-//! tools do not have.
+//! listener — `security.protocol`; for SASL `sasl.mechanism` and `sasl.jaas.config` with the
+//! login's `username` and `password`; for TLS `ssl.truststore.location` (PEM), and
+//! `ssl.keystore.location` with `ssl.key.password` where the listener wants a client
+//! certificate, and `ssl.endpoint.identification.algorithm`. Other client keys are ignored,
+//! as they configure what gregor's tools do not have.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use gregor::config::parse_properties;
+use gregor::network::ClientSecurity;
 use gregor::security::jaas;
+use gregor::security::tls::{Pem, TlsSettings};
 use gregor::security::{ClientLogin, Mechanism};
 
-pub fn read(path: &Path) -> Result<ClientLogin, String> {
+pub fn read(path: &Path) -> Result<ClientSecurity, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let props = parse_properties(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    login(&props)
+    let login = login(&props)?;
+    let tls = match props
+        .get("security.protocol")
+        .map(|p| p.to_uppercase())
+        .as_deref()
+    {
+        Some("SSL" | "SASL_SSL") => Some(gregor::network::tls::client_config(&tls(&props))?),
+        _ => None,
+    };
+    Ok(ClientSecurity { tls, login })
 }
 
-fn login(props: &std::collections::BTreeMap<String, String>) -> Result<ClientLogin, String> {
+/// The client side's TLS settings.
+fn tls(props: &BTreeMap<String, String>) -> TlsSettings {
+    let file = |k: &str| {
+        props
+            .get(k)
+            .filter(|v| !v.is_empty())
+            .map(|v| Pem::File(PathBuf::from(v)))
+    };
+    let keystore = file("ssl.keystore.location");
+    TlsSettings {
+        key: keystore.clone(),
+        chain: keystore,
+        key_password: props.get("ssl.key.password").cloned(),
+        trust: file("ssl.truststore.location"),
+        protocols: vec!["TLSv1.2".into(), "TLSv1.3".into()],
+        verify_hostname: props
+            .get("ssl.endpoint.identification.algorithm")
+            .is_none_or(|a| a.eq_ignore_ascii_case("https")),
+        ..Default::default()
+    }
+}
+
+fn login(props: &BTreeMap<String, String>) -> Result<ClientLogin, String> {
     let protocol = props
         .get("security.protocol")
         .map_or("PLAINTEXT".to_owned(), |p| p.to_uppercase());
     match protocol.as_str() {
-        "PLAINTEXT" => return Ok(ClientLogin::None),
-        "SASL_PLAINTEXT" => {}
-        "SSL" | "SASL_SSL" => {
-            return Err(format!(
-                "security.protocol={protocol}: gregor's tools do not speak TLS yet"
-            ));
-        }
+        "PLAINTEXT" | "SSL" => return Ok(ClientLogin::None),
+        "SASL_PLAINTEXT" | "SASL_SSL" => {}
         p => return Err(format!("security.protocol={p} is not a security protocol")),
     }
     let name = props.get("sasl.mechanism").map_or("GSSAPI", String::as_str);
@@ -76,7 +107,7 @@ mod tests {
                 .contains("GSSAPI")
         );
         assert!(
-            login(&props(&[("security.protocol", "SSL")]))
+            login(&props(&[("security.protocol", "TLS")]))
                 .unwrap_err()
                 .contains("TLS")
         );

@@ -73,11 +73,11 @@ pub struct ConfigsArgs {
 
 impl ConfigsArgs {
     fn connect(&self) -> Result<BlockingChannel, String> {
-        let login = match &self.command_config {
+        let security = match &self.command_config {
             Some(path) => super::command_config::read(path)?,
-            None => gregor::security::ClientLogin::None,
+            None => gregor::network::ClientSecurity::default(),
         };
-        connect_as(&self.bootstrap_server, &login)
+        connect_as(&self.bootstrap_server, &security)
     }
 }
 

@@ -31,13 +31,13 @@ const UNKNOWN_TOPIC: i16 = ErrorCode::UnknownTopicOrPartition as i16;
 
 /// The first bootstrap broker that accepts a connection.
 pub(super) fn connect(bootstrap: &str) -> Result<BlockingChannel, String> {
-    connect_as(bootstrap, &gregor::security::ClientLogin::None)
+    connect_as(bootstrap, &gregor::network::ClientSecurity::default())
 }
 
 /// `connect`, authenticated as `login` says.
 pub(super) fn connect_as(
     bootstrap: &str,
-    login: &gregor::security::ClientLogin,
+    security: &gregor::network::ClientSecurity,
 ) -> Result<BlockingChannel, String> {
     let mut last = String::from("no bootstrap address given");
     for addr in bootstrap
@@ -45,11 +45,18 @@ pub(super) fn connect_as(
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
+        let Some((host, port)) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse().ok()?)))
+        else {
+            last = format!("{addr}: not host:port");
+            continue;
+        };
         match BlockingChannel::connect_as(
-            addr,
+            (host, port),
             CLIENT_ID,
             std::time::Duration::from_millis(TIMEOUT_MS as u64 + 10_000),
-            login,
+            security,
         ) {
             Ok(c) => return Ok(c),
             Err(e) => last = format!("{addr}: {e}"),

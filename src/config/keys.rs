@@ -107,6 +107,14 @@ impl Key {
     const fn valid(self, valid: Valid) -> Key {
         Key { valid, ..self }
     }
+    /// A secret: never logged, and DescribeConfigs reports no value.
+    const fn secret(self) -> Key {
+        Key {
+            sensitive: true,
+            ..self
+        }
+    }
+
     const fn topic(self, topic: &'static str) -> Key {
         Key {
             topic: Some(topic),
@@ -177,6 +185,7 @@ const INT: Type = Type::Int;
 const LONG: Type = Type::Long;
 const DOUBLE: Type = Type::Double;
 const LIST: Type = Type::List;
+const PASSWORD: Type = Type::Password;
 
 const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
 
@@ -186,11 +195,27 @@ pub const BROKER: &[Key] = &[
     required("broker.id", INT, "This broker's id, unique in the cluster.").min(0),
     derived("listeners", STRING, "Where to listen: `NAME://HOST:PORT,…` (KIP-103); by default `PLAINTEXT://127.0.0.1:9092`, or 0.8's `host.name` and `port`."),
     derived("advertised.listeners", STRING, "By the same names, the address registered for others to dial when it is not the bound one; a name left out registers its bound address."),
-    key("listener.security.protocol.map", STRING, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Each listener name's security protocol; PLAINTEXT and SASL_PLAINTEXT are served (TLS is to come: a listener mapped to SSL or SASL_SSL is refused at start)."),
+    key("listener.security.protocol.map", STRING, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Each listener name's security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
     derived("inter.broker.listener.name", STRING, "The listener brokers and the controller dial each other on: the only listener, else the one `security.inter.broker.protocol` names, else the one named PLAINTEXT. Every broker must name the same."),
     derived("security.inter.broker.protocol", STRING, "Kafka's older way to pick the inter-broker listener: the listener of that name (set this or `inter.broker.listener.name`, not both)."),
     key("sasl.enabled.mechanisms", LIST, "GSSAPI", "The SASL mechanisms a SASL listener serves (`listener.name.<l>.sasl.enabled.mechanisms` for one listener): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Kafka's default GSSAPI is not served, so a SASL listener needs this set."),
     key("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "The mechanism a broker authenticates with on a SASL inter-broker listener, with the `username` and `password` of that listener's JAAS entry for it."),
+    key("ssl.keystore.type", STRING, "PEM", "The keystore's format on an SSL or SASL_SSL listener: PEM files (KIP-651), the only one gregor reads (Kafka's default, JKS, is refused by name). Each `ssl.` key may be set for one listener as `listener.name.<l>.ssl.…`.").valid(Valid::OneOf(&["PEM"])),
+    key("ssl.keystore.location", STRING, "", "A PEM file with the private key (PKCS#8, encrypted with `ssl.key.password` or not) and the certificate chain, leaf first."),
+    key("ssl.keystore.key", PASSWORD, "", "The private key as PEM text, instead of a file (with `ssl.keystore.certificate.chain`).").secret(),
+    key("ssl.keystore.certificate.chain", STRING, "", "The certificate chain as PEM text, leaf first, beside `ssl.keystore.key`."),
+    key("ssl.key.password", PASSWORD, "", "The password of an encrypted private key.").secret(),
+    key("ssl.keystore.password", PASSWORD, "", "A JKS or PKCS12 keystore's password: not used by PEM keystores, and refused when set (a PEM key's password is `ssl.key.password`).").secret(),
+    key("ssl.truststore.type", STRING, "PEM", "The truststore's format: PEM.").valid(Valid::OneOf(&["PEM"])),
+    key("ssl.truststore.location", STRING, "", "A PEM file of the certificates trusted to sign clients' certificates (and, on the inter-broker listener, other brokers')."),
+    key("ssl.truststore.certificates", STRING, "", "The trusted certificates as PEM text, instead of a file."),
+    key("ssl.truststore.password", PASSWORD, "", "A JKS or PKCS12 truststore's password: refused when set, as for the keystore's.").secret(),
+    key("ssl.client.auth", STRING, "none", "Whether clients must present a certificate: `required`, `requested` (a client without one is `User:ANONYMOUS`) or `none`.").valid(Valid::OneOf(&["none", "requested", "required"])),
+    key("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", "The TLS versions served."),
+    key("ssl.protocol", STRING, "TLSv1.3", "Kafka's preferred protocol for its SSLContext; gregor negotiates the highest of `ssl.enabled.protocols`, so this is accepted and informational.").valid(Valid::OneOf(&["TLSv1.2", "TLSv1.3", "TLS"])),
+    key("ssl.cipher.suites", LIST, "", "The cipher suites served, by IANA name (`TLS_AES_128_GCM_SHA256`, `TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384`, …); empty for rustls' defaults."),
+    key("ssl.endpoint.identification.algorithm", STRING, "https", "`https`: a broker dialing another's TLS inter-broker listener checks that the certificate names the host it dialed; empty: it does not."),
+    key("ssl.principal.mapping.rules", STRING, "DEFAULT", "How a client certificate's subject (`CN=alice,OU=eng,O=acme`) becomes its principal: `DEFAULT` (the name itself) and `RULE:pattern/replacement/[LU]`, first match wins."),
     derived("host.name", STRING, "0.8's listener host, read when `listeners` is unset (default 127.0.0.1)."),
     derived("port", INT, "0.8's listener port, read when `listeners` is unset (default 9092).").min(0),
     derived("log.dirs", LIST, "The directories that hold the partitions' logs, comma-separated (or `log.dir`; one is required)."),
@@ -279,12 +304,26 @@ pub const LISTENER_KEYS: &[(&str, &str)] = &[
 ];
 
 /// Splits `listener.name.<listener>.<key>` into the listener (upper case, as `listeners`
-/// names it) and a key of `LISTENER_KEYS`.
+/// names it) and a key of `LISTENER_KEYS` or an `ssl.` key of the table.
 pub fn listener_key(name: &str) -> Option<(String, &'static str)> {
     let rest = name.strip_prefix("listener.name.")?;
     let (listener, key) = rest.split_once('.')?;
-    let key = LISTENER_KEYS.iter().find(|(k, _)| *k == key)?.0;
+    let key = LISTENER_KEYS
+        .iter()
+        .map(|(k, _)| *k)
+        .chain(
+            BROKER
+                .iter()
+                .map(|k| k.name)
+                .filter(|k| k.starts_with("ssl.")),
+        )
+        .find(|k| *k == key)?;
     (!listener.is_empty()).then(|| (listener.to_uppercase(), key))
+}
+
+/// Whether a per-listener key holds a secret (a JAAS entry, or a secret `ssl.` key).
+pub fn listener_key_is_secret(key: &str) -> bool {
+    key.ends_with("sasl.jaas.config") || find(key).is_some_and(|k| k.sensitive)
 }
 
 /// The broker key a topic-level key overrides.

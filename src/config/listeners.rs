@@ -1,8 +1,7 @@
 //! Named listeners (KIP-103) in Kafka's formats: `listeners=CLIENT://host:port,REPLICATION://…`,
 //! `advertised.listeners` by the same names, `listener.security.protocol.map=CLIENT:PLAINTEXT,…`
 //! and `inter.broker.listener.name` (or Kafka's older `security.inter.broker.protocol`).
-//! PLAINTEXT and SASL_PLAINTEXT are served; a listener mapped to SSL or SASL_SSL is refused by
-//! name until TLS is, so adding it changes no format.
+//! Every protocol Kafka knows is served: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL.
 
 use std::collections::BTreeMap;
 
@@ -10,8 +9,6 @@ use super::{ConfigError, Props};
 
 /// The security protocols Kafka knows.
 const PROTOCOLS: [&str; 4] = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
-/// Those gregor serves.
-const SERVED: [&str; 2] = ["PLAINTEXT", "SASL_PLAINTEXT"];
 
 /// One named endpoint: where a listener binds, or what it registers for others to dial.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,20 +53,7 @@ pub(super) fn read(p: &mut Props) -> Result<Listeners, ConfigError> {
     let port = p.take("port")?;
     let map = protocol_map(&p.get::<String>("listener.security.protocol.map")?)?;
     let bind = match p.take("listeners")? {
-        Some(l) => {
-            let bind = parse_list("listeners", &l, &map)?;
-            for b in &bind {
-                let proto = &map[&b.name];
-                if !SERVED.contains(&proto.as_str()) {
-                    return Err(ConfigError(format!(
-                        "listener {} uses security protocol {proto}; gregor serves {} for now (TLS is to come)",
-                        b.name,
-                        SERVED.join(" and ")
-                    )));
-                }
-            }
-            bind
-        }
+        Some(l) => parse_list("listeners", &l, &map)?,
         None => {
             let port = match port {
                 None => 9092,
@@ -281,7 +265,6 @@ mod tests {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("listeners", "127.0.0.1:9092")], "NAME://host:port"),
             (&[("listeners", "CLIENT://127.0.0.1:9092")], "does not map"),
-            (&[("listeners", "SSL://127.0.0.1:9093")], "TLS is to come"),
             (&[("listeners", "PLAINTEXT://a:1,PLAINTEXT://a:2")], "twice"),
             (
                 &[

@@ -3,13 +3,17 @@
 //! from the listener's JAAS entry (`listener.name.<l>.plain.sasl.jaas.config`), and how this
 //! broker logs in on a SASL inter-broker listener (`sasl.mechanism.inter.broker.protocol`
 //! with the `username` and `password` of that listener's entry for the mechanism). SCRAM's
-//! users are not here: they live in ZooKeeper (`/config/users/<user>`).
+//! users are not here: they live in ZooKeeper (`/config/users/<user>`). Each SSL and SASL_SSL
+//! listener's TLS settings (`tls`), which on the inter-broker listener are also the broker's
+//! own when it dials another.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::tls;
 use super::{ConfigError, Listeners, Props};
 use crate::security::jaas::{self, JaasConfig};
+use crate::security::tls::TlsSettings;
 use crate::security::{ClientLogin, Mechanism};
 
 /// How one SASL listener authenticates.
@@ -34,6 +38,8 @@ impl std::fmt::Debug for PlainUsers {
 pub struct Security {
     /// The SASL settings of each listener whose protocol is SASL_PLAINTEXT (by name).
     pub sasl: BTreeMap<String, Arc<SaslListener>>,
+    /// The TLS settings of each SSL and SASL_SSL listener (by name).
+    pub tls: BTreeMap<String, TlsSettings>,
     /// How this broker authenticates when it dials another's inter-broker listener.
     pub inter_broker_login: ClientLogin,
 }
@@ -41,6 +47,12 @@ pub struct Security {
 impl Security {
     pub fn listener(&self, name: &str) -> Option<&Arc<SaslListener>> {
         self.sasl.get(name)
+    }
+
+    /// The TLS settings this broker dials other brokers with, when the inter-broker listener
+    /// is a TLS one.
+    pub fn inter_broker_tls(&self, inter_broker: &str) -> Option<&TlsSettings> {
+        self.tls.get(inter_broker)
     }
 }
 
@@ -74,6 +86,7 @@ fn mechanisms(key: &str, text: &str) -> Result<Vec<Mechanism>, ConfigError> {
 pub(super) fn read(p: &mut Props, listeners: &Listeners) -> Result<Security, ConfigError> {
     let global = p.get::<String>("sasl.enabled.mechanisms")?;
     let inter_mech = p.get::<String>("sasl.mechanism.inter.broker.protocol")?;
+    let global_ssl = tls::read_global(p)?;
     let mut per_listener: BTreeMap<String, BTreeMap<&'static str, String>> = BTreeMap::new();
     for (listener, key, value) in p.take_listener_keys() {
         let full = format!("listener.name.{}.{key}", listener.to_lowercase());
@@ -83,7 +96,12 @@ pub(super) fn read(p: &mut Props, listeners: &Listeners) -> Result<Security, Con
                     "`{full}` names listener {listener}, which is not in `listeners`"
                 )));
             }
-            Some(proto) if !proto.starts_with("SASL_") => {
+            Some(proto) if key.starts_with("ssl.") && !proto.ends_with("SSL") => {
+                return Err(ConfigError(format!(
+                    "`{full}`: listener {listener} is {proto}, which has no TLS"
+                )));
+            }
+            Some(proto) if !key.starts_with("ssl.") && !proto.starts_with("SASL_") => {
                 return Err(ConfigError(format!(
                     "`{full}`: listener {listener} is {proto}, which has no SASL"
                 )));
@@ -95,10 +113,15 @@ pub(super) fn read(p: &mut Props, listeners: &Listeners) -> Result<Security, Con
     let mut security = Security::default();
     let mut entries: BTreeMap<(String, Mechanism), JaasConfig> = BTreeMap::new();
     for (name, proto) in &listeners.protocols {
+        let own = per_listener.remove(name).unwrap_or_default();
+        if proto.ends_with("SSL") {
+            security
+                .tls
+                .insert(name.clone(), tls::settings(name, &own, &global_ssl)?);
+        }
         if !proto.starts_with("SASL_") {
             continue;
         }
-        let own = per_listener.remove(name).unwrap_or_default();
         let mechs = match own.get("sasl.enabled.mechanisms") {
             Some(text) => {
                 let key = format!(

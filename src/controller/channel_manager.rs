@@ -15,6 +15,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::context::ControllerContext;
 use crate::network::BlockingChannel;
+use crate::network::ClientSecurity;
 use crate::protocol::TopicPartition;
 use crate::protocol::controller::LEADER_DURING_DELETE;
 use crate::protocol::controller::{
@@ -23,7 +24,6 @@ use crate::protocol::controller::{
 };
 use crate::protocol::header::{LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, oldest_version};
 use crate::protocol::{BrokerInfo, Encode, decode_body, encode_body};
-use crate::security::ClientLogin;
 
 struct Command {
     api_key: i16,
@@ -40,17 +40,17 @@ pub struct ControllerChannelManager {
     controller_id: i32,
     /// `controller.socket.timeout.ms`.
     socket_timeout: Duration,
-    /// How the controller authenticates to brokers' inter-broker listener.
-    login: Arc<ClientLogin>,
+    /// How the controller dials brokers' inter-broker listener.
+    security: Arc<ClientSecurity>,
     senders: HashMap<i32, BrokerSender>,
 }
 
 impl ControllerChannelManager {
-    pub fn new(controller_id: i32, socket_timeout: Duration, login: ClientLogin) -> Self {
+    pub fn new(controller_id: i32, socket_timeout: Duration, security: ClientSecurity) -> Self {
         ControllerChannelManager {
             controller_id,
             socket_timeout,
-            login: Arc::new(login),
+            security: Arc::new(security),
             senders: HashMap::new(),
         }
     }
@@ -61,17 +61,17 @@ impl ControllerChannelManager {
         }
         let (tx, rx) = unbounded();
         let stopped = Arc::new(AtomicBool::new(false));
-        let (addr, controller, target, st, timeout, login) = (
-            format!("{}:{}", b.host, b.port),
+        let (addr, controller, target, st, timeout, security) = (
+            (b.host.clone(), b.port as u16),
             self.controller_id,
             b.id,
             stopped.clone(),
             self.socket_timeout,
-            self.login.clone(),
+            self.security.clone(),
         );
         std::thread::Builder::new()
             .name(format!("controller-{controller}-to-broker-{target}"))
-            .spawn(move || send_loop(controller, target, (&addr, &login), timeout, rx, &st))
+            .spawn(move || send_loop(controller, target, (&addr, &security), timeout, rx, &st))
             .expect("spawn controller sender thread");
         self.senders.insert(b.id, BrokerSender { tx, stopped });
     }
@@ -107,7 +107,7 @@ impl ControllerChannelManager {
 fn send_loop(
     controller: i32,
     target: i32,
-    (addr, login): (&str, &ClientLogin),
+    ((host, port), security): (&(String, u16), &ClientSecurity),
     socket_timeout: Duration,
     rx: Receiver<Command>,
     stopped: &AtomicBool,
@@ -119,13 +119,13 @@ fn send_loop(
         while !stopped.load(Ordering::Acquire) {
             if chan.is_none() {
                 match BlockingChannel::connect_as(
-                    addr,
+                    (host, *port),
                     &format!("controller-{controller}"),
                     socket_timeout,
-                    login,
+                    security,
                 ) {
                     Ok(c) => chan = Some(c),
-                    Err(e) => log::debug!("{tag} connect to {addr} failed: {e}"),
+                    Err(e) => log::debug!("{tag} connect to {host}:{port} failed: {e}"),
                 }
             }
             if let Some(c) = chan.as_mut() {

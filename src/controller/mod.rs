@@ -243,7 +243,7 @@ impl KafkaController {
         leader_balance: crate::config::LeaderBalance,
         inter_broker_listener: String,
         socket_timeout: std::time::Duration,
-        login: crate::security::ClientLogin,
+        security: crate::network::ClientSecurity,
     ) -> Arc<KafkaController> {
         let (tx, rx) = unbounded();
         let stats = Arc::new(ControllerStats::default());
@@ -251,7 +251,7 @@ impl KafkaController {
             broker_id,
             zk: zk.clone(),
             ctx: ControllerContext::default(),
-            channels: ControllerChannelManager::new(broker_id, socket_timeout, login),
+            channels: ControllerChannelManager::new(broker_id, socket_timeout, security),
             events: tx.clone(),
             unclean_leader_election,
             leader_balance,

@@ -13,6 +13,9 @@ use crate::protocol::sasl::{
 };
 use crate::protocol::{Decode, DecodeError, Encode, Reader, decode_body, encode_body};
 use crate::security::{ClientExchange, ClientLogin, Mechanism};
+use rustls::{ClientConnection, StreamOwned};
+use rustls_pki_types::ServerName;
+use std::sync::Arc;
 
 /// Largest response accepted (a fetch of many partitions can be large, but not unbounded).
 const MAX_RESPONSE_BYTES: usize = 512 << 20;
@@ -54,8 +57,55 @@ impl From<DecodeError> for ChannelError {
     }
 }
 
+/// How a client dials: TLS or not, and a SASL login or none.
+#[derive(Clone, Debug, Default)]
+pub struct ClientSecurity {
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    pub login: ClientLogin,
+}
+
+/// A client connection's bytes: the socket, or TLS over it.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(t) => &t.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(t) => t.flush(),
+        }
+    }
+}
+
 pub struct BlockingChannel {
-    stream: TcpStream,
+    stream: Stream,
     client_id: String,
     next_correlation: i32,
     buf: Vec<u8>,
@@ -76,27 +126,39 @@ impl BlockingChannel {
         stream.set_read_timeout(Some(timeout))?;
         stream.set_write_timeout(Some(timeout))?;
         Ok(BlockingChannel {
-            stream,
+            stream: Stream::Plain(stream),
             client_id: client_id.to_owned(),
             next_correlation: 0,
             buf: Vec::new(),
         })
     }
 
-    /// `connect`, then authenticates as `login` says (SaslHandshake v1 and SaslAuthenticate
-    /// rounds) before anything else is sent.
+    /// `connect` to `host:port`, then the TLS handshake (checking the certificate against
+    /// `host`) and the SASL login that `security` asks for, before anything else is sent.
     pub fn connect_as(
-        addr: impl ToSocketAddrs,
+        (host, port): (&str, u16),
         client_id: &str,
         timeout: Duration,
-        login: &ClientLogin,
+        security: &ClientSecurity,
     ) -> io::Result<Self> {
-        let mut chan = Self::connect(addr, client_id, timeout)?;
+        let mut chan = Self::connect((host, port), client_id, timeout)?;
+        if let Some(config) = &security.tls {
+            let name = ServerName::try_from(host.to_owned())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            let mut conn = ClientConnection::new(config.clone(), name).map_err(io::Error::other)?;
+            let Stream::Plain(mut sock) = chan.stream else {
+                unreachable!("connect makes a plain stream")
+            };
+            while conn.is_handshaking() {
+                conn.complete_io(&mut sock)?;
+            }
+            chan.stream = Stream::Tls(Box::new(StreamOwned::new(conn, sock)));
+        }
         if let ClientLogin::Sasl {
             mechanism,
             user,
             password,
-        } = login
+        } = &security.login
         {
             chan.authenticate(*mechanism, user, password)
                 .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e))?;
@@ -146,14 +208,18 @@ impl BlockingChannel {
         Ok(())
     }
 
-    /// The socket, for protocols without Kafka's request header (the coordinator's).
+    /// The socket, for protocols without Kafka's request header (the coordinator's); a TLS
+    /// channel has none to give.
     pub fn into_stream(self) -> TcpStream {
-        self.stream
+        match self.stream {
+            Stream::Plain(s) => s,
+            Stream::Tls(_) => panic!("the coordinator's own protocol is not spoken over TLS"),
+        }
     }
 
     pub fn set_timeout(&self, timeout: Duration) -> io::Result<()> {
-        self.stream.set_read_timeout(Some(timeout))?;
-        self.stream.set_write_timeout(Some(timeout))
+        self.stream.socket().set_read_timeout(Some(timeout))?;
+        self.stream.socket().set_write_timeout(Some(timeout))
     }
 
     /// Sends a request without waiting for an answer (Produce with acks=0).

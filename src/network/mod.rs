@@ -6,8 +6,10 @@ pub mod pool;
 pub mod quotas;
 pub mod response;
 pub mod server;
+pub mod tls;
+pub mod transport;
 
-pub use channel::{BlockingChannel, ChannelError};
+pub use channel::{BlockingChannel, ChannelError, ClientSecurity};
 pub use pool::RequestPool;
 pub use quotas::{ConnectionLimits, ConnectionQuotas, Refusal, bytes_queued};
 pub use response::{FileSlice, Response};

@@ -89,6 +89,68 @@ impl Response {
     }
 }
 
+impl Response {
+    /// `write_to` for a stream that is not a plain socket (TLS): each slice is read from its
+    /// file into a buffer and written, a chunk at a time, so a large answer holds no more
+    /// than one chunk in memory.
+    pub fn write_copying(&mut self, w: &mut impl Write) -> io::Result<()> {
+        let size = frame_size(self.total_len())?;
+        self.buf[..4].copy_from_slice(&size.to_be_bytes());
+        let mut chunk = Vec::new();
+        let mut from = 0;
+        for (at, slice) in &self.slices {
+            w.write_all(&self.buf[from..*at])?;
+            let (mut pos, mut left) = (slice.pos, slice.len);
+            chunk.resize(left.min(COPY_CHUNK), 0);
+            while left > 0 {
+                let n = left.min(COPY_CHUNK);
+                pread_exact(slice.file.as_raw_fd(), &mut chunk[..n], pos)?;
+                w.write_all(&chunk[..n])?;
+                pos += n as u64;
+                left -= n;
+            }
+            from = *at;
+        }
+        w.write_all(&self.buf[from..])?;
+        self.slices.clear();
+        Ok(())
+    }
+}
+
+/// Fills `buf` from the file at `pos`; a file shorter than that (truncated meanwhile) fails,
+/// as `send_file` does.
+fn pread_exact(fd: RawFd, buf: &mut [u8], mut pos: u64) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let rest = &mut buf[done..];
+        // SAFETY: `rest` is valid for writes of its length for the duration of the call.
+        let n =
+            unsafe { libc::pread(fd, rest.as_mut_ptr().cast(), rest.len(), pos as libc::off_t) };
+        match n {
+            n if n > 0 => {
+                done += n as usize;
+                pos += n as u64;
+            }
+            0 => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "a log segment became shorter while being sent",
+                ));
+            }
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How much of a file slice `write_copying` holds at once.
+const COPY_CHUNK: usize = 64 << 10;
+
 /// The size field of an answer of `total` bytes (its own 4 included). A frame's size is an
 /// i32: an answer past it (a `fetch.max.bytes` near 2 GiB) fails instead of wrapping into a
 /// size the client would misread, and the caller closes the connection.

@@ -14,9 +14,9 @@
 //! call; a connection idle for `connections.max.idle.ms`, or whose request has been arriving
 //! for longer than that, is closed — a client trickling bytes holds a thread only that long.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -24,8 +24,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::pool::{ALLOWANCE, Held, RequestPool};
-use super::quotas::{ConnectionQuotas, Ticket, bytes_queued};
+use super::quotas::{ConnectionQuotas, Ticket};
 use super::response::Response;
+use super::tls::TlsAcceptor;
+use super::transport::Transport;
 use crate::metrics::RequestMetrics;
 use crate::protocol::header::{FETCH, peek_key_version};
 use crate::security::{Principal, SaslSession};
@@ -56,16 +58,18 @@ pub struct ConnectionContext {
 }
 
 impl ConnectionContext {
+    /// `principal`: who the connection acts as from the start (`None` on a SASL listener,
+    /// where SaslAuthenticate says).
     pub fn new(
         peer: SocketAddr,
         listener: Arc<str>,
         inter_broker: bool,
-        sasl: bool,
+        principal: Option<Principal>,
     ) -> ConnectionContext {
-        let principal = OnceLock::new();
-        if !sasl {
-            let _ = principal.set(Principal::anonymous());
-        }
+        let principal = match principal {
+            Some(p) => OnceLock::from(p),
+            None => OnceLock::new(),
+        };
         ConnectionContext {
             peer,
             listener,
@@ -116,8 +120,10 @@ pub struct ListenerSpec {
     pub inter_broker: bool,
     /// Connections here count against no client limit (a separate inter-broker listener).
     pub exempt: bool,
-    /// Clients must authenticate with SASL before anything else (SASL_PLAINTEXT).
+    /// Clients must authenticate with SASL before anything else (SASL_PLAINTEXT, SASL_SSL).
     pub sasl: bool,
+    /// TLS (SSL, SASL_SSL): the handshake comes first, on the connection's own thread.
+    pub tls: Option<Arc<TlsAcceptor>>,
 }
 
 /// What the connection does after a request.
@@ -133,7 +139,7 @@ pub enum Action {
     RespondAndClose,
     /// Hand the connection to someone else, who answers the request and owns the socket from
     /// then on (a consumer's RegisterRequest turns the connection around). Runs on this
-    /// connection's thread.
+    /// connection's thread. Not over TLS: such a connection is closed with a log line.
     Adopt(Box<dyn FnOnce(TcpStream) + Send>),
     /// The request is carried out; its answer is written (after what is in `out`) by this
     /// function, which may wait (an acks=all Produce waiting for its followers). Meanwhile
@@ -174,7 +180,9 @@ pub struct SocketServer {
     stopping: Arc<AtomicBool>,
     quotas: Arc<ConnectionQuotas>,
     open: Arc<AtomicUsize>,
+    tls_failures: Arc<AtomicU64>,
     acceptor: Mutex<Option<JoinHandle<()>>>,
+    tls: Option<Arc<TlsAcceptor>>,
 }
 
 /// What every connection thread of a listener shares.
@@ -187,6 +195,8 @@ struct Shared {
     requests: Arc<RequestMetrics>,
     /// Connections of this listener being served.
     open: Arc<AtomicUsize>,
+    /// TLS handshakes that failed.
+    tls_failures: Arc<AtomicU64>,
 }
 
 impl SocketServer {
@@ -202,6 +212,8 @@ impl SocketServer {
         let local_addr = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
         let open = Arc::new(AtomicUsize::new(0));
+        let tls_failures = Arc::new(AtomicU64::new(0));
+        let tls = spec.tls.clone();
         let shared = Arc::new(Shared {
             handler,
             quotas: quotas.clone(),
@@ -210,6 +222,7 @@ impl SocketServer {
             spec,
             requests,
             open: open.clone(),
+            tls_failures: tls_failures.clone(),
         });
         let st = stopping.clone();
         let acceptor = std::thread::Builder::new()
@@ -220,8 +233,20 @@ impl SocketServer {
             stopping,
             quotas,
             open,
+            tls_failures,
             acceptor: Mutex::new(Some(acceptor)),
+            tls,
         })
+    }
+
+    /// TLS handshakes of this listener that failed.
+    pub fn tls_handshake_failures(&self) -> u64 {
+        self.tls_failures.load(Ordering::Relaxed)
+    }
+
+    /// The listener's TLS acceptor, for a certificate replaced while it runs.
+    pub fn tls(&self) -> Option<&Arc<TlsAcceptor>> {
+        self.tls.as_ref()
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -283,14 +308,28 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stopping: Arc<AtomicB
             .spawn(move || {
                 // The ticket is given back when the thread ends, however it ends: a handler
                 // that panics must not keep its connection counted against the limits.
-                let conn = ConnectionContext::new(
-                    peer,
-                    sh.name.clone(),
-                    sh.spec.inter_broker,
-                    sh.spec.sasl,
-                );
                 let _open = Counted::new(&sh.open);
-                if let Err(e) = serve_connection(stream, &conn, &sh, &ticket) {
+                let (transport, cert_principal) = match &sh.spec.tls {
+                    None => (Transport::Plain(stream), None),
+                    Some(tls) => match tls.accept(stream) {
+                        Ok(t) => t,
+                        Err(why) => {
+                            sh.tls_failures.fetch_add(1, Ordering::Relaxed);
+                            log::warn!(
+                                "closing connection from {peer} on listener {}: {why}",
+                                sh.name
+                            );
+                            return;
+                        }
+                    },
+                };
+                // SASL names the principal on a SASL listener; elsewhere the client's
+                // certificate does, or no one: User:ANONYMOUS.
+                let principal =
+                    (!sh.spec.sasl).then(|| cert_principal.unwrap_or_else(Principal::anonymous));
+                let conn =
+                    ConnectionContext::new(peer, sh.name.clone(), sh.spec.inter_broker, principal);
+                if let Err(e) = serve_connection(transport, &conn, &sh, &ticket) {
                     log::debug!("connection from {peer} ended: {e}");
                 }
             });
@@ -301,31 +340,32 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stopping: Arc<AtomicB
 }
 
 fn serve_connection(
-    mut stream: TcpStream,
+    mut stream: Transport,
     conn: &ConnectionContext,
     shared: &Shared,
     ticket: &Ticket,
 ) -> io::Result<()> {
     let limits = shared.quotas.limits();
     let (handler, peer) = (&*shared.handler, &conn.peer);
-    stream.set_nodelay(true)?;
+    let socket = stream.socket();
+    socket.set_nodelay(true)?;
     // A read waiting longer than this fails: the idle limit, and the stall limit mid-frame.
-    stream.set_read_timeout(Some(limits.idle))?;
+    socket.set_read_timeout(Some(limits.idle))?;
     // So does a client that stops reading its answers.
-    stream.set_write_timeout(Some(limits.idle))?;
+    socket.set_write_timeout(Some(limits.idle))?;
     let mut frame = Vec::new();
     let mut out = Response::with_capacity(1024);
     let mut parked = ParkedAnswers::default();
     loop {
         // Parked answers go out once the client has nothing more queued for us: while it has,
         // the requests behind them are read and carried out first, so their waits overlap.
-        if !parked.is_empty() && (parked.len() >= MAX_PARKED || bytes_queued(&stream) == 0) {
+        if !parked.is_empty() && (parked.len() >= MAX_PARKED || stream.queued() == 0) {
             parked.answer_all(&mut stream, &shared.requests)?;
         }
         if let Some(until) = conn.take_mute() {
             // Its answers first (they say how long it is throttled), then nothing read.
             parked.answer_all(&mut stream, &shared.requests)?;
-            wait_muted(&stream, until)?;
+            wait_muted(stream.socket(), until)?;
         }
         if parked.is_empty() {
             ticket.set_idle();
@@ -343,6 +383,13 @@ fn serve_connection(
         // From its first byte, the whole request must arrive within the idle limit.
         let started = Instant::now();
         read_rest(&mut stream, &mut size[first..], started, limits.idle, peer)?;
+        if shared.spec.tls.is_none() && size[0] == 22 && size[1] == 3 {
+            log::warn!(
+                "closing connection from {peer} on listener {}: a TLS handshake on a listener without TLS",
+                shared.name
+            );
+            return Ok(());
+        }
         let size = i32::from_be_bytes(size);
         if size <= 0 || size as usize > limits.socket_request_max_bytes {
             log::warn!(
@@ -378,7 +425,7 @@ fn serve_connection(
         match action {
             Action::Respond => {
                 parked.answer_all(&mut stream, &shared.requests)?;
-                out.write_to(&mut stream)?;
+                stream.send(&mut out)?;
                 timed.done(&shared.requests);
             }
             Action::NoResponse => timed.done(&shared.requests),
@@ -388,13 +435,19 @@ fn serve_connection(
             }
             Action::RespondAndClose => {
                 parked.answer_all(&mut stream, &shared.requests)?;
-                out.write_to(&mut stream)?;
+                stream.send(&mut out)?;
                 timed.done(&shared.requests);
                 return Ok(());
             }
             Action::Adopt(take) => {
                 parked.answer_all(&mut stream, &shared.requests)?;
-                take(stream);
+                match stream.into_plain() {
+                    Some(socket) => take(socket),
+                    None => log::warn!(
+                        "closing connection from {peer} on listener {}: the coordinator's own protocol is not served over TLS",
+                        shared.name
+                    ),
+                }
                 return Ok(());
             }
             Action::Park(finish) => parked.push(&out, finish, timed),
@@ -414,7 +467,7 @@ const CHUNK: usize = 256 << 10;
 /// by chunk, each chunk past the allowance drawn from the pool first (waiting there when it
 /// is used up), so what the broker holds follows what the client sent, not what it announced.
 fn read_body(
-    stream: &mut TcpStream,
+    stream: &mut impl Read,
     frame: &mut Vec<u8>,
     size: usize,
     held: &mut Held<'_>,
@@ -476,10 +529,10 @@ fn wait_muted(stream: &TcpStream, until: Instant) -> io::Result<()> {
 }
 
 /// Puts the size in front of an answer and sends it.
-fn write_answer(stream: &mut TcpStream, out: &mut [u8]) -> io::Result<()> {
+fn write_answer(stream: &mut Transport, out: &mut [u8]) -> io::Result<()> {
     let n = super::response::frame_size(out.len())?;
     out[..4].copy_from_slice(&n.to_be_bytes());
-    stream.write_all(out)
+    stream.send_bytes(out)
 }
 
 /// A connection's parked requests, in request order, each with the start of its answer. The
@@ -507,7 +560,7 @@ impl ParkedAnswers {
     }
 
     /// Waits for each parked answer in turn and sends it.
-    fn answer_all(&mut self, stream: &mut TcpStream, requests: &RequestMetrics) -> io::Result<()> {
+    fn answer_all(&mut self, stream: &mut Transport, requests: &RequestMetrics) -> io::Result<()> {
         while let Some((mut buf, finish, timed)) = self.waiting.pop_front() {
             finish(&mut buf);
             write_answer(stream, &mut buf)?;
@@ -569,7 +622,7 @@ impl Drop for Counted<'_> {
 /// Fills `buf`, failing once the request has been arriving for longer than `limit` (checked
 /// after each partial read, so a whole frame costs no extra system call).
 fn read_rest(
-    stream: &mut TcpStream,
+    stream: &mut impl Read,
     buf: &mut [u8],
     started: Instant,
     limit: Duration,
@@ -599,6 +652,7 @@ fn read_rest(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     /// Answers a frame with its own bytes; panics on a frame that starts with 1.
     struct Echo;
@@ -636,6 +690,7 @@ mod tests {
                 inter_broker: true,
                 exempt: false,
                 sasl: false,
+                tls: None,
             },
             Arc::new(Echo),
             ConnectionQuotas::new(limits),

@@ -7,6 +7,7 @@ pub mod jaas;
 pub mod scram;
 pub mod scram_client;
 pub mod scram_server;
+pub mod tls;
 
 use std::collections::BTreeMap;
 

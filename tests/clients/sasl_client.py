@@ -1,7 +1,10 @@
-"""confluent-kafka (librdkafka in its wheel) over a SASL listener of gregor, as the security
-tests drive it:
+"""confluent-kafka (librdkafka in its wheel) over a SASL or TLS listener of gregor, as the
+security tests drive it:
 
   sasl_client.py <bootstrap> <mechanism> <user> <password> <mode> [args...]
+
+SECURITY_PROTOCOL in the environment picks the listener's protocol (SASL_PLAINTEXT by
+default; SSL with mechanism NONE logs in with no SASL), SSL_CA the PEM file of the CA to trust.
 
 modes:
   create-user <name> <mechanism> <password>   AlterUserScramCredentials through the AdminClient
@@ -9,6 +12,7 @@ modes:
   roundtrip <topic> <group> <count>           produce count messages, consume them in a group,
                                               commit; list topics and create <topic>-admin
 Prints what happened as `key value` lines; exits 1 with the error on any failure."""
+import os
 import sys
 import time
 
@@ -20,11 +24,13 @@ bootstrap, mechanism, user, password, mode = sys.argv[1:6]
 rest = sys.argv[6:]
 common = {
     "bootstrap.servers": bootstrap,
-    "security.protocol": "SASL_PLAINTEXT",
-    "sasl.mechanisms": mechanism,
-    "sasl.username": user,
-    "sasl.password": password,
+    "security.protocol": os.environ.get("SECURITY_PROTOCOL", "SASL_PLAINTEXT"),
 }
+if mechanism != "NONE":
+    common.update({"sasl.mechanisms": mechanism, "sasl.username": user,
+                   "sasl.password": password})
+if os.environ.get("SSL_CA"):
+    common["ssl.ca.location"] = os.environ["SSL_CA"]
 
 
 def mechanism_of(name):

@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod brokers;
+pub mod certs;
 pub mod cluster;
 pub mod java;
 pub mod logs;
@@ -19,6 +20,7 @@ pub mod prometheus;
 pub mod raw_client;
 pub mod requests;
 pub mod schema;
+pub mod secure;
 pub mod zookeeper;
 
 pub use brokers::*;

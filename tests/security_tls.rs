@@ -1,0 +1,415 @@
+//! TLS on gregor's listeners (rustls), through real clients: kcat and confluent-kafka
+//! (librdkafka with OpenSSL) and the Java client 4.3 over SSL and SASL_SSL, with PEM
+//! keystores (an encrypted PKCS#8 key with `ssl.key.password`) and truststores as KIP-651
+//! reads them; brokers replicating and the controller commanding over a SASL_SSL
+//! inter-broker listener; a client certificate's subject as the principal (mutual TLS). A
+//! plaintext client on a TLS port, a TLS client on a plaintext port, a certificate from
+//! another CA, an expired one and a handshake left half done are each refused with a log
+//! line naming why, while everyone else is served.
+
+mod common;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::certs::Certs;
+use common::cluster::Cluster;
+use common::java::JavaProgram;
+use common::prometheus::scrape;
+use common::secure::{kcat_with, sasl_client_env};
+use common::{free_port, gregor_ok, run_with_deadline, wait_until};
+
+const BROKER_JAAS: &str = r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";"#;
+
+/// Brokers with a PLAINTEXT listener (the test's helpers), an SSL one asking for client
+/// certificates, and a SASL_SSL one that is also the inter-broker listener (SCRAM-SHA-512).
+struct Secured {
+    c: Cluster,
+    ssl: Vec<SocketAddr>,
+    sasl_ssl: Vec<SocketAddr>,
+    certs: Certs,
+}
+
+fn addrs(ports: &[u16]) -> Vec<SocketAddr> {
+    ports
+        .iter()
+        .map(|p| SocketAddr::from(([127, 0, 0, 1], *p)))
+        .collect()
+}
+
+fn joined(a: &[SocketAddr]) -> String {
+    a.iter()
+        .map(SocketAddr::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl Secured {
+    fn start(name: &str, n: i32, client_auth: &str) -> Secured {
+        let certs = Certs::new();
+        let keystore = certs.issue("broker", "/O=gregor/CN=broker", "ca", 30, Some("key-pass"));
+        let ssl: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let sasl_ssl: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let (own_ssl, own_sasl) = (ssl.clone(), sasl_ssl.clone());
+        let ca = certs.ca();
+        let c = Cluster::start_prepared(
+            name,
+            n,
+            &[
+                ("ssl.keystore.location", &keystore),
+                ("ssl.key.password", "key-pass"),
+                ("ssl.truststore.location", &ca),
+                ("listener.name.ssl.ssl.client.auth", client_auth),
+                ("inter.broker.listener.name", "SASL_SSL"),
+                ("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512"),
+                ("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
+                (
+                    "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config",
+                    BROKER_JAAS,
+                ),
+                ("metrics.listener", "127.0.0.1:0"),
+            ],
+            move |id| {
+                let i = (id - 1) as usize;
+                vec![(
+                    "listeners".to_owned(),
+                    format!(
+                        "PLAINTEXT://127.0.0.1:{{port}},SSL://127.0.0.1:{},SASL_SSL://127.0.0.1:{}",
+                        own_ssl[i], own_sasl[i]
+                    ),
+                )]
+            },
+            |zk| {
+                gregor_ok(
+                    &[
+                        "configs",
+                        "--zookeeper",
+                        zk,
+                        "--alter",
+                        "--add-config",
+                        "SCRAM-SHA-512=[password=broker-secret]",
+                        "--entity-type",
+                        "users",
+                        "--entity-name",
+                        "broker",
+                    ],
+                    "",
+                );
+            },
+        );
+        Secured {
+            c,
+            ssl: addrs(&ssl),
+            sasl_ssl: addrs(&sasl_ssl),
+            certs,
+        }
+    }
+
+    /// librdkafka's settings for the SSL listener, with a client certificate if given.
+    fn ssl_props(&self, keystore: Option<&str>) -> Vec<(String, String)> {
+        let mut p = vec![
+            ("security.protocol".to_owned(), "SSL".to_owned()),
+            ("ssl.ca.location".to_owned(), self.certs.ca()),
+        ];
+        if let Some(k) = keystore {
+            p.push(("ssl.certificate.location".to_owned(), k.to_owned()));
+            p.push(("ssl.key.location".to_owned(), k.to_owned()));
+        }
+        p
+    }
+}
+
+fn kcat(
+    bootstrap: &str,
+    props: &[(String, String)],
+    args: &[&str],
+    stdin: &str,
+) -> (bool, String, String) {
+    let props: Vec<(&str, &str)> = props
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    kcat_with(bootstrap, &props, args, stdin)
+}
+
+#[test]
+fn clients_over_ssl_and_sasl_ssl_are_served_and_brokers_replicate_over_tls() {
+    let s = Secured::start("tls-clients", 3, "requested");
+    let c = &s.c;
+    c.create_topic("t", 1, 3);
+    wait_until(
+        Duration::from_secs(30),
+        "the ISR to hold all three replicas (over SASL_SSL)",
+        || c.state("t", 0).is_some_and(|st| st.isr.len() == 3),
+    );
+    let ssl = joined(&s.ssl);
+    let sasl_ssl = joined(&s.sasl_ssl);
+
+    // SSL without a client certificate (requested, not required): User:ANONYMOUS.
+    let props = s.ssl_props(None);
+    let (ok, _, err) = kcat(&ssl, &props, &["-P", "-t", "t", "-p", "0"], "anon\n");
+    assert!(ok, "kcat over SSL: {err}");
+
+    // Mutual TLS: the certificate's subject, as X500Principal writes it, is the user, which
+    // a quota on that user shows (the quota is far above what is produced).
+    let alice = s
+        .certs
+        .issue("alice", "/O=gregor/OU=test/CN=alice", "ca", 30, None);
+    gregor_ok(
+        &[
+            "configs",
+            "-b",
+            &c.bootstrap(),
+            "--alter",
+            "--add-config",
+            "producer_byte_rate=1000000000",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "CN=alice,OU=test,O=gregor",
+        ],
+        "",
+    );
+    let props = s.ssl_props(Some(&alice));
+    wait_until(
+        Duration::from_secs(30),
+        "alice's quota to show her principal",
+        || {
+            let (ok, _, _) = kcat(&ssl, &props, &["-P", "-t", "t", "-p", "0"], "alice\n");
+            ok && (1..=3).any(|id| {
+                scrape(c.metrics_addr(id))
+                    .samples
+                    .keys()
+                    .any(|(n, labels)| {
+                        n == "kafka_server_produce_byte_rate"
+                            && labels
+                                .iter()
+                                .any(|(k, v)| k == "user" && v == "CN=alice,OU=test,O=gregor")
+                    })
+            })
+        },
+    );
+
+    // SASL_SSL with SCRAM: a user made through the broker over TLS itself.
+    let admin = std::env::temp_dir().join(format!("tls-admin-{}.properties", std::process::id()));
+    std::fs::write(
+        &admin,
+        format!(
+            "security.protocol=SASL_SSL\nssl.truststore.location={}\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={BROKER_JAAS}\n",
+            s.certs.ca()
+        ),
+    )
+    .unwrap();
+    gregor_ok(
+        &[
+            "configs",
+            "-b",
+            &sasl_ssl,
+            "--command-config",
+            admin.to_str().unwrap(),
+            "--alter",
+            "--add-config",
+            "SCRAM-SHA-256=[password=bob-secret],SCRAM-SHA-512=[password=bob-secret]",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "bob",
+        ],
+        "",
+    );
+    let bob = vec![
+        ("security.protocol".to_owned(), "SASL_SSL".to_owned()),
+        ("ssl.ca.location".to_owned(), s.certs.ca()),
+        ("sasl.mechanisms".to_owned(), "SCRAM-SHA-256".to_owned()),
+        ("sasl.username".to_owned(), "bob".to_owned()),
+        ("sasl.password".to_owned(), "bob-secret".to_owned()),
+    ];
+    wait_until(
+        Duration::from_secs(20),
+        "bob to log in on every broker",
+        || {
+            s.sasl_ssl
+                .iter()
+                .all(|a| kcat(&a.to_string(), &bob, &["-L"], "").0)
+        },
+    );
+    let (ok, _, err) = kcat(&sasl_ssl, &bob, &["-P", "-t", "t", "-p", "0"], "bob\n");
+    assert!(ok, "kcat over SASL_SSL: {err}");
+    let (ok, out, err) = kcat(
+        &sasl_ssl,
+        &bob,
+        &[
+            "-C",
+            "-t",
+            "t",
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%s\n",
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.lines().filter(|l| *l != "alice").collect::<Vec<_>>(),
+        ["anon", "bob"]
+    );
+
+    // confluent-kafka over SASL_SSL: produce, a group, admin calls.
+    let env = [("SECURITY_PROTOCOL", "SASL_SSL"), ("SSL_CA", &s.certs.ca())];
+    let out = sasl_client_env(
+        &env,
+        &sasl_ssl,
+        "SCRAM-SHA-512",
+        "bob",
+        "bob-secret",
+        &["roundtrip", "t", "bob-group", "20"],
+    );
+    assert!(
+        out.contains("consumed 20") && out.contains("created-topic t-admin"),
+        "{out}"
+    );
+
+    // The Java client 4.3 over SASL_SSL with SCRAM-SHA-512 and a PEM truststore.
+    c.create_topic("java", 1, 3);
+    let props = std::env::temp_dir().join(format!("tls-java-{}.properties", std::process::id()));
+    std::fs::write(
+        &props,
+        format!(
+            "security.protocol=SASL_SSL\nssl.truststore.type=PEM\nssl.truststore.location={}\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"bob\" password=\"bob-secret\";\n",
+            s.certs.ca()
+        ),
+    )
+    .unwrap();
+    let program = JavaProgram::compile("ProduceConsume");
+    let mut java = program.command(&[&sasl_ssl, "java", "5", "lz4"]);
+    java.env("CLIENT_PROPERTIES", &props);
+    let (ok, out, err) = run_with_deadline(&mut java, "", Duration::from_secs(180));
+    assert!(ok, "Java over SASL_SSL:\n{out}\n{err}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("got ")).count(),
+        5,
+        "{out}"
+    );
+    let _ = std::fs::remove_file(admin);
+    let _ = std::fs::remove_file(props);
+}
+
+/// Connects and sends `bytes`, then says whether the broker closed the connection within
+/// `limit` (a read returning end of file or an error other than a timeout).
+fn closed_within(addr: SocketAddr, bytes: &[u8], limit: Duration) -> bool {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let _ = s.write_all(bytes);
+    let deadline = Instant::now() + limit;
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline {
+        match std::io::Read::read(&mut s, &mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+#[test]
+fn bad_tls_clients_are_refused_with_the_reason_and_others_are_served() {
+    let s = Secured::start("tls-refusals", 1, "required");
+    let c = &s.c;
+    c.create_topic("t", 1, 1);
+    let ssl = s.ssl[0];
+    let alice = s.certs.issue("alice", "/O=gregor/CN=alice", "ca", 30, None);
+    let good = s.ssl_props(Some(&alice));
+    let (ok, _, err) = kcat(
+        &ssl.to_string(),
+        &good,
+        &["-P", "-t", "t", "-p", "0"],
+        "kept\n",
+    );
+    assert!(ok, "{err}");
+
+    // A handshake left half done (a ClientHello's first bytes) holds a thread until the
+    // deadline, and meanwhile others are served.
+    let half = std::thread::spawn(move || {
+        closed_within(ssl, &[22, 3, 1, 0, 200, 1, 0, 0], Duration::from_secs(30))
+    });
+    // A certificate from another CA, an expired one, none at all (required here).
+    let stranger = s
+        .certs
+        .issue("mallory", "/O=evil/CN=mallory", "other-ca", 30, None);
+    let expired = s.certs.issue("old", "/O=gregor/CN=old", "ca", -1, None);
+    for (what, props) in [
+        ("another CA's certificate", s.ssl_props(Some(&stranger))),
+        ("an expired certificate", s.ssl_props(Some(&expired))),
+        ("no certificate", s.ssl_props(None)),
+    ] {
+        let (ok, _, _) = kcat(
+            &ssl.to_string(),
+            &props,
+            &["-P", "-t", "t", "-p", "0", "-X", "message.timeout.ms=5000"],
+            "refused\n",
+        );
+        assert!(!ok, "{what} was let in");
+    }
+    // A plaintext client on the TLS port, a TLS client on the plaintext port.
+    let api_versions = [0u8, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff];
+    assert!(closed_within(ssl, &api_versions, Duration::from_secs(5)));
+    let plain = c.addr(1);
+    let (ok, _, _) = kcat(&plain.to_string(), &good, &["-L", "-m", "5"], "");
+    assert!(!ok, "a TLS client got an answer from a plaintext listener");
+
+    let (ok, out, err) = kcat(
+        &ssl.to_string(),
+        &good,
+        &[
+            "-C",
+            "-t",
+            "t",
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%s\n",
+        ],
+        "",
+    );
+    assert!(ok, "a good client was not served meanwhile: {err}");
+    assert_eq!(out.trim(), "kept", "a refused client appended");
+    assert!(
+        half.join().unwrap(),
+        "a half-done handshake was never closed"
+    );
+
+    let log = c.log_of(1);
+    for why in [
+        "not a TLS handshake (a plaintext client on a TLS listener?)",
+        "a TLS handshake on a listener without TLS",
+        "TLS handshake not finished within",
+        "UnknownIssuer",
+        "Expired",
+    ] {
+        assert!(log.contains(why), "no log line says `{why}`");
+    }
+    let failed: f64 = scrape(c.metrics_addr(1))
+        .samples
+        .iter()
+        .filter(|((n, l), _)| {
+            n == "kafka_server_socket_server_metrics_failed_authentication_total"
+                && l.iter().any(|(k, v)| k == "mechanism" && v == "TLS")
+        })
+        .map(|(_, v)| v)
+        .sum();
+    assert!(failed >= 4.0, "failed TLS handshakes counted: {failed}");
+    assert!(!log.contains("key-pass"), "the key's password was logged");
+}
