@@ -33,8 +33,10 @@ enum Command {
     Groups(cli::groups::GroupsArgs),
     /// Brokers, controller, topics and partitions with leader and ISR.
     Status(cli::console::StatusArgs),
-    /// Set, remove and describe client quotas (kafka-configs.sh's clients, users, ips).
+    /// Set, remove and describe client quotas and SCRAM users (kafka-configs.sh).
     Configs(cli::configs::ConfigsArgs),
+    /// Add, remove and list ACLs (kafka-acls.sh).
+    Acls(cli::acls::AclsArgs),
     /// Measure produce or consume throughput and latency.
     #[command(subcommand)]
     Perf(cli::perf::PerfCommand),
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
         Command::Status(a) => ("status", cli::console::status(a)),
         Command::Groups(a) => ("groups", cli::groups::run(a)),
         Command::Configs(a) => ("configs", cli::configs::run(a)),
+        Command::Acls(a) => ("acls", cli::acls::run(a)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -210,6 +210,18 @@ fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
             dec::<gregor::protocol::client_quotas::AlterClientQuotasRequest>(b, key, v),
             dec::<gregor::protocol::client_quotas::AlterClientQuotasResponse>(b, key, v),
         ),
+        header::DESCRIBE_ACLS => (
+            dec::<gregor::protocol::acls::DescribeAclsRequest>(b, key, v),
+            dec::<gregor::protocol::acls::DescribeAclsResponse>(b, key, v),
+        ),
+        header::CREATE_ACLS => (
+            dec::<gregor::protocol::acls::CreateAclsRequest>(b, key, v),
+            dec::<gregor::protocol::acls::CreateAclsResponse>(b, key, v),
+        ),
+        header::DELETE_ACLS => (
+            dec::<gregor::protocol::acls::DeleteAclsRequest>(b, key, v),
+            dec::<gregor::protocol::acls::DeleteAclsResponse>(b, key, v),
+        ),
         header::SASL_HANDSHAKE => (
             dec::<gregor::protocol::sasl::SaslHandshakeRequest>(b, key, v),
             dec::<gregor::protocol::sasl::SaslHandshakeResponse>(b, key, v),

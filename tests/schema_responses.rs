@@ -80,6 +80,9 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         48 => again::<gregor::protocol::client_quotas::DescribeClientQuotasResponse>(key, v, body),
         49 => again::<gregor::protocol::client_quotas::AlterClientQuotasResponse>(key, v, body),
         17 => again::<gregor::protocol::sasl::SaslHandshakeResponse>(key, v, body),
+        29 => again::<gregor::protocol::acls::DescribeAclsResponse>(key, v, body),
+        30 => again::<gregor::protocol::acls::CreateAclsResponse>(key, v, body),
+        31 => again::<gregor::protocol::acls::DeleteAclsResponse>(key, v, body),
         36 => again::<gregor::protocol::sasl::SaslAuthenticateResponse>(key, v, body),
         50 => again::<gregor::protocol::scram_credentials::DescribeUserScramCredentialsResponse>(
             key, v, body,

@@ -184,6 +184,15 @@ fn network_families(b: &Broker, out: &mut Vec<MetricFamily>) {
         .map(|(l, s)| (l.name.clone(), s.tls_handshake_failures()))
         .collect();
     b.credentials.families(out, &tls_failures);
+    if b.authorizer.enabled() {
+        out.push(
+            Family::counter(
+                "kafka_server_authorizer_metrics_authorization_denied_total",
+                "Requests (or parts of them) refused by an ACL",
+            )
+            .single(b.authorizer.denied() as f64),
+        );
+    }
     let mut refused = Family::counter(
         "gregor_network_connections_rejected_total",
         "Connections refused, by the limit that refused them",

@@ -6,6 +6,7 @@
 //! thread, one high-watermark checkpoint thread, and the ZooKeeper session thread.
 
 pub mod apis;
+pub mod authorizer;
 pub mod client_quotas;
 mod controlled_shutdown;
 mod controller_epoch;
@@ -73,6 +74,8 @@ pub struct Broker {
     pool: Arc<RequestPool>,
     /// SASL users' credentials and the count of authentications, for the metrics.
     credentials: Arc<credentials::CredentialCache>,
+    /// The ACLs, for the count of denials.
+    authorizer: Arc<authorizer::Authorizer>,
     /// `GET /metrics`, when `metrics.listener` is set.
     metrics_server: Mutex<Option<MetricsServer>>,
     /// Set once `/brokers/ids/[id]` is ours: only then may shutdown hand over leadership and
@@ -156,6 +159,13 @@ impl Broker {
         // Quotas hold from the first request; later changes come as notices.
         crate::zk::until_connected(wait, || client_quotas.reload(&zk))
             .map_err(|e| err("cannot read the client quotas", &e))?;
+        // ACLs hold from the first request; changes come as notices.
+        let authorizer = Arc::new(authorizer::Authorizer::new(
+            id,
+            config.security.authorizer.clone(),
+        ));
+        crate::zk::until_connected(wait, || authorizer.reload(&zk))
+            .map_err(|e| err("cannot read the ACLs", &e))?;
         // SCRAM users can authenticate from the first connection; changes come as notices.
         let credentials = Arc::new(credentials::CredentialCache::default());
         crate::zk::until_connected(wait, || credentials.reload(&zk))
@@ -172,6 +182,7 @@ impl Broker {
             inflation: Default::default(),
             quotas: client_quotas.clone(),
             credentials: credentials.clone(),
+            authorizer: authorizer.clone(),
         });
         let pool = Arc::new(RequestPool::new(
             config.connection_limits.queued_max_request_bytes,
@@ -221,6 +232,7 @@ impl Broker {
             quotas,
             pool,
             credentials: credentials.clone(),
+            authorizer: authorizer.clone(),
             metrics_server: Mutex::new(None),
             registered: AtomicBool::new(false),
             periodic: Mutex::new(Vec::new()),
@@ -259,6 +271,9 @@ impl Broker {
                 client_quotas.clone(),
                 credentials.clone(),
             ));
+        if let Some(w) = authorizer.start_watcher(zk.clone()) {
+            broker.periodic.lock().push(w);
+        }
         let rm = broker.replica_manager.clone();
         broker.spawn_periodic(
             "isr-expiration",

@@ -1,5 +1,6 @@
 //! The `gregor` command's subcommands. Only this folder and `main.rs` print to stdout.
 
+pub mod acls;
 pub mod broker;
 mod command_config;
 pub mod configs;

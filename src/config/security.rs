@@ -42,6 +42,53 @@ pub struct Security {
     pub tls: BTreeMap<String, TlsSettings>,
     /// How this broker authenticates when it dials another's inter-broker listener.
     pub inter_broker_login: ClientLogin,
+    /// ACLs, when `authorizer.class.name` turns them on.
+    pub authorizer: Option<AuthorizerConfig>,
+}
+
+/// `super.users` and `allow.everyone.if.no.acl.found`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AuthorizerConfig {
+    pub super_users: Vec<String>,
+    pub allow_if_no_acl: bool,
+}
+
+/// The authorizer classes Kafka 2.x names for ZooKeeper-kept ACLs.
+const AUTHORIZERS: [&str; 2] = [
+    "kafka.security.authorizer.AclAuthorizer",
+    "kafka.security.auth.SimpleAclAuthorizer",
+];
+
+fn authorizer(p: &mut Props) -> Result<Option<AuthorizerConfig>, ConfigError> {
+    let class = p.get::<String>("authorizer.class.name")?;
+    let supers = p.get::<String>("super.users")?;
+    let allow_if_no_acl = p.get::<bool>("allow.everyone.if.no.acl.found")?;
+    if class.is_empty() {
+        return Ok(None);
+    }
+    if !AUTHORIZERS.contains(&class.as_str()) {
+        return Err(ConfigError(format!(
+            "`authorizer.class.name` is {class}; gregor serves {}",
+            AUTHORIZERS.join(" (or ") + ")"
+        )));
+    }
+    let mut super_users = Vec::new();
+    for s in supers.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        match s.split_once(':') {
+            Some((kind, name)) if !kind.is_empty() && !name.is_empty() => {
+                super_users.push(s.to_owned())
+            }
+            _ => {
+                return Err(ConfigError(format!(
+                    "`super.users` names `{s}`, which is not a principal (`User:admin`)"
+                )));
+            }
+        }
+    }
+    Ok(Some(AuthorizerConfig {
+        super_users,
+        allow_if_no_acl,
+    }))
 }
 
 impl Security {
@@ -87,6 +134,7 @@ pub(super) fn read(p: &mut Props, listeners: &Listeners) -> Result<Security, Con
     let global = p.get::<String>("sasl.enabled.mechanisms")?;
     let inter_mech = p.get::<String>("sasl.mechanism.inter.broker.protocol")?;
     let global_ssl = tls::read_global(p)?;
+    let authorizer = authorizer(p)?;
     let mut per_listener: BTreeMap<String, BTreeMap<&'static str, String>> = BTreeMap::new();
     for (listener, key, value) in p.take_listener_keys() {
         let full = format!("listener.name.{}.{key}", listener.to_lowercase());
@@ -110,7 +158,10 @@ pub(super) fn read(p: &mut Props, listeners: &Listeners) -> Result<Security, Con
         }
         per_listener.entry(listener).or_default().insert(key, value);
     }
-    let mut security = Security::default();
+    let mut security = Security {
+        authorizer,
+        ..Default::default()
+    };
     let mut entries: BTreeMap<(String, Mechanism), JaasConfig> = BTreeMap::new();
     for (name, proto) in &listeners.protocols {
         let own = per_listener.remove(name).unwrap_or_default();

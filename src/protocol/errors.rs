@@ -60,6 +60,8 @@ error_codes! {
     RebalanceInProgress = 27,
     /// A follower's fetch on a client listener (Kafka: no ClusterAction right).
     TopicAuthorizationFailed = 29,
+    /// The principal may not do this with the group.
+    GroupAuthorizationFailed = 30,
     /// A request only brokers send, on a client listener.
     ClusterAuthorizationFailed = 31,
     /// SaslHandshake naming a mechanism the listener does not serve.
@@ -115,6 +117,8 @@ error_codes! {
     DuplicateResource = 92,
     /// A SCRAM credential outside the rules (iterations, empty name or salt).
     UnacceptableCredential = 93,
+    /// DescribeAcls, CreateAcls, DeleteAcls on a broker without an authorizer.
+    SecurityDisabled = 54,
     UnknownTopicId = 100,
     UnsupportedEndpointType = 114,
 }

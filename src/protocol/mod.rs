@@ -8,6 +8,7 @@
 //! only its fields and the version each appears in. The broker, gregor's own clients and the
 //! tests share one definition of each layout.
 
+pub mod acls;
 pub mod admin_configs;
 pub mod admin_describe;
 pub mod admin_topics;

@@ -3,6 +3,7 @@
 //! acts as (`Principal`). The network layer carries the tokens (`SaslHandshake`,
 //! `SaslAuthenticate`); the broker keeps the credentials.
 
+pub mod acl;
 pub mod jaas;
 pub mod scram;
 pub mod scram_client;

@@ -1,6 +1,7 @@
 //! ZooKeeper: the layout as typed functions (`paths`), a session that survives expiry
 //! (`client`) over gregor's own synchronous client (`session`, `jute`, `ops`, `multi`), the consumer groups' nodes (`groups`), and `ZkElection` for the controller and the coordinator.
 
+pub mod acls;
 pub mod admin;
 pub mod client;
 pub mod client_quotas;

@@ -11,13 +11,20 @@ modes:
   describe-users                              DescribeUserScramCredentials: one line per user
   roundtrip <topic> <group> <count>           produce count messages, consume them in a group,
                                               commit; list topics and create <topic>-admin
+  produce <topic> <count>                     produce count messages; exit 1 when refused
+  consume-group <topic> <group> <count>       read count messages in a group; exit 1 when refused
+  create-acl <principal> <type> <name> <op> <ALLOW|DENY> [pattern]
+  describe-acls                               one line per ACL
+  delete-acls <principal>                     every ACL of the principal; one line per ACL removed
 Prints what happened as `key value` lines; exits 1 with the error on any failure."""
 import os
 import sys
 import time
 
 from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                   AdminClient, NewTopic, ResourcePatternType, ResourceType,
+                                   ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
 
 bootstrap, mechanism, user, password, mode = sys.argv[1:6]
@@ -95,5 +102,56 @@ elif mode == "roundtrip":
     for t, f in admin.create_topics([NewTopic(topic + "-admin", 1, 1)]).items():
         f.result(30)
         print("created-topic", t)
+elif mode == "produce":
+    topic, count = rest[0], int(rest[1])
+    p = Producer(dict(common, **{"acks": "all", "message.timeout.ms": 10000}))
+    failed = []
+    for i in range(count):
+        p.produce(topic, value=f"{user}-{i}",
+                  on_delivery=lambda err, msg: err and failed.append(str(err)))
+    p.flush(30)
+    if failed:
+        sys.exit(f"refused: {failed[0]}")
+    print("produced", count)
+elif mode == "consume-group":
+    topic, group, count = rest[0], rest[1], int(rest[2])
+    c = Consumer(dict(common, **{"group.id": group, "auto.offset.reset": "earliest"}))
+    c.subscribe([topic])
+    got = 0
+    deadline = time.time() + 30
+    while got < count and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            sys.exit(f"refused: {m.error()}")
+        got += 1
+    c.close()
+    if got < count:
+        sys.exit(f"only {got} of {count} read")
+    print("consumed", got)
+elif mode == "create-acl":
+    principal, rtype, name, op, perm = rest[:5]
+    pattern = rest[5] if len(rest) > 5 else "LITERAL"
+    b = AclBinding(ResourceType[rtype], name, ResourcePatternType[pattern], principal, "*",
+                   AclOperation[op], AclPermissionType[perm])
+    admin = AdminClient(common)  # kept: a collected client cancels its futures
+    for _, f in admin.create_acls([b]).items():
+        f.result(30)
+    print("created", principal, rtype, name, op, perm)
+elif mode == "describe-acls":
+    f = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                         AclOperation.ANY, AclPermissionType.ANY)
+    admin = AdminClient(common)
+    for b in admin.describe_acls(f).result(30):
+        print("acl", b.principal, b.restype.name, b.name, b.resource_pattern_type.name,
+              b.operation.name, b.permission_type.name)
+elif mode == "delete-acls":
+    f = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, rest[0], None,
+                         AclOperation.ANY, AclPermissionType.ANY)
+    admin = AdminClient(common)
+    for _, fut in admin.delete_acls([f]).items():
+        for b in fut.result(30):
+            print("deleted", b.principal, b.restype.name, b.name, b.operation.name)
 else:
     sys.exit(f"unknown mode {mode}")

@@ -230,3 +230,20 @@ for v in served(51):
                  upsertions=[A.ScramCredentialUpsertion(name="alice", mechanism=2, iterations=8192,
                                                         salt=b"\x01" * 16,
                                                         salted_password=b"\x02" * 64)]))
+
+from kafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+
+for v in served(29):
+    out(29, v, DescribeAclsRequest(version=v, resource_type_filter=2, resource_name_filter="t",
+                                   pattern_type_filter=3, principal_filter=None,
+                                   host_filter=None, operation=1, permission_type=1))
+for v in served(30):
+    C = CreateAclsRequest.AclCreation
+    out(30, v, CreateAclsRequest(version=v, creations=[
+        C(resource_type=2, resource_name="orders", resource_pattern_type=4,
+          principal="User:alice", host="*", operation=3, permission_type=3)]))
+for v in served(31):
+    F = DeleteAclsRequest.DeleteAclsFilter
+    out(31, v, DeleteAclsRequest(version=v, filters=[
+        F(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+          principal_filter="User:alice", host_filter=None, operation=1, permission_type=1)]))

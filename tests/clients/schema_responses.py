@@ -321,3 +321,25 @@ for v in served(51):
     out(51, v, AlterUserScramCredentialsResponse(version=v, throttle_time_ms=0, results=[
         R(user="alice", error_code=0, error_message=None),
         R(user="", error_code=93, error_message="Username must not be empty")]))
+
+from kafka.protocol.admin import CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse
+
+for v in served(29):
+    R = DescribeAclsResponse.DescribeAclsResource
+    out(29, v, DescribeAclsResponse(version=v, throttle_time_ms=0, error_code=0,
+                                    error_message=None, resources=[
+        R(resource_type=2, resource_name="orders", pattern_type=3, acls=[
+            R.AclDescription(principal="User:alice", host="*", operation=3,
+                             permission_type=3)])]))
+for v in served(30):
+    R = CreateAclsResponse.AclCreationResult
+    out(30, v, CreateAclsResponse(version=v, throttle_time_ms=0, results=[
+        R(error_code=0, error_message=None), R(error_code=42, error_message="bad")]))
+for v in served(31):
+    F = DeleteAclsResponse.DeleteAclsFilterResult
+    M = F.DeleteAclsMatchingAcl
+    out(31, v, DeleteAclsResponse(version=v, throttle_time_ms=0, filter_results=[
+        F(error_code=0, error_message=None, matching_acls=[
+            M(error_code=0, error_message=None, resource_type=2, resource_name="orders",
+              pattern_type=4, principal="User:alice", host="*", operation=3,
+              permission_type=3)])]))

@@ -100,6 +100,9 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
         48 => again::<gregor::protocol::client_quotas::DescribeClientQuotasRequest>(r, out)?,
         49 => again::<gregor::protocol::client_quotas::AlterClientQuotasRequest>(r, out)?,
         17 => again::<gregor::protocol::sasl::SaslHandshakeRequest>(r, out)?,
+        29 => again::<gregor::protocol::acls::DescribeAclsRequest>(r, out)?,
+        30 => again::<gregor::protocol::acls::CreateAclsRequest>(r, out)?,
+        31 => again::<gregor::protocol::acls::DeleteAclsRequest>(r, out)?,
         36 => again::<gregor::protocol::sasl::SaslAuthenticateRequest>(r, out)?,
         50 => again::<gregor::protocol::scram_credentials::DescribeUserScramCredentialsRequest>(
             r, out,

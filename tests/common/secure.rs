@@ -55,6 +55,20 @@ pub fn sasl_client_env(
     password: &str,
     args: &[&str],
 ) -> String {
+    let (ok, out, err) = sasl_client_try(env, bootstrap, mech, user, password, args);
+    assert!(ok, "sasl_client.py {args:?} failed:\n{out}\n{err}");
+    out
+}
+
+/// `sasl_client.py` that may fail: (success, stdout, stderr).
+pub fn sasl_client_try(
+    env: &[(&str, &str)],
+    bootstrap: &str,
+    mech: &str,
+    user: &str,
+    password: &str,
+    args: &[&str],
+) -> (bool, String, String) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/sasl_client.py");
     let mut cmd = python();
     cmd.args([script, bootstrap, mech, user, password])
@@ -62,9 +76,7 @@ pub fn sasl_client_env(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let (ok, out, err) = run_with_deadline(&mut cmd, "", Duration::from_secs(180));
-    assert!(ok, "sasl_client.py {args:?} failed:\n{out}\n{err}");
-    out
+    run_with_deadline(&mut cmd, "", Duration::from_secs(180))
 }
 
 pub fn sasl_client(

@@ -2,6 +2,7 @@
 //! addresses as stored in ZooKeeper (`zk::client_quotas`). Any broker answers: a change is
 //! written to the entity's node and announced, and every broker applies it from the notice.
 
+use crate::security::acl::Operation;
 use std::collections::BTreeMap;
 
 use super::{KafkaApis, RequestContext};
@@ -22,6 +23,10 @@ impl KafkaApis {
         out: &mut Response,
     ) -> Action {
         let answer = match check_filter(&req.components) {
+            _ if !self.cluster_allowed(cx, Operation::DescribeConfigs) => Err((
+                ErrorCode::ClusterAuthorizationFailed,
+                "not authorized to describe client quotas".to_owned(),
+            )),
             Err(why) => Err((ErrorCode::InvalidRequest, why)),
             Ok(()) => client_quotas::read_all(&self.zk)
                 .map_err(|e| (ErrorCode::UnknownServerError, format!("ZooKeeper: {e:?}"))),
@@ -57,11 +62,20 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
+        let may_alter = self.cluster_allowed(cx, Operation::AlterConfigs);
         let entries = req
             .entries
             .iter()
             .map(|(parts, ops)| {
-                let (code, why) = match self.alter_entity(parts, ops, req.validate_only) {
+                let altered = if may_alter {
+                    self.alter_entity(parts, ops, req.validate_only)
+                } else {
+                    Err((
+                        ErrorCode::ClusterAuthorizationFailed,
+                        "not authorized to alter client quotas".to_owned(),
+                    ))
+                };
+                let (code, why) = match altered {
                     Ok(()) => (0, None),
                     Err((code, why)) => (code.code(), Some(why)),
                 };

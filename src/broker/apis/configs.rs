@@ -6,6 +6,7 @@
 //! was read at start: every key of `config::keys`, read-only (gregor has no dynamic broker
 //! configuration yet), with its source (the file, or the default).
 
+use crate::security::acl::{Operation, ResourceType};
 use std::collections::BTreeMap;
 
 use super::{KafkaApis, RequestContext};
@@ -40,6 +41,25 @@ impl KafkaApis {
             .iter()
             .map(|res| {
                 let described = match res.resource_type {
+                    RESOURCE_TOPIC
+                        if !self.allowed(
+                            cx,
+                            Operation::DescribeConfigs,
+                            ResourceType::Topic,
+                            &res.name,
+                        ) =>
+                    {
+                        Err((
+                            ErrorCode::TopicAuthorizationFailed,
+                            "not authorized to describe this topic's configuration".into(),
+                        ))
+                    }
+                    RESOURCE_BROKER if !self.cluster_allowed(cx, Operation::DescribeConfigs) => {
+                        Err((
+                            ErrorCode::ClusterAuthorizationFailed,
+                            "not authorized to describe the brokers' configuration".into(),
+                        ))
+                    }
                     RESOURCE_TOPIC => self.describe_topic_configs(res),
                     RESOURCE_BROKER => self.describe_broker_configs(res, req.include_documentation),
                     t => Err((
@@ -151,6 +171,18 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
+        if !self.cluster_allowed(cx, Operation::Describe) {
+            let resp = DescribeClusterResponse {
+                error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+                error_message: Some("not authorized to describe the cluster".into()),
+                endpoint_type: req.endpoint_type,
+                cluster_id: String::new(),
+                controller_id: -1,
+                brokers: Vec::new(),
+            };
+            cx.answer(out, &resp);
+            return Action::Respond;
+        }
         let mut m = self
             .metadata_cache
             .metadata(Some(&[]), 1, &cx.conn.listener);
@@ -198,6 +230,23 @@ impl KafkaApis {
             .iter()
             .map(|res| {
                 let r = match res.resource_type {
+                    RESOURCE_TOPIC
+                        if !self.allowed(
+                            cx,
+                            Operation::AlterConfigs,
+                            ResourceType::Topic,
+                            &res.name,
+                        ) =>
+                    {
+                        Err((
+                            ErrorCode::TopicAuthorizationFailed,
+                            "not authorized to alter this topic's configuration".into(),
+                        ))
+                    }
+                    RESOURCE_BROKER if !self.cluster_allowed(cx, Operation::AlterConfigs) => Err((
+                        ErrorCode::ClusterAuthorizationFailed,
+                        "not authorized to alter the brokers' configuration".into(),
+                    )),
                     RESOURCE_TOPIC => self.alter_topic_configs(res, incremental, req.validate_only),
                     RESOURCE_BROKER => Err((
                         ErrorCode::InvalidRequest,

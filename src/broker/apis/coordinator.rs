@@ -7,6 +7,7 @@
 
 use std::io::Write;
 
+use crate::security::acl::{Operation, ResourceType};
 use crate::zk::ZkResult;
 
 use super::KafkaApis;
@@ -33,6 +34,15 @@ impl KafkaApis {
                 decode_classic::<Empty>(body).map(|_| self.handle_consult(&conn.listener, out))
             }
             proto::REGISTER => decode_classic::<RegisterRequest>(body).map(|req| {
+                // A spec-protocol consumer reads its group as a Kafka one does: Read on it.
+                if !self.authorizer.allowed(
+                    conn,
+                    Operation::Read,
+                    ResourceType::Group,
+                    &req.group_id,
+                ) {
+                    return refuse_with(ErrorCode::GroupAuthorizationFailed);
+                }
                 let coordinator = self.coordinator.clone();
                 Action::Adopt(Box::new(move |stream| coordinator.register(req, stream)))
             }),
@@ -74,11 +84,16 @@ impl KafkaApis {
 
 /// Answers INVALID_REQUEST and closes the connection.
 fn refuse() -> Action {
-    Action::Adopt(Box::new(|mut stream| {
+    refuse_with(ErrorCode::InvalidRequest)
+}
+
+/// Answers an error and closes.
+fn refuse_with(code: ErrorCode) -> Action {
+    Action::Adopt(Box::new(move |mut stream| {
         let mut out = Vec::with_capacity(6);
         out.extend_from_slice(&2i32.to_be_bytes());
         let error = ErrorResponse {
-            error_code: ErrorCode::InvalidRequest.code(),
+            error_code: code.code(),
         };
         encode_classic(&error, &mut out);
         let _ = stream.write_all(&out);

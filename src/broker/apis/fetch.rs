@@ -4,6 +4,7 @@
 //! consumer at a version that cannot read format v2 (v0–v3) gets batches down-converted, in
 //! memory, bounded like every answer by `fetch.max.bytes`.
 
+use crate::security::acl::{Operation, ResourceType};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -77,6 +78,21 @@ impl KafkaApis {
             self.write_error_partitions(req, ErrorCode::TopicAuthorizationFailed, out);
             return Action::Respond;
         }
+        // A follower needs ClusterAction (Kafka's answer otherwise: every partition refused);
+        // a consumer Read on each topic.
+        if req.replica_id >= 0 && !self.cluster_allowed(cx, Operation::ClusterAction) {
+            self.write_error_partitions(req, ErrorCode::TopicAuthorizationFailed, out);
+            return Action::Respond;
+        }
+        let denied: Vec<&str> = if req.replica_id < 0 && self.authorizer.enabled() {
+            req.topics
+                .iter()
+                .map(|(t, _)| t.as_str())
+                .filter(|t| !self.allowed(cx, Operation::Read, ResourceType::Topic, t))
+                .collect()
+        } else {
+            Vec::new()
+        };
         if version >= 7 && req.session_id != 0 {
             fetch::write_response_head(out, ErrorCode::FetchSessionIdNotFound.code());
             out.put_len(Some(0));
@@ -110,7 +126,7 @@ impl KafkaApis {
             out.truncate(start);
             pass.clear();
             let (bytes, errors, next) =
-                self.write_fetch_response(req, out, first, allowance, &mut pass);
+                self.write_fetch_response(req, out, (first, allowance, &denied), &mut pass);
             let enough = bytes >= req.min_bytes.max(0) as usize;
             if req.max_wait_ms <= 0
                 || errors
@@ -158,8 +174,7 @@ impl KafkaApis {
         &self,
         req: &FetchRequest,
         out: &mut Answer<'_>,
-        first: usize,
-        allowance: usize,
+        (first, allowance, denied): (usize, usize, &[&str]),
         pass: &mut Pass,
     ) -> (usize, bool, usize) {
         let version = out.version();
@@ -173,8 +188,13 @@ impl KafkaApis {
             req,
             budget.start(),
             out,
-            |index, topic, p, out| match self.read_partition(topic, p, req.replica_id, &budget, out)
-            {
+            |index, topic, p, out| match denied
+                .contains(&topic)
+                .then_some(ErrorCode::TopicAuthorizationFailed)
+                .map_or_else(
+                    || self.read_partition(topic, p, req.replica_id, &budget, out),
+                    Err,
+                ) {
                 Ok(Read {
                     part,
                     bytes: n,

@@ -14,6 +14,7 @@ use crate::protocol::group_offsets::{
     OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
 use crate::protocol::{ErrorCode, map_topics};
+use crate::security::acl::{Operation, ResourceType};
 use crate::zk::{ZkClient, paths};
 
 /// Kafka's `offset.metadata.max.bytes`.
@@ -60,10 +61,16 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let group_error = self.commit_group_error(req);
+        let group_error = if self.allowed(cx, Operation::Read, ResourceType::Group, &req.group_id) {
+            self.commit_group_error(req)
+        } else {
+            Some(ErrorCode::GroupAuthorizationFailed)
+        };
         let topics = map_topics(&req.topics, |topic, p| {
             let code = if let Some(e) = group_error {
                 e
+            } else if !self.allowed(cx, Operation::Read, ResourceType::Topic, topic) {
+                ErrorCode::TopicAuthorizationFailed
             } else if let Some(e) = self.offset_target_error(&req.group_id, topic, p.partition) {
                 e
             } else if p
@@ -109,7 +116,12 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let in_use = match self.coordinator.topics_in_use(&req.group_id) {
+        let in_use = if !self.allowed(cx, Operation::Delete, ResourceType::Group, &req.group_id) {
+            Err(ErrorCode::GroupAuthorizationFailed)
+        } else {
+            self.coordinator.topics_in_use(&req.group_id)
+        };
+        let in_use = match in_use {
             Ok(t) => t,
             Err(e) => {
                 let resp = OffsetDeleteResponse {
@@ -121,7 +133,9 @@ impl KafkaApis {
             }
         };
         let topics = map_topics(&req.topics, |topic, &partition| {
-            let code = if in_use.contains(topic) {
+            let code = if !self.allowed(cx, Operation::Read, ResourceType::Topic, topic) {
+                ErrorCode::TopicAuthorizationFailed
+            } else if in_use.contains(topic) {
                 ErrorCode::GroupSubscribedToTopic
             } else if let Some(e) = self.offset_target_error(&req.group_id, topic, partition) {
                 e
@@ -159,7 +173,13 @@ impl KafkaApis {
     ) -> Action {
         let version = cx.version;
         let mut error_code = ErrorCode::None;
+        let group_allowed =
+            self.allowed(cx, Operation::Describe, ResourceType::Group, &req.group_id);
+        if !group_allowed {
+            error_code = ErrorCode::GroupAuthorizationFailed;
+        }
         let topics = match &req.topics {
+            _ if !group_allowed => req.topics.clone().unwrap_or_default(),
             Some(t) => t.clone(),
             None if !crate::coordinator::valid_name(&req.group_id) => {
                 error_code = ErrorCode::InvalidGroupId;
@@ -175,27 +195,40 @@ impl KafkaApis {
                 Vec::new()
             }),
         };
+        // Asked for every committed partition: those of topics the principal may not
+        // Describe are left out; asked for by name, they are refused.
+        let topics = if req.topics.is_none() && self.authorizer.enabled() {
+            topics
+                .into_iter()
+                .filter(|(t, _)| self.allowed(cx, Operation::Describe, ResourceType::Topic, t))
+                .collect()
+        } else {
+            topics
+        };
         let topics = map_topics(&topics, |topic, &partition| {
-            let (offset, metadata, code) =
-                if let Some(e) = self.offset_target_error(&req.group_id, topic, partition) {
-                    (-1, String::new(), e)
-                } else {
-                    match paths::committed(&self.zk, &req.group_id, topic, partition) {
-                        Ok(Some((o, m))) => (o, m, ErrorCode::None),
-                        Ok(None) if version == 0 => {
-                            (-1, String::new(), ErrorCode::UnknownTopicOrPartition)
-                        }
-                        Ok(None) => (-1, String::new(), ErrorCode::None),
-                        Err(e) => {
-                            log::error!(
-                                "[Broker {}] reading {}/{topic}-{partition}: {e:?}",
-                                self.broker_id,
-                                req.group_id
-                            );
-                            (-1, String::new(), ErrorCode::UnknownServerError)
-                        }
+            let (offset, metadata, code) = if !group_allowed {
+                (-1, String::new(), ErrorCode::GroupAuthorizationFailed)
+            } else if !self.allowed(cx, Operation::Describe, ResourceType::Topic, topic) {
+                (-1, String::new(), ErrorCode::TopicAuthorizationFailed)
+            } else if let Some(e) = self.offset_target_error(&req.group_id, topic, partition) {
+                (-1, String::new(), e)
+            } else {
+                match paths::committed(&self.zk, &req.group_id, topic, partition) {
+                    Ok(Some((o, m))) => (o, m, ErrorCode::None),
+                    Ok(None) if version == 0 => {
+                        (-1, String::new(), ErrorCode::UnknownTopicOrPartition)
                     }
-                };
+                    Ok(None) => (-1, String::new(), ErrorCode::None),
+                    Err(e) => {
+                        log::error!(
+                            "[Broker {}] reading {}/{topic}-{partition}: {e:?}",
+                            self.broker_id,
+                            req.group_id
+                        );
+                        (-1, String::new(), ErrorCode::UnknownServerError)
+                    }
+                }
+            };
             FetchedOffset {
                 partition,
                 offset,

@@ -8,6 +8,7 @@ use super::{KafkaApis, RequestContext};
 use crate::coordinator::group_protocol::Join;
 use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
+use crate::protocol::group_admin::DescribedGroup;
 use crate::protocol::group_admin::{
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     ListGroupsRequest, ListGroupsResponse,
@@ -16,7 +17,9 @@ use crate::protocol::group_membership::{
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, LeaveGroupRequest, LeaveGroupResponse,
     SyncGroupRequest,
 };
+use crate::protocol::group_membership::{JoinGroupResponse, SyncGroupResponse};
 use crate::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
+use crate::security::acl::{Operation, ResourceType};
 use crate::zk::paths::{self, COORDINATOR, ElectedBroker};
 
 /// FindCoordinator's key types (v1+).
@@ -30,7 +33,20 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        cx.answer(out, &self.find_coordinator(req, &cx.conn.listener));
+        let resp = if req.key_type == KEY_TYPE_GROUP
+            && !self.allowed(cx, Operation::Describe, ResourceType::Group, &req.key)
+        {
+            FindCoordinatorResponse {
+                error_code: ErrorCode::GroupAuthorizationFailed.code(),
+                error_message: Some(format!("not authorized to describe group {}", req.key)),
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+            }
+        } else {
+            self.find_coordinator(req, &cx.conn.listener)
+        };
+        cx.answer(out, &resp);
         Action::Respond
     }
 
@@ -40,6 +56,11 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
+        if !self.allowed(cx, Operation::Read, ResourceType::Group, &req.group_id) {
+            let e = JoinGroupResponse::error(ErrorCode::GroupAuthorizationFailed, &req.member_id);
+            cx.answer(out, &e);
+            return Action::Respond;
+        }
         let host = format!("/{}", cx.conn.peer.ip());
         let join = Join {
             req,
@@ -57,7 +78,22 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        cx.answer(out, &self.coordinator.sync_group(req));
+        let resp = if self.allowed(
+            cx,
+            Operation::Read,
+            ResourceType::Group,
+            &req.member.group_id,
+        ) {
+            self.coordinator.sync_group(req)
+        } else {
+            SyncGroupResponse {
+                error_code: ErrorCode::GroupAuthorizationFailed.code(),
+                protocol_type: None,
+                protocol_name: None,
+                assignment: Vec::new(),
+            }
+        };
+        cx.answer(out, &resp);
         Action::Respond
     }
 
@@ -67,7 +103,16 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let error_code = self.coordinator.heartbeat(&req.member).code();
+        let error_code = if self.allowed(
+            cx,
+            Operation::Read,
+            ResourceType::Group,
+            &req.member.group_id,
+        ) {
+            self.coordinator.heartbeat(&req.member).code()
+        } else {
+            ErrorCode::GroupAuthorizationFailed.code()
+        };
         cx.answer(out, &HeartbeatResponse { error_code });
         Action::Respond
     }
@@ -78,7 +123,12 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let (code, members) = self.coordinator.leave_group(req);
+        let (code, members) =
+            if self.allowed(cx, Operation::Read, ResourceType::Group, &req.group_id) {
+                self.coordinator.leave_group(req)
+            } else {
+                (ErrorCode::GroupAuthorizationFailed, Vec::new())
+            };
         let resp = LeaveGroupResponse {
             error_code: code.code(),
             members,
@@ -93,7 +143,20 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let groups = self.coordinator.describe_groups(&req.groups);
+        let mut groups = self.coordinator.describe_groups(&req.groups);
+        for g in &mut groups {
+            if !self.allowed(cx, Operation::Describe, ResourceType::Group, &g.group_id) {
+                let id = std::mem::take(&mut g.group_id);
+                *g = DescribedGroup {
+                    error_code: ErrorCode::GroupAuthorizationFailed.code(),
+                    group_id: id,
+                    state: String::new(),
+                    protocol_type: String::new(),
+                    protocol: String::new(),
+                    members: Vec::new(),
+                };
+            }
+        }
         cx.answer(out, &DescribeGroupsResponse { groups });
         Action::Respond
     }
@@ -116,6 +179,13 @@ impl KafkaApis {
                 .is_none_or(|f| f.iter().any(|s| s.eq_ignore_ascii_case(name)))
         };
         groups.retain(|g| admits(&req.states, &g.state) && admits(&req.types, &g.group_type));
+        // Describe on the cluster lists every group; otherwise those the principal may
+        // Describe (Kafka's rule).
+        if !self.cluster_allowed(cx, Operation::Describe) {
+            groups.retain(|g| {
+                self.allowed(cx, Operation::Describe, ResourceType::Group, &g.group_id)
+            });
+        }
         let resp = ListGroupsResponse {
             error_code: code.code(),
             groups,
@@ -130,7 +200,14 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let results = self.coordinator.delete_groups(&req.groups);
+        let (allowed, denied): (Vec<String>, Vec<String>) = req
+            .groups
+            .iter()
+            .cloned()
+            .partition(|g| self.allowed(cx, Operation::Delete, ResourceType::Group, g));
+        let mut results = self.coordinator.delete_groups(&allowed);
+        let refused = ErrorCode::GroupAuthorizationFailed.code();
+        results.extend(denied.into_iter().map(|g| (g, refused)));
         cx.answer(out, &DeleteGroupsResponse { results });
         Action::Respond
     }

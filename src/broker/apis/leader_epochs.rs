@@ -3,10 +3,12 @@
 
 use super::{KafkaApis, RequestContext};
 use crate::network::{Action, Response};
+use crate::protocol::ErrorCode;
 use crate::protocol::map_topics;
 use crate::protocol::offset_for_leader_epoch::{
     EpochEndOffset, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
+use crate::security::acl::{Operation, ResourceType};
 
 /// `replica_id` of a request that may be answered by a follower (Kafka's DEBUGGING id, and
 /// what a v2 request, which has no `replica_id`, is read as).
@@ -22,8 +24,21 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
+        // A follower needs ClusterAction, a consumer Describe on the topic.
+        let follower_allowed =
+            req.replica_id < 0 || self.cluster_allowed(cx, Operation::ClusterAction);
         let topics = map_topics(&req.topics, |t, q| {
-            let answer = self.partition(t, q.partition).and_then(|part| {
+            let allowed = if req.replica_id >= 0 {
+                follower_allowed
+            } else {
+                self.allowed(cx, Operation::Describe, ResourceType::Topic, t)
+            };
+            let part = if allowed {
+                self.partition(t, q.partition)
+            } else {
+                Err(ErrorCode::TopicAuthorizationFailed)
+            };
+            let answer = part.and_then(|part| {
                 part.check_leader(q.current_leader_epoch, req.replica_id != ANY_REPLICA)?;
                 Ok(part.log.end_offset_for_epoch(q.leader_epoch))
             });

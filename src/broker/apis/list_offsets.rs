@@ -10,6 +10,7 @@ use crate::protocol::offsets::{
     OffsetsPartitionResponse,
 };
 use crate::protocol::{ErrorCode, map_topics};
+use crate::security::acl::{Operation, ResourceType};
 
 impl KafkaApis {
     /// Answers each partition; offsets above the high watermark are not shown to consumers.
@@ -29,27 +30,30 @@ impl KafkaApis {
                 offset: -1,
                 leader_epoch: -1,
             };
-            let found = self
-                .leader_for_list_offsets(t, p.partition, req.replica_id, p.current_leader_epoch)
-                .and_then(|part| {
-                    if version == 0 {
-                        answer.offsets =
-                            offsets_before(&part, p.time, p.max_num_offsets, req.replica_id);
-                        Ok(())
-                    } else {
-                        let (offset, ts) =
-                            self.offset_at_time(&part, p.time, version, req.replica_id)?;
-                        (answer.offset, answer.timestamp) = (offset, ts);
-                        // The epoch that wrote the message found, or for the end the
-                        // latest (Kafka's answers; a consumer validates its position with it).
-                        answer.leader_epoch = match (offset, p.time) {
-                            (-1, _) => -1,
-                            (_, LATEST_TIME) => part.log.latest_epoch().unwrap_or(-1),
-                            _ => part.log.epoch_of(offset),
-                        };
-                        Ok(())
-                    }
-                });
+            let found = if self.allowed(cx, Operation::Describe, ResourceType::Topic, t) {
+                self.leader_for_list_offsets(t, p.partition, req.replica_id, p.current_leader_epoch)
+            } else {
+                Err(ErrorCode::TopicAuthorizationFailed)
+            };
+            let found = found.and_then(|part| {
+                if version == 0 {
+                    answer.offsets =
+                        offsets_before(&part, p.time, p.max_num_offsets, req.replica_id);
+                    Ok(())
+                } else {
+                    let (offset, ts) =
+                        self.offset_at_time(&part, p.time, version, req.replica_id)?;
+                    (answer.offset, answer.timestamp) = (offset, ts);
+                    // The epoch that wrote the message found, or for the end the
+                    // latest (Kafka's answers; a consumer validates its position with it).
+                    answer.leader_epoch = match (offset, p.time) {
+                        (-1, _) => -1,
+                        (_, LATEST_TIME) => part.log.latest_epoch().unwrap_or(-1),
+                        _ => part.log.epoch_of(offset),
+                    };
+                    Ok(())
+                }
+            });
             if let Err(e) = found {
                 answer.error_code = e.code();
             }

@@ -5,6 +5,7 @@ use super::{KafkaApis, RequestContext};
 use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
 use crate::protocol::metadata::{MetadataRequest, MetadataResponse};
+use crate::security::acl::{Operation, ResourceType};
 use crate::zk::admin;
 use crate::zk::paths;
 
@@ -40,6 +41,20 @@ impl KafkaApis {
         if !informed {
             self.brokers_from_zookeeper(&mut resp, &cx.conn.listener);
         }
+        // With ACLs: a topic the principal may not Describe is left out of an all-topics
+        // answer, and answered TOPIC_AUTHORIZATION_FAILED when asked for by name (whether it
+        // exists or not, so its existence does not leak).
+        if self.authorizer.enabled() {
+            let named = req.topics.is_some();
+            resp.topics.retain_mut(|t| {
+                if self.allowed(cx, Operation::Describe, ResourceType::Topic, &t.topic) {
+                    return true;
+                }
+                t.error_code = ErrorCode::TopicAuthorizationFailed.code();
+                t.partitions.clear();
+                named
+            });
+        }
         for t in resp
             .topics
             .iter_mut()
@@ -47,7 +62,11 @@ impl KafkaApis {
         {
             if admin::validate_topic_name(&t.topic).is_err() {
                 t.error_code = ErrorCode::InvalidTopic.code();
-            } else if self.config.auto_create_topics_enable && req.allow_auto_topic_creation {
+            } else if self.config.auto_create_topics_enable
+                && req.allow_auto_topic_creation
+                && (self.cluster_allowed(cx, Operation::Create)
+                    || self.allowed(cx, Operation::Create, ResourceType::Topic, &t.topic))
+            {
                 t.error_code = self.auto_create(&t.topic).code();
             } else if !informed {
                 // Just started: the controller's UpdateMetadata has not come yet, so the topic

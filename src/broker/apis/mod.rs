@@ -9,6 +9,7 @@
 //! connection with a log line naming the peer and the problem (the protocol has no error
 //! response for an unparseable request); ApiVersions always gets an answer.
 
+mod acls;
 mod client_quotas;
 mod configs;
 mod controller;
@@ -41,6 +42,7 @@ use crate::protocol::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use crate::protocol::coordinator::is_coordinator_request;
 use crate::protocol::header::{self, RequestHeader};
 use crate::protocol::{Decode, DecodeResult, Encode, ErrorCode, Out, Reader, Writer};
+use crate::security::acl::{CLUSTER_NAME, Operation, ResourceType};
 use crate::zk::ZkClient;
 
 /// What the dispatcher knows of a request besides its body; every handler gets it.
@@ -131,6 +133,26 @@ pub struct KafkaApis {
     pub quotas: Arc<ClientQuotaManager>,
     /// SASL users' credentials, and the count of authentications.
     pub credentials: Arc<crate::broker::credentials::CredentialCache>,
+    /// The ACLs every request is checked against (when `authorizer.class.name` is set).
+    pub authorizer: Arc<crate::broker::authorizer::Authorizer>,
+}
+
+impl KafkaApis {
+    /// Whether the request's principal may do `op` on the resource.
+    pub(super) fn allowed(
+        &self,
+        cx: &RequestContext<'_>,
+        op: Operation,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> bool {
+        self.authorizer.allowed(cx.conn, op, resource_type, name)
+    }
+
+    /// `allowed` on the cluster resource.
+    pub(super) fn cluster_allowed(&self, cx: &RequestContext<'_>, op: Operation) -> bool {
+        self.allowed(cx, op, ResourceType::Cluster, CLUSTER_NAME)
+    }
 }
 
 impl RequestHandler for KafkaApis {
@@ -208,7 +230,9 @@ impl RequestHandler for KafkaApis {
         if !authenticated {
             return self.before_authentication(body, &cx, out);
         }
-        if header::is_inter_broker(key) && !conn.inter_broker {
+        if header::is_inter_broker(key)
+            && (!conn.inter_broker || !self.cluster_allowed(&cx, Operation::ClusterAction))
+        {
             return self.refuse_broker_request(key, &cx, out);
         }
         let result = match key {
@@ -260,6 +284,9 @@ impl RequestHandler for KafkaApis {
             header::ALTER_CLIENT_QUOTAS => {
                 self.serve(body, &cx, out, Self::handle_alter_client_quotas)
             }
+            header::DESCRIBE_ACLS => self.serve(body, &cx, out, Self::handle_describe_acls),
+            header::CREATE_ACLS => self.serve(body, &cx, out, Self::handle_create_acls),
+            header::DELETE_ACLS => self.serve(body, &cx, out, Self::handle_delete_acls),
             header::SASL_HANDSHAKE | header::SASL_AUTHENTICATE => {
                 Ok(self.sasl_out_of_turn(&cx, out))
             }

@@ -1,6 +1,7 @@
 //! Produce (key 0) v0–v9: validate each set, append it as leader, and answer per `acks`.
 //! v3+ carries one format v2 batch per partition, v0–v2 magic 0/1 message sets.
 
+use crate::security::acl::{Operation, ResourceType};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,7 +51,12 @@ impl KafkaApis {
         }
         let mut appended_bytes = 0;
         for t in &req.topics {
+            let may_write = self.allowed(cx, Operation::Write, ResourceType::Topic, &t.0);
             for p in &t.1 {
+                if !may_write {
+                    results.push(Appended::failed(ErrorCode::TopicAuthorizationFailed, None));
+                    continue;
+                }
                 let set = &mut body[p.set.clone()];
                 let r = self.append_one(&t.0, p.partition, set, req.acks, version);
                 if r.error == ErrorCode::None {

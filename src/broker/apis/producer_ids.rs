@@ -6,6 +6,7 @@ use super::{KafkaApis, RequestContext};
 use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
 use crate::protocol::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+use crate::security::acl::{Operation, ResourceType};
 
 impl KafkaApis {
     pub(super) fn handle_init_producer_id(
@@ -19,7 +20,16 @@ impl KafkaApis {
             producer_id,
             producer_epoch,
         };
-        let resp = if req.transactional_id.is_some() {
+        // IdempotentWrite on the cluster, or (KIP-679) Write on any topic.
+        let may = || {
+            self.cluster_allowed(cx, Operation::IdempotentWrite)
+                || self
+                    .authorizer
+                    .allowed_any(cx.conn, Operation::Write, ResourceType::Topic)
+        };
+        let resp = if req.transactional_id.is_none() && !may() {
+            answer(ErrorCode::ClusterAuthorizationFailed, -1, -1)
+        } else if req.transactional_id.is_some() {
             log::info!(
                 "[Broker {}] refused InitProducerId for transactional id {:?}: transactions are not supported",
                 self.broker_id,

@@ -4,6 +4,7 @@
 //! admin client asks the controller the metadata names), and DescribeLogDirs
 //! (`kafka-log-dirs.sh`), answered by each broker from its own data directories.
 
+use crate::security::acl::Operation;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -37,7 +38,7 @@ impl KafkaApis {
             ElectionType::Preferred
         };
         let partitions = req.topic_partitions.as_deref().map(partitions_of);
-        let outcome = self.on_controller(req.timeout_ms, |timeout| {
+        let outcome = self.on_controller(cx, Operation::Alter, req.timeout_ms, |timeout| {
             (self.controller).elect_leaders(election, partitions.clone(), timeout)
         });
         let resp = match outcome {
@@ -74,7 +75,7 @@ impl KafkaApis {
             })
             .collect();
         let allow = req.allow_replication_factor_change;
-        let outcome = self.on_controller(req.timeout_ms, |timeout| {
+        let outcome = self.on_controller(cx, Operation::Alter, req.timeout_ms, |timeout| {
             (self.controller).alter_reassignments(targets, allow, timeout)
         });
         let (error_code, error_message, results) = match outcome {
@@ -100,7 +101,7 @@ impl KafkaApis {
         out: &mut Response,
     ) -> Action {
         let partitions = req.topics.as_deref().map(partitions_of);
-        let outcome = self.on_controller(req.timeout_ms, |timeout| {
+        let outcome = self.on_controller(cx, Operation::Describe, req.timeout_ms, |timeout| {
             self.controller.list_reassignments(partitions, timeout)
         });
         let (error_code, error_message, topics) = match outcome {
@@ -127,13 +128,19 @@ impl KafkaApis {
         Action::Respond
     }
 
-    /// Runs `ask` with the request's timeout when this broker is the controller;
-    /// NOT_CONTROLLER otherwise.
+    /// Runs `ask` with the request's timeout when this broker is the controller and the
+    /// principal may do `op` on the cluster; NOT_CONTROLLER or CLUSTER_AUTHORIZATION_FAILED
+    /// otherwise.
     fn on_controller<T>(
         &self,
+        cx: &RequestContext<'_>,
+        op: Operation,
         timeout_ms: i32,
         ask: impl FnOnce(Duration) -> Result<T, ErrorCode>,
     ) -> Result<T, ErrorCode> {
+        if !self.cluster_allowed(cx, op) {
+            return Err(ErrorCode::ClusterAuthorizationFailed);
+        }
         if !self.controller.is_controller() {
             return Err(ErrorCode::NotController);
         }
@@ -148,6 +155,14 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
+        if !self.cluster_allowed(cx, Operation::Describe) {
+            let resp = DescribeLogDirsResponse {
+                error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+                dirs: Vec::new(),
+            };
+            cx.answer(out, &resp);
+            return Action::Respond;
+        }
         let logs = self.replica_manager.log_manager.all();
         let wanted = |topic: &str, p: i32| match &req.topics {
             None => true,

@@ -6,6 +6,7 @@
 //! as soon as it is told it exists; past the timeout the change still goes on and the answer
 //! is REQUEST_TIMED_OUT, as Kafka answers.
 
+use crate::security::acl::{Operation, ResourceType};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -70,6 +71,13 @@ impl KafkaApis {
                 Err((
                     ErrorCode::InvalidRequest,
                     Some(format!("topic `{}` is named more than once", t.name)),
+                ))
+            } else if !self.cluster_allowed(cx, Operation::Create)
+                && !self.allowed(cx, Operation::Create, ResourceType::Topic, &t.name)
+            {
+                Err((
+                    ErrorCode::TopicAuthorizationFailed,
+                    Some("not authorized to create this topic".into()),
                 ))
             } else if !self.may_mutate(cx, partitions, version >= 6) {
                 Err(throttled())
@@ -227,6 +235,10 @@ impl KafkaApis {
                     ErrorCode::UnknownTopicId,
                     Some("no topic has this id".into()),
                 ),
+                Some(n) if !self.allowed(cx, Operation::Delete, ResourceType::Topic, n) => (
+                    ErrorCode::TopicAuthorizationFailed,
+                    Some("not authorized to delete this topic".into()),
+                ),
                 Some(_) if !self.config.delete_topic_enable => (
                     ErrorCode::TopicDeletionDisabled,
                     Some("topic deletion is disabled (delete.topic.enable=false)".into()),
@@ -292,6 +304,15 @@ impl KafkaApis {
         for t in &req.topics {
             let adding = (t.count.max(0) as usize)
                 .saturating_sub(self.metadata_cache.partition_count(&t.name));
+            if !self.allowed(cx, Operation::Alter, ResourceType::Topic, &t.name) {
+                let msg = Some("not authorized to alter this topic".into());
+                results.push((
+                    t.name.clone(),
+                    ErrorCode::TopicAuthorizationFailed.code(),
+                    msg,
+                ));
+                continue;
+            }
             if !self.may_mutate(cx, adding, cx.version >= 3) {
                 let (code, msg) = throttled();
                 results.push((t.name.clone(), code.code(), msg));
@@ -336,7 +357,12 @@ impl KafkaApis {
         out: &mut Response,
     ) -> Action {
         let topics = map_topics(&req.topics, |topic, &(partition, offset)| {
-            let (low_watermark, code) = match self.delete_records(topic, partition, offset) {
+            let deleted = if self.allowed(cx, Operation::Delete, ResourceType::Topic, topic) {
+                self.delete_records(topic, partition, offset)
+            } else {
+                Err(ErrorCode::TopicAuthorizationFailed)
+            };
+            let (low_watermark, code) = match deleted {
                 Ok(low) => (low, ErrorCode::None),
                 Err(e) => (-1, e),
             };

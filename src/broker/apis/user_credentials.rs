@@ -4,6 +4,7 @@
 //! to the user's node and announced, so every broker applies it from the notice (this one at
 //! once). The answers name mechanisms and iteration counts only — never a salt or a key.
 
+use crate::security::acl::Operation;
 use std::collections::BTreeMap;
 
 use super::{KafkaApis, RequestContext};
@@ -94,6 +95,15 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
+        if !self.cluster_allowed(cx, Operation::Describe) {
+            let resp = DescribeUserScramCredentialsResponse {
+                error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+                error_message: Some("not authorized to describe user credentials".into()),
+                results: Vec::new(),
+            };
+            cx.answer(out, &resp);
+            return Action::Respond;
+        }
         let resp = match self.describe_scram(req.users.as_deref().unwrap_or_default()) {
             Ok(results) => DescribeUserScramCredentialsResponse {
                 error_code: 0,
@@ -190,9 +200,17 @@ impl KafkaApis {
                 ScramCredential::from_salted_password(m, &u.salt, &u.salted_password, u.iterations);
             c.set.push((m, cred));
         }
+        let may_alter = self.cluster_allowed(cx, Operation::Alter);
         let results: Vec<AlterScramResult> = order
             .iter()
-            .map(|user| self.alter_scram(user, &changes[user]))
+            .map(|user| match may_alter {
+                true => self.alter_scram(user, &changes[user]),
+                false => (
+                    user.clone(),
+                    ErrorCode::ClusterAuthorizationFailed.code(),
+                    Some("not authorized to alter user credentials".into()),
+                ),
+            })
             .collect();
         cx.answer(out, &AlterUserScramCredentialsResponse { results });
         Action::Respond
