@@ -299,6 +299,117 @@ fn clients_over_ssl_and_sasl_ssl_are_served_and_brokers_replicate_over_tls() {
     let _ = std::fs::remove_file(props);
 }
 
+/// An idempotent acks=all producer over SASL_SSL keeps every acknowledged message when the
+/// partition's leader is killed (kill -9) in the middle.
+#[test]
+fn a_killed_leader_under_acks_all_over_sasl_ssl_loses_nothing() {
+    let mut s = Secured::start("tls-kill", 3, "none");
+    s.c.create_topic("k", 1, 3);
+    wait_until(Duration::from_secs(30), "a full ISR", || {
+        s.c.state("k", 0).is_some_and(|st| st.isr.len() == 3)
+    });
+    let sasl_ssl = joined(&s.sasl_ssl);
+    let admin = std::env::temp_dir().join(format!("tls-kill-{}.properties", std::process::id()));
+    std::fs::write(
+        &admin,
+        format!(
+            "security.protocol=SASL_SSL\nssl.truststore.location={}\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={BROKER_JAAS}\n",
+            s.certs.ca()
+        ),
+    )
+    .unwrap();
+    gregor_ok(
+        &[
+            "configs",
+            "-b",
+            &sasl_ssl,
+            "--command-config",
+            admin.to_str().unwrap(),
+            "--alter",
+            "--add-config",
+            "SCRAM-SHA-512=[password=carol-secret]",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "carol",
+        ],
+        "",
+    );
+    let _ = std::fs::remove_file(admin);
+    let ca = s.certs.ca();
+    let (bootstrap, ca2) = (sasl_ssl.clone(), ca.clone());
+    let producer = std::thread::spawn(move || {
+        let env = [("SECURITY_PROTOCOL", "SASL_SSL"), ("SSL_CA", ca2.as_str())];
+        sasl_client_env(
+            &env,
+            &bootstrap,
+            "SCRAM-SHA-512",
+            "carol",
+            "carol-secret",
+            &["produce-acked", "k", "3000"],
+        )
+    });
+    let leader = s.c.leader("k", 0);
+    wait_until(
+        Duration::from_secs(60),
+        "the producer to be under way",
+        || {
+            let (_, offsets) = s.c.client(leader).list_offsets("k", 0, -1);
+            offsets.first().is_some_and(|o| *o > 300)
+        },
+    );
+    s.c.kill9(leader);
+    let acked: Vec<String> = producer
+        .join()
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("acked ").map(str::to_owned))
+        .collect();
+    s.c.restart(leader);
+    assert!(acked.len() > 300, "only {} acknowledged", acked.len());
+    let props = [
+        ("security.protocol", "SASL_SSL"),
+        ("ssl.ca.location", ca.as_str()),
+        ("sasl.mechanisms", "SCRAM-SHA-512"),
+        ("sasl.username", "carol"),
+        ("sasl.password", "carol-secret"),
+    ];
+    s.c.wait_all_led("k");
+    let mut out = String::new();
+    wait_until(
+        Duration::from_secs(60),
+        "the partition to be read back",
+        || {
+            let args = [
+                "-C",
+                "-t",
+                "k",
+                "-p",
+                "0",
+                "-o",
+                "beginning",
+                "-e",
+                "-f",
+                "%s\n",
+            ];
+            let (ok, read, _) = kcat_with(&sasl_ssl, &props, &args, "");
+            out = read;
+            ok
+        },
+    );
+    let read: std::collections::HashSet<&str> = out.lines().collect();
+    let lost: Vec<&String> = acked
+        .iter()
+        .filter(|v| !read.contains(v.as_str()))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged messages lost, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+}
+
 /// Connects and sends `bytes`, then says whether the broker closed the connection within
 /// `limit` (a read returning end of file or an error other than a timeout).
 fn closed_within(addr: SocketAddr, bytes: &[u8], limit: Duration) -> bool {
@@ -412,4 +523,95 @@ fn bad_tls_clients_are_refused_with_the_reason_and_others_are_served() {
         .sum();
     assert!(failed >= 4.0, "failed TLS handshakes counted: {failed}");
     assert!(!log.contains("key-pass"), "the key's password was logged");
+}
+
+/// `scripts/cluster.sh --secure` brings up SASL_SSL with an admin user and ACLs, and the
+/// client settings it prints work with kcat; the script stops it again.
+#[test]
+fn the_cluster_script_brings_up_a_secure_cluster() {
+    let home = tempfile::tempdir().unwrap();
+    let (zk_port, port) = (free_port(), free_port());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster.sh");
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg(script)
+            .args(args)
+            .env("GREGOR_HOME", home.path())
+            .env("GREGOR_BIN", env!("CARGO_BIN_EXE_gregor"))
+            .env("ZK_PORT", zk_port.to_string())
+            .env("BASE_PORT", port.to_string())
+            .env("METRICS_BASE_PORT", "off");
+        run_with_deadline(&mut cmd, "", Duration::from_secs(120))
+    };
+    /// Stops the cluster however the test ends.
+    type Run<'a> = &'a dyn Fn(&[&str]) -> (bool, String, String);
+    struct Stop<'a>(Run<'a>);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = (self.0)(&["stop"]);
+        }
+    }
+    let _stop = Stop(&run);
+    let (ok, out, err) = run(&["--secure", "start", "1"]);
+    assert!(ok, "cluster.sh --secure start 1:\n{out}\n{err}");
+    assert!(
+        out.contains("kcat -b 127.0.0.1:") && out.contains("SASL_SSL"),
+        "{out}"
+    );
+    let tls = home.path().join("tls");
+    let password = std::fs::read_to_string(tls.join("admin.password")).unwrap();
+    let ca = tls.join("ca.pem").display().to_string();
+    let props = [
+        ("security.protocol", "SASL_SSL"),
+        ("ssl.ca.location", ca.as_str()),
+        ("sasl.mechanisms", "SCRAM-SHA-512"),
+        ("sasl.username", "admin"),
+        ("sasl.password", password.trim()),
+    ];
+    let bootstrap = format!("127.0.0.1:{port}");
+    wait_until(
+        Duration::from_secs(30),
+        "the secure broker to take a produce",
+        || {
+            kcat_with(
+                &bootstrap,
+                &props,
+                &["-P", "-t", "secure", "-X", "message.timeout.ms=5000"],
+                "hello\n",
+            )
+            .0
+        },
+    );
+    let (ok, out, err) = kcat_with(
+        &bootstrap,
+        &props,
+        &["-C", "-t", "secure", "-o", "beginning", "-e", "-f", "%s\n"],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert!(out.lines().any(|l| l == "hello"), "{out}");
+    // The tools' properties file works too, and an unknown user is refused.
+    let client = home.path().join("client.properties").display().to_string();
+    let described = gregor_ok(
+        &[
+            "configs",
+            "-b",
+            &bootstrap,
+            "--command-config",
+            &client,
+            "--describe",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "admin",
+        ],
+        "",
+    );
+    assert!(
+        described.contains("SCRAM-SHA-512=iterations=8192"),
+        "{described}"
+    );
+    let mut stranger = props;
+    stranger[3] = ("sasl.username", "nobody");
+    assert!(!kcat_with(&bootstrap, &stranger, &["-L", "-m", "5"], "").0);
 }

@@ -10,6 +10,7 @@ mod group_offsets;
 pub mod groups;
 pub mod perf;
 pub mod perf_ceiling;
+pub mod perf_connect;
 pub mod perf_e2e;
 pub mod perf_idle;
 mod scram;

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use hdrhistogram::Histogram;
 
-use gregor::client::metadata::partition_leaders;
-use gregor::network::BlockingChannel;
+use gregor::client::metadata::partition_leaders_as;
+use gregor::network::{BlockingChannel, ClientSecurity};
 use gregor::protocol::encode_body;
 use gregor::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
 use gregor::protocol::header::{FETCH, PRODUCE};
@@ -38,6 +38,8 @@ pub enum PerfCommand {
     E2e(super::perf_e2e::E2eArgs),
     /// Hold N long-poll fetches on partitions nobody writes to (idle consumers).
     IdleFetch(super::perf_idle::IdleFetchArgs),
+    /// Connections per second that complete their TLS handshake and SASL login.
+    Connect(super::perf_connect::ConnectArgs),
 }
 
 /// Where and how much: the flags both perf commands take.
@@ -52,16 +54,27 @@ pub struct Target {
     /// How many messages to send, or to read before stopping.
     #[arg(long, default_value_t = 1_000_000)]
     messages: u64,
+    /// Client properties for a TLS or SASL listener (`security.protocol`, `ssl.*`, `sasl.*`).
+    #[arg(long = "command-config", value_name = "FILE")]
+    command_config: Option<std::path::PathBuf>,
 }
 
 impl Target {
+    fn security(&self) -> Result<ClientSecurity, String> {
+        match &self.command_config {
+            Some(p) => super::command_config::read(p),
+            None => Ok(ClientSecurity::default()),
+        }
+    }
+
     /// The leader of every partition; a topic just created gets a few seconds to have them.
     fn leaders(&self) -> Result<BTreeMap<i32, String>, String> {
-        partition_leaders(
+        partition_leaders_as(
             &self.bootstrap,
             &self.topic,
             "gregor-perf",
             Duration::from_secs(10),
+            &self.security()?,
         )
     }
 }
@@ -153,6 +166,7 @@ pub fn run(cmd: PerfCommand) -> Result<(), String> {
         PerfCommand::Ceiling(a) => super::perf_ceiling::ceiling(a),
         PerfCommand::E2e(a) => super::perf_e2e::e2e(a),
         PerfCommand::IdleFetch(a) => super::perf_idle::idle_fetch(a),
+        PerfCommand::Connect(a) => super::perf_connect::connect(a),
     }
 }
 
@@ -172,6 +186,7 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
     }
     let codec = compression::codec_by_name(&a.compression)?;
     let leaders = a.target.leaders()?;
+    let security = a.target.security()?;
     let batches = a.target.messages.div_ceil(a.batch_size as u64);
     let next_batch = Arc::new(AtomicU64::new(0));
     let sent = Arc::new(AtomicU64::new(0));
@@ -179,11 +194,12 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
     let start = Instant::now();
     let mut handles = Vec::new();
     for t in 0..a.threads {
-        let (leaders, next, sent, failed) = (
+        let (leaders, next, sent, failed, security) = (
             leaders.clone(),
             next_batch.clone(),
             sent.clone(),
             failed.clone(),
+            security.clone(),
         );
         let value: Vec<u8> = (0..a.size).map(|i| (i * 31 + t) as u8).collect();
         let set = batch_set(a.batch_size, &value, a.magic, codec)?;
@@ -191,7 +207,16 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
         let version = produce_version(a.magic);
         handles.push(std::thread::spawn(move || {
             produce_thread(
-                &leaders, &topic, acks, version, &set, batch, batches, &next, &sent, &failed,
+                (&leaders, &security),
+                &topic,
+                acks,
+                version,
+                &set,
+                batch,
+                batches,
+                &next,
+                &sent,
+                &failed,
             )
         }));
     }
@@ -233,7 +258,7 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
 
 #[allow(clippy::too_many_arguments)]
 fn produce_thread(
-    leaders: &BTreeMap<i32, String>,
+    (leaders, security): (&BTreeMap<i32, String>, &ClientSecurity),
     topic: &str,
     acks: i16,
     version: i16,
@@ -257,8 +282,9 @@ fn produce_thread(
         }
         let (partition, addr) = parts[(b as usize) % parts.len()];
         if !chans.contains_key(addr) {
-            let c = BlockingChannel::connect(addr.as_str(), "gregor-perf", Duration::from_secs(30))
-                .map_err(|e| format!("{addr}: {e}"))?;
+            let c =
+                BlockingChannel::connect_to(addr, "gregor-perf", Duration::from_secs(30), security)
+                    .map_err(|e| format!("{addr}: {e}"))?;
             chans.insert(addr.clone(), c);
         }
         let chan = chans.get_mut(addr).expect("inserted above");
@@ -313,6 +339,7 @@ pub(super) fn partition_outcome(r: &ProduceResponse, partition: i32) -> Result<(
 
 fn consume(a: ConsumeArgs) -> Result<(), String> {
     let leaders = a.target.leaders()?;
+    let security = a.target.security()?;
     let mut chans: BTreeMap<String, BlockingChannel> = BTreeMap::new();
     let mut offsets: BTreeMap<i32, i64> = leaders.keys().map(|p| (*p, 0)).collect();
     let (mut n, mut bytes) = (0u64, 0u64);
@@ -323,9 +350,13 @@ fn consume(a: ConsumeArgs) -> Result<(), String> {
         let mut progressed = false;
         for (p, addr) in &leaders {
             if !chans.contains_key(addr) {
-                let c =
-                    BlockingChannel::connect(addr.as_str(), "gregor-perf", Duration::from_secs(30))
-                        .map_err(|e| format!("{addr}: {e}"))?;
+                let c = BlockingChannel::connect_to(
+                    addr,
+                    "gregor-perf",
+                    Duration::from_secs(30),
+                    &security,
+                )
+                .map_err(|e| format!("{addr}: {e}"))?;
                 chans.insert(addr.clone(), c);
             }
             let req = FetchRequest::new(

@@ -45,15 +45,8 @@ pub(super) fn connect_as(
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
-        let Some((host, port)) = addr
-            .rsplit_once(':')
-            .and_then(|(h, p)| Some((h, p.parse().ok()?)))
-        else {
-            last = format!("{addr}: not host:port");
-            continue;
-        };
-        match BlockingChannel::connect_as(
-            (host, port),
+        match BlockingChannel::connect_to(
+            addr,
             CLIENT_ID,
             std::time::Duration::from_millis(TIMEOUT_MS as u64 + 10_000),
             security,

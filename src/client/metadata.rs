@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::network::BlockingChannel;
+use crate::network::{BlockingChannel, ClientSecurity};
 use crate::protocol::ErrorCode;
 use crate::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
 use crate::protocol::header::{FIND_COORDINATOR, METADATA};
@@ -30,7 +30,25 @@ pub fn fetch_metadata_with(
     client_id: &str,
     allow_auto_topic_creation: bool,
 ) -> Result<MetadataResponse, String> {
-    ask_each(bootstrap, client_id, |c| {
+    let plain = ClientSecurity::default();
+    fetch_metadata_as(
+        bootstrap,
+        topics,
+        client_id,
+        allow_auto_topic_creation,
+        &plain,
+    )
+}
+
+/// `fetch_metadata_with` over a TLS or SASL listener, as `security` says.
+pub fn fetch_metadata_as(
+    bootstrap: &str,
+    topics: &[String],
+    client_id: &str,
+    allow_auto_topic_creation: bool,
+    security: &ClientSecurity,
+) -> Result<MetadataResponse, String> {
+    ask_each(bootstrap, client_id, security, |c| {
         let req = MetadataRequest {
             topics: (!topics.is_empty()).then(|| topics.to_vec()),
             allow_auto_topic_creation,
@@ -52,7 +70,7 @@ pub fn find_coordinator(
         key: group.to_owned(),
         key_type: 0,
     };
-    ask_each(bootstrap, client_id, |c| {
+    ask_each(bootstrap, client_id, &ClientSecurity::default(), |c| {
         let r: FindCoordinatorResponse = c
             .send(FIND_COORDINATOR, 1, &req)
             .map_err(|e| e.to_string())?;
@@ -71,6 +89,7 @@ pub fn find_coordinator(
 fn ask_each<T>(
     bootstrap: &str,
     client_id: &str,
+    security: &ClientSecurity,
     mut ask: impl FnMut(&mut BlockingChannel) -> Result<T, String>,
 ) -> Result<T, String> {
     let mut last = String::from("no bootstrap address given");
@@ -79,7 +98,7 @@ fn ask_each<T>(
         .map(str::trim)
         .filter(|a| !a.is_empty())
     {
-        let asked = BlockingChannel::connect(addr, client_id, Duration::from_secs(10))
+        let asked = BlockingChannel::connect_to(addr, client_id, Duration::from_secs(10), security)
             .map_err(|e| e.to_string())
             .and_then(|mut c| ask(&mut c));
         match asked {
@@ -98,9 +117,26 @@ pub fn partition_leaders(
     client_id: &str,
     wait: Duration,
 ) -> Result<BTreeMap<i32, String>, String> {
+    partition_leaders_as(
+        bootstrap,
+        topic,
+        client_id,
+        wait,
+        &ClientSecurity::default(),
+    )
+}
+
+/// `partition_leaders` over a TLS or SASL listener, as `security` says.
+pub fn partition_leaders_as(
+    bootstrap: &str,
+    topic: &str,
+    client_id: &str,
+    wait: Duration,
+    security: &ClientSecurity,
+) -> Result<BTreeMap<i32, String>, String> {
     let deadline = std::time::Instant::now() + wait;
     loop {
-        let m = fetch_metadata(bootstrap, &[topic.to_owned()], client_id)?;
+        let m = fetch_metadata_as(bootstrap, &[topic.to_owned()], client_id, true, security)?;
         let t = m
             .topics
             .iter()

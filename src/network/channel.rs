@@ -166,6 +166,30 @@ impl BlockingChannel {
         Ok(chan)
     }
 
+    /// `connect_as` to `host:port` given as one string.
+    pub fn connect_to(
+        addr: &str,
+        client_id: &str,
+        timeout: Duration,
+        security: &ClientSecurity,
+    ) -> io::Result<Self> {
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| {
+                Some((
+                    h.trim_start_matches('[').trim_end_matches(']'),
+                    p.parse().ok()?,
+                ))
+            })
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("`{addr}` is not host:port"),
+                )
+            })?;
+        Self::connect_as((host, port), client_id, timeout, security)
+    }
+
     fn authenticate(&mut self, mech: Mechanism, user: &str, password: &str) -> Result<(), String> {
         let hs: SaslHandshakeResponse = self
             .send(

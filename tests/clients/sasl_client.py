@@ -12,6 +12,8 @@ modes:
   roundtrip <topic> <group> <count>           produce count messages, consume them in a group,
                                               commit; list topics and create <topic>-admin
   produce <topic> <count>                     produce count messages; exit 1 when refused
+  produce-acked <topic> <count>               idempotent, acks=all, a few ms apart; prints
+                                              `acked <value>` for each acknowledged message
   consume-group <topic> <group> <count>       read count messages in a group; exit 1 when refused
   create-acl <principal> <type> <name> <op> <ALLOW|DENY> [pattern]
   describe-acls                               one line per ACL
@@ -113,6 +115,23 @@ elif mode == "produce":
     if failed:
         sys.exit(f"refused: {failed[0]}")
     print("produced", count)
+elif mode == "produce-acked":
+    topic, count = rest[0], int(rest[1])
+    p = Producer(dict(common, **{"acks": "all", "enable.idempotence": True,
+                                 "message.timeout.ms": 90000, "linger.ms": 0}))
+    acked = []
+
+    def on_delivery(err, msg):
+        if err is None:
+            acked.append(msg.value().decode())
+
+    for i in range(count):
+        p.produce(topic, value=f"v{i}", on_delivery=on_delivery)
+        p.poll(0)
+        time.sleep(0.002)
+    p.flush(120)
+    for v in acked:
+        print("acked", v)
 elif mode == "consume-group":
     topic, group, count = rest[0], rest[1], int(rest[2])
     c = Consumer(dict(common, **{"group.id": group, "auto.offset.reset": "earliest"}))
