@@ -20,6 +20,8 @@ use common::prometheus::scrape;
 use common::secure::{kcat_with, sasl_client_env};
 use common::{free_port, gregor_ok, run_with_deadline, wait_until};
 
+const PLAIN_JAAS: &str =
+    r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_dave="dave-secret";"#;
 const BROKER_JAAS: &str = r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";"#;
 
 /// Brokers with a PLAINTEXT listener (the test's helpers), an SSL one asking for client
@@ -62,7 +64,11 @@ impl Secured {
                 ("ssl.truststore.location", &ca),
                 ("listener.name.ssl.ssl.client.auth", client_auth),
                 ("inter.broker.listener.name", "SASL_SSL"),
-                ("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512"),
+                (
+                    "sasl.enabled.mechanisms",
+                    "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                ),
+                ("listener.name.sasl_ssl.plain.sasl.jaas.config", PLAIN_JAAS),
                 ("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
                 (
                     "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config",
@@ -258,6 +264,32 @@ fn clients_over_ssl_and_sasl_ssl_are_served_and_brokers_replicate_over_tls() {
         out.lines().filter(|l| *l != "alice").collect::<Vec<_>>(),
         ["anon", "bob"]
     );
+    // Each mechanism over SASL_SSL: PLAIN (the listener's JAAS user) and SCRAM-SHA-512.
+    for (mech, user, pw) in [
+        ("PLAIN", "dave", "dave-secret"),
+        ("SCRAM-SHA-512", "bob", "bob-secret"),
+    ] {
+        let props = vec![
+            ("security.protocol".to_owned(), "SASL_SSL".to_owned()),
+            ("ssl.ca.location".to_owned(), s.certs.ca()),
+            ("sasl.mechanisms".to_owned(), mech.to_owned()),
+            ("sasl.username".to_owned(), user.to_owned()),
+            ("sasl.password".to_owned(), pw.to_owned()),
+        ];
+        let (ok, _, err) = kcat(&sasl_ssl, &props, &["-P", "-t", "t", "-p", "0"], "more\n");
+        assert!(ok, "kcat {mech} over SASL_SSL: {err}");
+    }
+    // confluent-kafka over SSL alone (no SASL): a group and admin calls as User:ANONYMOUS.
+    let env = [("SECURITY_PROTOCOL", "SSL"), ("SSL_CA", &s.certs.ca())];
+    let out = sasl_client_env(
+        &env,
+        &ssl,
+        "NONE",
+        "-",
+        "-",
+        &["roundtrip", "ssl-t", "ssl-group", "10"],
+    );
+    assert!(out.contains("consumed 10"), "{out}");
 
     // confluent-kafka over SASL_SSL: produce, a group, admin calls.
     let env = [("SECURITY_PROTOCOL", "SASL_SSL"), ("SSL_CA", &s.certs.ca())];
@@ -297,6 +329,30 @@ fn clients_over_ssl_and_sasl_ssl_are_served_and_brokers_replicate_over_tls() {
     );
     let _ = std::fs::remove_file(admin);
     let _ = std::fs::remove_file(props);
+
+    // DescribeConfigs (Kafka 4.4's own kafka-configs) shows the key's password as a
+    // sensitive null, never its value.
+    let (ok, out, err) = common::java::run_kafka_tool(
+        "org.apache.kafka.tools.ConfigCommand",
+        &c.bootstrap(),
+        &[
+            "--describe",
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1",
+            "--all",
+        ],
+    );
+    assert!(ok, "kafka-configs --describe: {out}\n{err}");
+    assert!(
+        out.contains("ssl.key.password=null sensitive=true"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("key-pass"),
+        "a secret in DescribeConfigs: {out}"
+    );
 }
 
 /// An idempotent acks=all producer over SASL_SSL keeps every acknowledged message when the
