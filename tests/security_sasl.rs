@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::cluster::Cluster;
 use common::java::{JavaProgram, run_kafka_tool};
 use common::prometheus::scrape;
-use common::secure::{kcat_as, sasl_client};
+use common::secure::{kcat_as, read_args, sasl_client};
 use common::{free_port, gregor_cli, gregor_ok, run_with_deadline, wait_until};
 use gregor::protocol::header::{self, RequestHeader};
 use gregor::protocol::sasl::{SaslHandshakeRequest, SaslHandshakeResponse};
@@ -240,18 +240,7 @@ fn clients_authenticate_with_each_mechanism_and_brokers_replicate_over_sasl() {
         "SCRAM-SHA-512",
         "carol",
         "carol-secret",
-        &[
-            "-C",
-            "-t",
-            "t",
-            "-p",
-            "0",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%s\n",
-        ],
+        &read_args("t"),
         "",
     );
     assert!(ok, "kcat consume: {err}");
@@ -443,18 +432,7 @@ fn wrong_logins_and_early_requests_are_refused_and_nothing_is_appended() {
         "PLAIN",
         "alice",
         "alice-secret",
-        &[
-            "-C",
-            "-t",
-            "t",
-            "-p",
-            "0",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%s\n",
-        ],
+        &read_args("t"),
         "",
     );
     assert!(ok, "{err}");

@@ -17,7 +17,7 @@ use common::certs::Certs;
 use common::cluster::Cluster;
 use common::java::JavaProgram;
 use common::prometheus::scrape;
-use common::secure::{kcat_with, sasl_client_env};
+use common::secure::{kcat_with, read_args, sasl_client_env};
 use common::{free_port, gregor_ok, run_with_deadline, wait_until};
 
 const PLAIN_JAAS: &str =
@@ -112,6 +112,39 @@ impl Secured {
         }
     }
 
+    /// Makes a SCRAM user (`config` in kafka-configs' syntax) through the SASL_SSL listener,
+    /// logged in as the brokers' own user.
+    fn add_user(&self, user: &str, config: &str) {
+        let admin = std::env::temp_dir().join(format!(
+            "tls-admin-{}-{user}.properties",
+            std::process::id()
+        ));
+        std::fs::write(
+            &admin,
+            format!(
+                "security.protocol=SASL_SSL\nssl.truststore.location={}\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={BROKER_JAAS}\n",
+                self.certs.ca()
+            ),
+        )
+        .unwrap();
+        let args = [
+            "configs",
+            "-b",
+            &joined(&self.sasl_ssl),
+            "--command-config",
+            admin.to_str().unwrap(),
+            "--alter",
+            "--add-config",
+            config,
+            "--entity-type",
+            "users",
+            "--entity-name",
+            user,
+        ];
+        gregor_ok(&args, "");
+        let _ = std::fs::remove_file(admin);
+    }
+
     /// librdkafka's settings for the SSL listener, with a client certificate if given.
     fn ssl_props(&self, keystore: Option<&str>) -> Vec<(String, String)> {
         let mut p = vec![
@@ -198,31 +231,9 @@ fn clients_over_ssl_and_sasl_ssl_are_served_and_brokers_replicate_over_tls() {
     );
 
     // SASL_SSL with SCRAM: a user made through the broker over TLS itself.
-    let admin = std::env::temp_dir().join(format!("tls-admin-{}.properties", std::process::id()));
-    std::fs::write(
-        &admin,
-        format!(
-            "security.protocol=SASL_SSL\nssl.truststore.location={}\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={BROKER_JAAS}\n",
-            s.certs.ca()
-        ),
-    )
-    .unwrap();
-    gregor_ok(
-        &[
-            "configs",
-            "-b",
-            &sasl_ssl,
-            "--command-config",
-            admin.to_str().unwrap(),
-            "--alter",
-            "--add-config",
-            "SCRAM-SHA-256=[password=bob-secret],SCRAM-SHA-512=[password=bob-secret]",
-            "--entity-type",
-            "users",
-            "--entity-name",
-            "bob",
-        ],
-        "",
+    s.add_user(
+        "bob",
+        "SCRAM-SHA-256=[password=bob-secret],SCRAM-SHA-512=[password=bob-secret]",
     );
     let bob = vec![
         ("security.protocol".to_owned(), "SASL_SSL".to_owned()),
@@ -242,23 +253,7 @@ fn clients_over_ssl_and_sasl_ssl_are_served_and_brokers_replicate_over_tls() {
     );
     let (ok, _, err) = kcat(&sasl_ssl, &bob, &["-P", "-t", "t", "-p", "0"], "bob\n");
     assert!(ok, "kcat over SASL_SSL: {err}");
-    let (ok, out, err) = kcat(
-        &sasl_ssl,
-        &bob,
-        &[
-            "-C",
-            "-t",
-            "t",
-            "-p",
-            "0",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%s\n",
-        ],
-        "",
-    );
+    let (ok, out, err) = kcat(&sasl_ssl, &bob, &read_args("t"), "");
     assert!(ok, "{err}");
     assert_eq!(
         out.lines().filter(|l| *l != "alice").collect::<Vec<_>>(),
@@ -327,7 +322,6 @@ fn clients_over_ssl_and_sasl_ssl_are_served_and_brokers_replicate_over_tls() {
         5,
         "{out}"
     );
-    let _ = std::fs::remove_file(admin);
     let _ = std::fs::remove_file(props);
 
     // DescribeConfigs (Kafka 4.4's own kafka-configs) shows the key's password as a
@@ -365,33 +359,7 @@ fn a_killed_leader_under_acks_all_over_sasl_ssl_loses_nothing() {
         s.c.state("k", 0).is_some_and(|st| st.isr.len() == 3)
     });
     let sasl_ssl = joined(&s.sasl_ssl);
-    let admin = std::env::temp_dir().join(format!("tls-kill-{}.properties", std::process::id()));
-    std::fs::write(
-        &admin,
-        format!(
-            "security.protocol=SASL_SSL\nssl.truststore.location={}\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={BROKER_JAAS}\n",
-            s.certs.ca()
-        ),
-    )
-    .unwrap();
-    gregor_ok(
-        &[
-            "configs",
-            "-b",
-            &sasl_ssl,
-            "--command-config",
-            admin.to_str().unwrap(),
-            "--alter",
-            "--add-config",
-            "SCRAM-SHA-512=[password=carol-secret]",
-            "--entity-type",
-            "users",
-            "--entity-name",
-            "carol",
-        ],
-        "",
-    );
-    let _ = std::fs::remove_file(admin);
+    s.add_user("carol", "SCRAM-SHA-512=[password=carol-secret]");
     let ca = s.certs.ca();
     let (bootstrap, ca2) = (sasl_ssl.clone(), ca.clone());
     let producer = std::thread::spawn(move || {
@@ -436,18 +404,7 @@ fn a_killed_leader_under_acks_all_over_sasl_ssl_loses_nothing() {
         Duration::from_secs(60),
         "the partition to be read back",
         || {
-            let args = [
-                "-C",
-                "-t",
-                "k",
-                "-p",
-                "0",
-                "-o",
-                "beginning",
-                "-e",
-                "-f",
-                "%s\n",
-            ];
+            let args = read_args("k");
             let (ok, read, _) = kcat_with(&sasl_ssl, &props, &args, "");
             out = read;
             ok
@@ -534,23 +491,7 @@ fn bad_tls_clients_are_refused_with_the_reason_and_others_are_served() {
     let (ok, _, _) = kcat(&plain.to_string(), &good, &["-L", "-m", "5"], "");
     assert!(!ok, "a TLS client got an answer from a plaintext listener");
 
-    let (ok, out, err) = kcat(
-        &ssl.to_string(),
-        &good,
-        &[
-            "-C",
-            "-t",
-            "t",
-            "-p",
-            "0",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%s\n",
-        ],
-        "",
-    );
+    let (ok, out, err) = kcat(&ssl.to_string(), &good, &read_args("t"), "");
     assert!(ok, "a good client was not served meanwhile: {err}");
     assert_eq!(out.trim(), "kept", "a refused client appended");
     assert!(

@@ -119,18 +119,32 @@ impl Response {
 
 /// Fills `buf` from the file at `pos`; a file shorter than that (truncated meanwhile) fails,
 /// as `send_file` does.
-fn pread_exact(fd: RawFd, buf: &mut [u8], mut pos: u64) -> io::Result<()> {
+fn pread_exact(fd: RawFd, buf: &mut [u8], pos: u64) -> io::Result<()> {
     let mut done = 0;
-    while done < buf.len() {
+    all_of(buf.len(), |left| {
         let rest = &mut buf[done..];
         // SAFETY: `rest` is valid for writes of its length for the duration of the call.
-        let n =
-            unsafe { libc::pread(fd, rest.as_mut_ptr().cast(), rest.len(), pos as libc::off_t) };
-        match n {
-            n if n > 0 => {
-                done += n as usize;
-                pos += n as u64;
-            }
+        let n = unsafe {
+            libc::pread(
+                fd,
+                rest.as_mut_ptr().cast(),
+                left,
+                (pos + done as u64) as libc::off_t,
+            )
+        };
+        done += n.max(0) as usize;
+        n
+    })
+}
+
+/// Runs a partial-transfer call (`pread`, `sendfile`: given what is left, it returns how much
+/// it moved, 0 at the end of the file, -1 on error) until `len` bytes have moved; a call
+/// interrupted by a signal is made again, and a file that ends first is an error.
+fn all_of(len: usize, mut call: impl FnMut(usize) -> isize) -> io::Result<()> {
+    let mut left = len;
+    while left > 0 {
+        match call(left) {
+            n if n > 0 => left -= n as usize,
             0 => {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -165,28 +179,11 @@ pub fn frame_size(total: usize) -> io::Result<i32> {
 
 fn send_file(socket: RawFd, slice: &FileSlice) -> io::Result<()> {
     let mut offset = slice.pos as libc::off_t;
-    let mut left = slice.len;
-    while left > 0 {
+    all_of(slice.len, |left| {
         // SAFETY: both descriptors are open (the slice holds its file) and `offset` lives
         // across the call.
-        let n = unsafe { libc::sendfile(socket, slice.file.as_raw_fd(), &mut offset, left) };
-        match n {
-            n if n > 0 => left -= n as usize,
-            0 => {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "a log segment became shorter while being sent",
-                ));
-            }
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-        }
-    }
-    Ok(())
+        unsafe { libc::sendfile(socket, slice.file.as_raw_fd(), &mut offset, left) }
+    })
 }
 
 #[cfg(test)]

@@ -29,6 +29,28 @@ pub struct AclBindingFilter {
     pub permission: i8,
 }
 
+fn read_binding(r: &mut Reader<'_>) -> DecodeResult<AclBinding> {
+    Ok(AclBinding {
+        resource_type: r.i8("resource_type")?,
+        resource_name: r.string("resource_name")?.to_owned(),
+        pattern_type: r.i8("pattern_type")?,
+        principal: r.string("principal")?.to_owned(),
+        host: r.string("host")?.to_owned(),
+        operation: r.i8("operation")?,
+        permission: r.i8("permission_type")?,
+    })
+}
+
+fn put_binding(o: &mut Out<'_>, b: &AclBinding) {
+    o.put_i8(b.resource_type);
+    o.put_str(&b.resource_name);
+    o.put_i8(b.pattern_type);
+    o.put_str(&b.principal);
+    o.put_str(&b.host);
+    o.put_i8(b.operation);
+    o.put_i8(b.permission);
+}
+
 fn read_filter(r: &mut Reader<'_>) -> DecodeResult<AclBindingFilter> {
     Ok(AclBindingFilter {
         resource_type: r.i8("resource_type_filter")?,
@@ -143,15 +165,7 @@ pub struct CreateAclsRequest {
 impl<'a> Decode<'a> for CreateAclsRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let creations = read_array(r, "creations", 9, |r| {
-            let b = AclBinding {
-                resource_type: r.i8("resource_type")?,
-                resource_name: r.string("resource_name")?.to_owned(),
-                pattern_type: r.i8("resource_pattern_type")?,
-                principal: r.string("principal")?.to_owned(),
-                host: r.string("host")?.to_owned(),
-                operation: r.i8("operation")?,
-                permission: r.i8("permission_type")?,
-            };
+            let b = read_binding(r)?;
             r.tags()?;
             Ok(b)
         })?;
@@ -163,13 +177,7 @@ impl<'a> Decode<'a> for CreateAclsRequest {
 impl Encode for CreateAclsRequest {
     fn encode(&self, out: &mut Out<'_>) {
         out.put_array(&self.creations, |o, b| {
-            o.put_i8(b.resource_type);
-            o.put_str(&b.resource_name);
-            o.put_i8(b.pattern_type);
-            o.put_str(&b.principal);
-            o.put_str(&b.host);
-            o.put_i8(b.operation);
-            o.put_i8(b.permission);
+            put_binding(o, b);
             o.put_tags();
         });
         out.put_tags();
@@ -256,13 +264,7 @@ impl Encode for DeleteAclsResponse {
             o.put_array(&f.matching, |o, b| {
                 o.put_i16(0);
                 o.put_nstr(None);
-                o.put_i8(b.resource_type);
-                o.put_str(&b.resource_name);
-                o.put_i8(b.pattern_type);
-                o.put_str(&b.principal);
-                o.put_str(&b.host);
-                o.put_i8(b.operation);
-                o.put_i8(b.permission);
+                put_binding(o, b);
                 o.put_tags();
             });
             o.put_tags();
@@ -280,15 +282,7 @@ impl<'a> Decode<'a> for DeleteAclsResponse {
             let matching = read_array(r, "matching_acls", 12, |r| {
                 r.i16("error_code")?;
                 r.nullable_owned("error_message")?;
-                let b = AclBinding {
-                    resource_type: r.i8("resource_type")?,
-                    resource_name: r.string("resource_name")?.to_owned(),
-                    pattern_type: r.i8("pattern_type")?,
-                    principal: r.string("principal")?.to_owned(),
-                    host: r.string("host")?.to_owned(),
-                    operation: r.i8("operation")?,
-                    permission: r.i8("permission_type")?,
-                };
+                let b = read_binding(r)?;
                 r.tags()?;
                 Ok(b)
             })?;

@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::entity_config::children;
 use super::paths::{from_json, to_json};
 use super::{ZkClient, ZkError};
 use crate::security::acl::{
@@ -80,17 +81,6 @@ fn body(acls: &[AclEntry]) -> Vec<u8> {
             })
             .collect(),
     })
-}
-
-fn children(zk: &ZkClient, path: &str) -> Result<Vec<String>, ZkError> {
-    match zk.get_children(path) {
-        Ok(mut c) => {
-            c.sort();
-            Ok(c)
-        }
-        Err(ZkError::NoNode) => Ok(Vec::new()),
-        Err(e) => Err(e),
-    }
 }
 
 /// Every pattern with its entries.
@@ -182,24 +172,8 @@ fn notify(zk: &ZkClient, p: &ResourcePattern) -> Result<(), ZkError> {
 
 /// Deletes the notices of both kinds older than `age`.
 pub fn purge_changes(zk: &ZkClient, age: std::time::Duration) -> Result<(), ZkError> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as i64;
     for dir in [LITERAL_CHANGES, EXTENDED_CHANGES] {
-        for name in children(zk, dir)? {
-            let path = format!("{dir}/{name}");
-            match zk.get_data(&path) {
-                Ok((_, stat)) if now - stat.ctime > age.as_millis() as i64 => {
-                    match zk.delete(&path, None) {
-                        Ok(()) | Err(ZkError::NoNode) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(_) | Err(ZkError::NoNode) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        super::topic_config::purge_older_children(zk, dir, age)?;
     }
     Ok(())
 }

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use super::entity_config::children;
 use super::{ZkClient, entity_config};
 use crate::zk::ZkError;
 
@@ -224,17 +225,6 @@ pub fn read_all(zk: &ZkClient) -> Result<Vec<Quotas>, ZkError> {
         add(e, &format!("/config/ips/{ip}"))?;
     }
     Ok(out)
-}
-
-fn children(zk: &ZkClient, path: &str) -> Result<Vec<String>, ZkError> {
-    match zk.get_children(path) {
-        Ok(mut c) => {
-            c.sort();
-            Ok(c)
-        }
-        Err(ZkError::NoNode) => Ok(Vec::new()),
-        Err(e) => Err(e),
-    }
 }
 
 /// Whether a change notice's `entity_path` names a quota entity.

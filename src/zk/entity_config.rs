@@ -17,6 +17,18 @@ struct EntityConfig {
     config: BTreeMap<String, String>,
 }
 
+/// A node's children, sorted; none when it does not exist.
+pub fn children(zk: &ZkClient, path: &str) -> Result<Vec<String>, ZkError> {
+    match zk.get_children(path) {
+        Ok(mut c) => {
+            c.sort();
+            Ok(c)
+        }
+        Err(ZkError::NoNode) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
 /// A node's keys; empty when it has none (or does not exist).
 pub fn read(zk: &ZkClient, path: &str) -> Result<BTreeMap<String, String>, ZkError> {
     read_versioned(zk, path).map(|(c, _)| c)

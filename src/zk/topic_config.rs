@@ -146,12 +146,21 @@ pub fn changes_after(zk: &ZkClient, after: i64) -> Result<Vec<(i64, String)>, Zk
 /// Deletes notifications older than `age` (every broker has read them by then); another
 /// broker deleting the same one first is fine.
 pub fn purge_changes(zk: &ZkClient, age: std::time::Duration) -> Result<(), ZkError> {
+    purge_older_children(zk, CHANGES, age)
+}
+
+/// Deletes the children of `dir` created more than `age` ago (change notices of any kind).
+pub fn purge_older_children(
+    zk: &ZkClient,
+    dir: &str,
+    age: std::time::Duration,
+) -> Result<(), ZkError> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_millis() as i64;
-    for name in zk.get_children(CHANGES)? {
-        let path = format!("{CHANGES}/{name}");
+    for name in super::entity_config::children(zk, dir)? {
+        let path = format!("{dir}/{name}");
         match zk.get_data(&path) {
             Ok((_, stat)) if now - stat.ctime > age.as_millis() as i64 => {
                 match zk.delete(&path, None) {

@@ -27,6 +27,23 @@ pub fn kcat_with(
     )
 }
 
+/// kcat's arguments to read partition 0 of `topic` from its beginning to its end, one value
+/// a line.
+pub fn read_args(topic: &str) -> [&str; 10] {
+    [
+        "-C",
+        "-t",
+        topic,
+        "-p",
+        "0",
+        "-o",
+        "beginning",
+        "-e",
+        "-f",
+        "%s\n",
+    ]
+}
+
 /// kcat logging in with SASL `mech` as `user` on a SASL_PLAINTEXT listener.
 pub fn kcat_as(
     bootstrap: &str,
