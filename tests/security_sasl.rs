@@ -521,3 +521,80 @@ fn wrong_logins_and_early_requests_are_refused_and_nothing_is_appended() {
         assert!(!log.contains(secret), "the broker logged `{secret}`");
     }
 }
+
+/// KIP-368: with `connections.max.reauth.ms` a login lasts that long. librdkafka (confluent-
+/// kafka) is told so and authenticates again on its connections, so producing for several
+/// lifetimes never has a connection closed; gregor's own channel, which does not, has its
+/// connection closed at its first request after the session ended.
+#[test]
+fn a_login_that_expires_is_renewed_by_the_client_or_its_connection_closed() {
+    let port = free_port();
+    let c = Cluster::start(
+        "sasl-reauth",
+        1,
+        &[
+            (
+                "listeners",
+                &format!("PLAINTEXT://127.0.0.1:{{port}},SASL_PLAINTEXT://127.0.0.1:{port}"),
+            ),
+            ("sasl.enabled.mechanisms", "PLAIN"),
+            (
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+                PLAIN_JAAS,
+            ),
+            ("connections.max.reauth.ms", "1500"),
+        ],
+    );
+    let bootstrap = format!("127.0.0.1:{port}");
+    c.create_topic("t", 1, 1);
+    let out = sasl_client(
+        &bootstrap,
+        "PLAIN",
+        "alice",
+        "alice-secret",
+        &["produce-for", "t", "6"],
+    );
+    assert!(out.contains("produced"), "{out}");
+    assert!(
+        !c.log_of(1).contains("SASL session expired"),
+        "librdkafka's connection outlived its session without authenticating again"
+    );
+    // A client that does not authenticate again is cut off once its session is over.
+    let login = gregor::security::ClientLogin::Sasl {
+        mechanism: gregor::security::Mechanism::Plain,
+        user: "alice".into(),
+        password: "alice-secret".into(),
+    };
+    let security = gregor::network::ClientSecurity { tls: None, login };
+    let mut chan = gregor::network::BlockingChannel::connect_to(
+        &bootstrap,
+        "no-reauth",
+        Duration::from_secs(10),
+        &security,
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let metadata = gregor::protocol::metadata::MetadataRequest {
+        topics: Some(vec!["t".into()]),
+        allow_auto_topic_creation: false,
+    };
+    wait_until(
+        Duration::from_secs(20),
+        "the expired session's connection to close",
+        || {
+            chan.send::<gregor::protocol::metadata::MetadataResponse>(
+                gregor::protocol::header::METADATA,
+                1,
+                &metadata,
+            )
+            .is_err()
+        },
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "closed before its session ended"
+    );
+    wait_until(Duration::from_secs(10), "the broker to say why", || {
+        c.log_of(1).contains("SASL session expired")
+    });
+}

@@ -44,6 +44,8 @@ pub struct Security {
     pub inter_broker_login: ClientLogin,
     /// ACLs, when `authorizer.class.name` turns them on.
     pub authorizer: Option<AuthorizerConfig>,
+    /// `connections.max.reauth.ms` when positive: how long a SASL login lasts (KIP-368).
+    pub max_reauth: Option<std::time::Duration>,
 }
 
 /// `super.users` and `allow.everyone.if.no.acl.found`.
@@ -135,6 +137,7 @@ pub(super) fn read(p: &mut Props, listeners: &Listeners) -> Result<Security, Con
     let inter_mech = p.get::<String>("sasl.mechanism.inter.broker.protocol")?;
     let global_ssl = tls::read_global(p)?;
     let authorizer = authorizer(p)?;
+    let reauth_ms: u64 = p.get("connections.max.reauth.ms")?;
     let mut per_listener: BTreeMap<String, BTreeMap<&'static str, String>> = BTreeMap::new();
     for (listener, key, value) in p.take_listener_keys() {
         let full = format!("listener.name.{}.{key}", listener.to_lowercase());
@@ -160,6 +163,7 @@ pub(super) fn read(p: &mut Props, listeners: &Listeners) -> Result<Security, Con
     }
     let mut security = Security {
         authorizer,
+        max_reauth: (reauth_ms > 0).then(|| std::time::Duration::from_millis(reauth_ms)),
         ..Default::default()
     };
     let mut entries: BTreeMap<(String, Mechanism), JaasConfig> = BTreeMap::new();

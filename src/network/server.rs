@@ -55,6 +55,15 @@ pub struct ConnectionContext {
     principal: OnceLock<Principal>,
     /// The SASL exchange under way, on a SASL listener.
     pub sasl: Mutex<SaslSession>,
+    /// When the SASL session ends (KIP-368: the client must authenticate again before),
+    /// as milliseconds on `session_clock`; 0 for never.
+    session_expiry_ms: AtomicU64,
+}
+
+/// The clock SASL session expiries are kept on: milliseconds since the process started.
+fn session_clock() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
 
 impl ConnectionContext {
@@ -79,7 +88,20 @@ impl ConnectionContext {
             muted_until: Mutex::new(None),
             principal,
             sasl: Mutex::new(SaslSession::default()),
+            session_expiry_ms: AtomicU64::new(0),
         }
+    }
+
+    /// The SASL session ends `lifetime` from now.
+    pub fn session_lasts(&self, lifetime: Duration) {
+        let at = session_clock() + lifetime.as_millis() as u64;
+        self.session_expiry_ms.store(at, Ordering::Relaxed);
+    }
+
+    /// Whether the SASL session has ended without the client authenticating again.
+    pub fn session_expired(&self) -> bool {
+        let at = self.session_expiry_ms.load(Ordering::Relaxed);
+        at != 0 && session_clock() > at
     }
 
     /// Who the connection acts as; `None` while a SASL connection has not authenticated.

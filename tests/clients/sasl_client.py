@@ -12,6 +12,8 @@ modes:
   roundtrip <topic> <group> <count>           produce count messages, consume them in a group,
                                               commit; list topics and create <topic>-admin
   produce <topic> <count>                     produce count messages; exit 1 when refused
+  produce-for <topic> <seconds>               a message every 20 ms for that long, each
+                                              acknowledged; exit 1 on any failure
   produce-acked <topic> <count>               idempotent, acks=all, a few ms apart; prints
                                               `acked <value>` for each acknowledged message
   consume-group <topic> <group> <count>       read count messages in a group; exit 1 when refused
@@ -115,6 +117,20 @@ elif mode == "produce":
     if failed:
         sys.exit(f"refused: {failed[0]}")
     print("produced", count)
+elif mode == "produce-for":
+    topic, seconds = rest[0], float(rest[1])
+    p = Producer(dict(common, **{"acks": "all", "message.timeout.ms": 10000}))
+    failed, sent = [], 0
+    end = time.time() + seconds
+    while time.time() < end:
+        p.produce(topic, value=f"{user}-{sent}",
+                  on_delivery=lambda err, msg: err and failed.append(str(err)))
+        sent += 1
+        p.poll(0.02)
+    p.flush(30)
+    if failed:
+        sys.exit(f"failed: {failed[0]}")
+    print("produced", sent)
 elif mode == "produce-acked":
     topic, count = rest[0], int(rest[1])
     p = Producer(dict(common, **{"acks": "all", "enable.idempotence": True,

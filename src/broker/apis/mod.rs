@@ -230,6 +230,18 @@ impl RequestHandler for KafkaApis {
         if !authenticated {
             return self.before_authentication(body, &cx, out);
         }
+        if self.config.security.max_reauth.is_some()
+            && key != header::SASL_HANDSHAKE
+            && key != header::SASL_AUTHENTICATE
+            && conn.session_expired()
+        {
+            log::info!(
+                "[Broker {}] closing connection from {}: its SASL session expired without a new authentication (connections.max.reauth.ms)",
+                self.broker_id,
+                conn.who()
+            );
+            return Action::Close;
+        }
         if header::is_inter_broker(key)
             && (!conn.inter_broker || !self.cluster_allowed(&cx, Operation::ClusterAction))
         {
@@ -288,7 +300,7 @@ impl RequestHandler for KafkaApis {
             header::CREATE_ACLS => self.serve(body, &cx, out, Self::handle_create_acls),
             header::DELETE_ACLS => self.serve(body, &cx, out, Self::handle_delete_acls),
             header::SASL_HANDSHAKE | header::SASL_AUTHENTICATE => {
-                Ok(self.sasl_out_of_turn(&cx, out))
+                Ok(self.sasl_after_authentication(body, &cx, out))
             }
             header::DESCRIBE_USER_SCRAM_CREDENTIALS => {
                 self.serve(body, &cx, out, Self::handle_describe_user_scram_credentials)

@@ -5,8 +5,11 @@
 //! message, and the connection is closed. After a v0 handshake the mechanism's tokens come
 //! bare (size-prefixed, no request header), as 0.10 clients send them.
 //!
-//! Once authenticated — or on a listener without SASL — SaslHandshake and SaslAuthenticate
-//! are answered ILLEGAL_SASL_STATE.
+//! With `connections.max.reauth.ms` (KIP-368) a login lasts that long: SaslAuthenticate v1+
+//! tells the client so, the client authenticates again on the same connection (a new
+//! SaslHandshake v1 and exchange, as the same user), and a connection whose session ran out
+//! is closed at its next request. Otherwise — and on a listener without SASL — SaslHandshake
+//! and SaslAuthenticate after authentication are answered ILLEGAL_SASL_STATE.
 
 use super::{KafkaApis, RequestContext};
 use crate::config::security::SaslListener;
@@ -35,7 +38,7 @@ impl KafkaApis {
         };
         let listener = self.config.security.listener(&conn.listener)?;
         Some(match self.step(exchange, frame, conn, listener) {
-            Ok(token) => {
+            Ok((token, _)) => {
                 out.extend_from_slice(&token);
                 Action::Respond
             }
@@ -151,14 +154,24 @@ impl KafkaApis {
                 out,
                 ErrorCode::IllegalSaslState,
                 Some("SaslAuthenticate before a SaslHandshake v1".into()),
-                Vec::new(),
+                (Vec::new(), 0),
             );
             return Action::RespondAndClose;
         };
         let mech = exchange.mechanism();
-        match self.step(exchange, req.auth_bytes, cx.conn, listener) {
-            Ok(token) => {
-                answer_authenticate(cx, out, ErrorCode::None, None, token);
+        let stepped = self.step(exchange, req.auth_bytes, cx.conn, listener);
+        match stepped {
+            Ok((token, done)) => {
+                // A session with a lifetime (v1+ can say it) must be renewed before it ends.
+                let lifetime = self.config.security.max_reauth.filter(|_| cx.version >= 1);
+                if done {
+                    *session = SaslSession::AwaitHandshake;
+                    if let Some(d) = lifetime {
+                        cx.conn.session_lasts(d);
+                    }
+                }
+                let lifetime_ms = lifetime.map_or(0, |d| d.as_millis() as i64);
+                answer_authenticate(cx, out, ErrorCode::None, None, (token, lifetime_ms));
                 Action::Respond
             }
             Err(_) => {
@@ -171,36 +184,51 @@ impl KafkaApis {
                     out,
                     ErrorCode::SaslAuthenticationFailed,
                     Some(message),
-                    Vec::new(),
+                    (Vec::new(), 0),
                 );
                 Action::RespondAndClose
             }
         }
     }
 
-    /// One step of the exchange: the token to send back, the connection's principal set
-    /// when it completes, every outcome counted and every failure logged with its reason.
+    /// One step of the exchange: the token to send back and whether the exchange is done,
+    /// the connection's principal set when it completes (a new authentication must be as the
+    /// same user), every outcome counted and every failure logged with its reason.
     fn step(
         &self,
         exchange: &mut ServerExchange,
         token: &[u8],
         conn: &ConnectionContext,
         listener: &SaslListener,
-    ) -> Result<Vec<u8>, Refused> {
+    ) -> Result<(Vec<u8>, bool), Refused> {
         let mech = exchange.mechanism();
-        match exchange.step(token, &self.credentials.for_listener(listener)) {
-            Ok(Step::Challenge(t)) => Ok(t),
+        let stepped = exchange
+            .step(token, &self.credentials.for_listener(listener))
+            .and_then(|s| match (s, conn.principal()) {
+                (Step::Done { user, .. }, Some(p)) if p.name != user => Err(Refused::from(
+                    "authenticated again as another user than the connection's",
+                )),
+                (s, _) => Ok(s),
+            });
+        match stepped {
+            Ok(Step::Challenge(t)) => Ok((t, false)),
             Ok(Step::Done { token, user }) => {
+                let again = conn.principal().is_some();
                 log::debug!(
-                    "[Broker {}] {} authenticated as User:{user} with {} on listener {}",
+                    "[Broker {}] {} {} as User:{user} with {} on listener {}",
                     self.broker_id,
                     conn.who(),
+                    if again {
+                        "authenticated again"
+                    } else {
+                        "authenticated"
+                    },
                     mech.name(),
                     conn.listener
                 );
                 conn.authenticated(Principal::user(&user));
                 self.credentials.count(&conn.listener, mech, true);
-                Ok(token)
+                Ok((token, true))
             }
             Err(refused) => {
                 log::info!(
@@ -217,8 +245,26 @@ impl KafkaApis {
         }
     }
 
+    /// SaslHandshake or SaslAuthenticate once authenticated: a new authentication (KIP-368)
+    /// where logins expire, out of turn otherwise.
+    pub(super) fn sasl_after_authentication(
+        &self,
+        body: &[u8],
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        let renewable = self.config.security.max_reauth.is_some()
+            && cx.version >= 1
+            && self.config.security.listener(&cx.conn.listener).is_some();
+        if renewable {
+            self.before_authentication(body, cx, out)
+        } else {
+            self.sasl_out_of_turn(cx, out)
+        }
+    }
+
     /// SaslHandshake or SaslAuthenticate once authenticated, or on a listener without SASL.
-    pub(super) fn sasl_out_of_turn(&self, cx: &RequestContext<'_>, out: &mut Response) -> Action {
+    fn sasl_out_of_turn(&self, cx: &RequestContext<'_>, out: &mut Response) -> Action {
         if cx.api_key == header::SASL_HANDSHAKE {
             let mechanisms = self
                 .config
@@ -239,22 +285,23 @@ impl KafkaApis {
                 out,
                 ErrorCode::IllegalSaslState,
                 Some(
-                    "the connection is already authenticated (re-authentication is not served)"
+                    "the connection is already authenticated (authenticating again needs connections.max.reauth.ms)"
                         .into(),
                 ),
-                Vec::new(),
+                (Vec::new(), 0),
             );
         }
         Action::Respond
     }
 }
 
+/// (token, session lifetime in ms: 0 for no end).
 fn answer_authenticate(
     cx: &RequestContext<'_>,
     out: &mut Response,
     error: ErrorCode,
     message: Option<String>,
-    token: Vec<u8>,
+    (token, session_lifetime_ms): (Vec<u8>, i64),
 ) {
     cx.answer(
         out,
@@ -262,7 +309,7 @@ fn answer_authenticate(
             error_code: error as i16,
             error_message: message,
             auth_bytes: token,
-            session_lifetime_ms: 0,
+            session_lifetime_ms,
         },
     );
 }
