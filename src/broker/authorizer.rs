@@ -83,14 +83,11 @@ impl Authorizer {
         if self.config.is_none() {
             return true;
         }
-        let principal = conn
-            .principal()
-            .map_or_else(|| "User:ANONYMOUS".to_owned(), |p| p.to_string());
-        let host = conn.peer.ip().to_string();
+        let (principal, host) = conn.acl_identity();
         let ok = self
             .acls
             .read()
-            .authorize(&principal, &host, op, resource_type, name);
+            .authorize(principal, host, op, resource_type, name);
         if !ok {
             self.denied.fetch_add(1, Ordering::Relaxed);
             log::info!(
@@ -108,13 +105,8 @@ impl Authorizer {
         if self.config.is_none() {
             return true;
         }
-        let principal = conn
-            .principal()
-            .map_or_else(|| "User:ANONYMOUS".to_owned(), |p| p.to_string());
-        let ok = self
-            .acls
-            .read()
-            .allows_any(&principal, &conn.peer.ip().to_string(), op, t);
+        let (principal, host) = conn.acl_identity();
+        let ok = self.acls.read().allows_any(principal, host, op, t);
         if !ok {
             self.denied.fetch_add(1, Ordering::Relaxed);
         }

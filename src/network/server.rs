@@ -58,6 +58,9 @@ pub struct ConnectionContext {
     /// When the SASL session ends (KIP-368: the client must authenticate again before),
     /// as milliseconds on `session_clock`; 0 for never.
     session_expiry_ms: AtomicU64,
+    /// The principal and address as ACLs name them (`User:alice`, `10.0.0.1`), made once
+    /// the first time an ACL is checked: each check then allocates nothing.
+    acl_identity: OnceLock<(String, String)>,
 }
 
 /// The clock SASL session expiries are kept on: milliseconds since the process started.
@@ -89,7 +92,20 @@ impl ConnectionContext {
             principal,
             sasl: Mutex::new(SaslSession::default()),
             session_expiry_ms: AtomicU64::new(0),
+            acl_identity: OnceLock::new(),
         }
+    }
+
+    /// (`User:<name>`, peer address) for ACL checks; a connection authenticated again keeps
+    /// its user (SASL refuses another), so this never goes stale.
+    pub fn acl_identity(&self) -> (&str, &str) {
+        let (p, h) = self.acl_identity.get_or_init(|| {
+            let principal = self
+                .principal()
+                .map_or_else(|| Principal::anonymous().to_string(), |p| p.to_string());
+            (principal, self.peer.ip().to_string())
+        });
+        (p, h)
     }
 
     /// The SASL session ends `lifetime` from now.
