@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod cleaner;
 mod connection_limits;
 pub mod keys;
 mod listeners;
@@ -17,6 +18,7 @@ pub mod security;
 mod tls;
 
 pub use crate::network::ConnectionLimits;
+pub use cleaner::{CleanerConfig, CleanupPolicy};
 pub use listeners::{Listener, Listeners};
 use props::Props;
 pub use props::{Setting, Settings};
@@ -74,6 +76,10 @@ pub struct BrokerConfig {
     /// Force an fsync after this many appended messages.
     pub log_flush_interval_messages: u64,
     pub log_segment_delete_delay: Duration,
+    /// `log.roll.ms` or `log.roll.hours`: the longest a segment stays active.
+    pub log_roll: Duration,
+    /// `log.cleanup.policy` and the cleaner's keys.
+    pub log_cleaner: CleanerConfig,
     /// Force an fsync of a log written to longer ago than this; `None`: leave it to the OS.
     pub log_flush_interval: Option<Duration>,
     /// One index entry per this many bytes of log.
@@ -246,6 +252,8 @@ impl BrokerConfig {
             log_retention_check_interval: p.millis("log.retention.check.interval.ms")?,
             log_flush_interval_messages: p.get("log.flush.interval.messages")?,
             log_segment_delete_delay: p.millis("log.segment.delete.delay.ms")?,
+            log_roll: cleaner::read_roll(&mut p)?,
+            log_cleaner: cleaner::read(&mut p)?,
             log_flush_interval: flush_ms
                 .map(|ms| Duration::from_millis(ms.parse().expect("checked as a long"))),
             log_index_interval_bytes: p.get("log.index.interval.bytes")?,
@@ -295,8 +303,6 @@ impl BrokerConfig {
             ),
             settings: Settings::default(),
         };
-        // The policy's only value today; compaction (to come) reads it.
-        p.get::<String>("log.cleanup.policy")?;
         cfg.settings = p.settings();
         Ok(cfg)
     }
@@ -432,7 +438,8 @@ mod tests {
                 "Now",
                 "CreateTime, LogAppendTime",
             ),
-            ("log.cleanup.policy", "compact", "delete"),
+            ("log.cleanup.policy", "compact,remove", "delete, compact"),
+            ("log.cleaner.min.cleanable.ratio", "1.5", "between 0 and 1"),
             ("queued.max.request.bytes", "0", "-1 for unlimited"),
         ] {
             let mut m = base();

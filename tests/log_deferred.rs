@@ -22,6 +22,7 @@ fn config(segment_bytes: u64) -> LogConfig {
         index_interval_bytes: 256,
         flush_interval_messages: u64::MAX,
         file_delete_delay: Duration::from_secs(60),
+        roll: std::time::Duration::from_secs(7 * 24 * 3600),
     }
 }
 

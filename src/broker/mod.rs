@@ -220,6 +220,7 @@ impl Broker {
             servers.push(server);
         }
         log_manager.start_maintenance();
+        log_manager.start_cleaner();
         let broker = Arc::new(Broker {
             config: config.clone(),
             zk: zk.clone(),
@@ -430,6 +431,7 @@ impl From<&BrokerConfig> for LogSettings {
                 index_interval_bytes: cfg.log_index_interval_bytes,
                 flush_interval_messages: cfg.log_flush_interval_messages,
                 file_delete_delay: cfg.log_segment_delete_delay,
+                roll: cfg.log_roll,
             },
             recovery_threads_per_dir: cfg.num_recovery_threads_per_data_dir,
             retention: cfg.log_retention,
@@ -437,6 +439,7 @@ impl From<&BrokerConfig> for LogSettings {
             retention_check_interval: cfg.log_retention_check_interval,
             flush_interval: cfg.log_flush_interval,
             producer_id_expiration: cfg.producer_id_expiration,
+            cleaner: cfg.log_cleaner.clone(),
         }
     }
 }

@@ -18,13 +18,13 @@
 use crate::zk::topic_config::TopicOverrides;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
 use parking_lot::{Mutex, MutexGuard};
 
 use super::purgatory::{Watch, Watchers};
 use crate::log::Log;
+use crate::log::overrides::TopicLogSettings;
 use crate::metrics::TopicMetrics;
 use crate::protocol::ErrorCode;
 
@@ -94,9 +94,6 @@ pub struct Partition {
     pub partition: i32,
     pub broker_id: i32,
     pub log: Arc<Log>,
-    /// Readable by consumers below this offset. Published atomically for fetches, which read it
-    /// without taking `state`.
-    high_watermark: AtomicI64,
     state: Mutex<PartitionState>,
     /// The topic's settings over the broker's (`/config/topics/[topic]`), read when this
     /// broker takes the partition and again on every change notification.
@@ -111,13 +108,29 @@ impl Partition {
     /// Takes the topic's settings; the log's own (segment size, retention, file deletion
     /// delay) go to the log.
     pub fn set_overrides(&self, o: TopicOverrides) {
-        self.log.overrides.set(
-            o.segment_bytes,
-            o.retention_ms,
-            o.retention_bytes,
-            o.file_delete_delay_ms,
-        );
+        self.log.overrides.set(&TopicLogSettings {
+            segment_bytes: o.segment_bytes,
+            segment_ms: o.segment_ms,
+            retention_ms: o.retention_ms,
+            retention_bytes: o.retention_bytes,
+            file_delete_delay_ms: o.file_delete_delay_ms,
+            cleanup_policy: o.cleanup_policy,
+            min_cleanable_ratio: o.min_cleanable_ratio,
+            delete_retention_ms: o.delete_retention_ms,
+            min_compaction_lag_ms: o.min_compaction_lag_ms,
+            max_compaction_lag_ms: o.max_compaction_lag_ms,
+        });
         *self.overrides.write() = o;
+    }
+
+    /// Whether the topic is compacted (`cleanup.policy` of the topic, or the broker's
+    /// `log.cleanup.policy`): its records need keys.
+    pub fn is_compacted(&self, broker_default: crate::config::CleanupPolicy) -> bool {
+        self.overrides
+            .read()
+            .cleanup_policy
+            .unwrap_or(broker_default)
+            .compact
     }
 
     /// Whether batches get the broker's clock, given the broker's own setting.
@@ -153,12 +166,14 @@ impl Partition {
         state: PartitionState,
         metrics: TopicMetrics,
     ) -> Partition {
+        // Readable by consumers below it; kept in the log, whose cleaner stays below it too,
+        // and read by fetches without taking `state`.
+        log.store_high_watermark(hw);
         Partition {
             topic: topic.to_owned(),
             partition,
             broker_id,
             log,
-            high_watermark: AtomicI64::new(hw),
             state: Mutex::new(state),
             overrides: Default::default(),
             metrics,
@@ -167,7 +182,7 @@ impl Partition {
     }
 
     pub fn high_watermark(&self) -> i64 {
-        self.high_watermark.load(Ordering::Acquire)
+        self.log.high_watermark()
     }
 
     /// Publishes the high watermark; a move wakes the requests waiting for it (consumers'
@@ -182,7 +197,7 @@ impl Partition {
     /// Publishes the high watermark without waking anyone (the caller holds `state` and wakes
     /// the watchers after); true when it changed.
     pub(super) fn store_high_watermark(&self, hw: i64) -> bool {
-        self.high_watermark.swap(hw, Ordering::AcqRel) != hw
+        self.log.store_high_watermark(hw)
     }
 
     /// Wakes what is parked here after an append — followers' fetches, and, when the

@@ -42,6 +42,10 @@ pub enum Valid {
     /// A positive number, or -1 for unlimited.
     PositiveOrUnlimited,
     OneOf(&'static [&'static str]),
+    /// A comma-separated list, each item one of these.
+    ListOf(&'static [&'static str]),
+    /// A number from 0 to 1.
+    Ratio,
 }
 
 /// A key's default when the file does not set it.
@@ -152,6 +156,8 @@ impl Key {
             (Valid::Positive, Some(n)) => n > 0.0,
             (Valid::PositiveOrUnlimited, Some(n)) => n > 0.0 || n == -1.0,
             (Valid::OneOf(allowed), _) => allowed.contains(&v),
+            (Valid::ListOf(allowed), _) => v.split(',').all(|x| allowed.contains(&x.trim())),
+            (Valid::Ratio, Some(n)) => (0.0..=1.0).contains(&n),
             (_, None) => true,
         };
         if ok {
@@ -162,6 +168,11 @@ impl Key {
             Valid::OneOf(allowed) => {
                 format!("`{k}` must be one of {}, got `{v}`", allowed.join(", "))
             }
+            Valid::ListOf(allowed) => format!(
+                "`{k}` must be a comma-separated list of {}, got `{v}`",
+                allowed.join(", ")
+            ),
+            Valid::Ratio => format!("`{k}` must be between 0 and 1, got `{v}`"),
             Valid::PositiveOrUnlimited => {
                 format!("`{k}` must be positive, or -1 for unlimited, got `{v}`")
             }
@@ -238,7 +249,19 @@ pub const BROKER: &[Key] = &[
     key("log.retention.bytes", LONG, "-1", "Retention by size per partition; -1 is unlimited.").min(-1).topic("retention.bytes"),
     key("log.segment.delete.delay.ms", LONG, "60000", "How long the files of a segment that left the log (retention, DeleteRecords, truncation) stay on disk, renamed `.deleted`, before they are unlinked: a reader that still holds one keeps reading it.").min(0).topic("file.delete.delay.ms"),
     key("log.retention.check.interval.ms", LONG, "300000", "How often retention looks for segments to delete.").min(1),
-    key("log.cleanup.policy", LIST, "delete", "What happens to old segments: `delete` (gregor does not compact yet).").valid(Valid::OneOf(&["delete"])).topic("cleanup.policy"),
+    key("log.roll.hours", INT, "168", "The active segment is rolled after this many hours even when not full, when `log.roll.ms` is unset.").min(1),
+    derived("log.roll.ms", LONG, "The active segment is rolled after this long even when not full (the cleaner never cleans the active segment); by default `log.roll.hours`.").min(1).topic("segment.ms"),
+    key("log.cleanup.policy", LIST, "delete", "What becomes of old segments: `delete` (retention deletes them), `compact` (the cleaner keeps each key's latest record), or `compact,delete`.").valid(Valid::ListOf(&["delete", "compact"])).topic("cleanup.policy"),
+    key("log.cleaner.enable", BOOLEAN, "true", "Whether the cleaner runs; without it compacted topics grow without bound."),
+    key("log.cleaner.threads", INT, "1", "Threads cleaning logs, each its own log at a time.").min(1),
+    key("log.cleaner.dedupe.buffer.size", LONG, "134217728", "Memory of the cleaners' key → offset maps, shared by the threads (24 bytes per key): a dirty section with more keys is cleaned in several passes.").min(1024),
+    key("log.cleaner.io.buffer.size", INT, "524288", "Bytes the cleaner reads at a time.").min(1024),
+    key("log.cleaner.io.max.bytes.per.second", DOUBLE, "1.7976931348623157E308", "The cleaners' reads and writes together are held below this rate.").valid(Valid::Positive),
+    key("log.cleaner.backoff.ms", LONG, "15000", "How long a cleaner waits when no log needs cleaning.").min(0),
+    key("log.cleaner.min.cleanable.ratio", DOUBLE, "0.5", "A compacted log is cleaned once this share of its bytes is dirty (not yet cleaned).").valid(Valid::Ratio).topic("min.cleanable.dirty.ratio"),
+    key("log.cleaner.delete.retention.ms", LONG, "86400000", "How long a tombstone (a record with a null value) stays after the clean that first kept it, for consumers reading behind to see it.").min(0).topic("delete.retention.ms"),
+    key("log.cleaner.min.compaction.lag.ms", LONG, "0", "Records younger than this are not compacted: a consumer this close to the head sees every record.").min(0).topic("min.compaction.lag.ms"),
+    key("log.cleaner.max.compaction.lag.ms", LONG, "9223372036854775807", "A log whose oldest dirty record is older than this is cleaned whatever its dirty ratio.").min(1).topic("max.compaction.lag.ms"),
     key("log.flush.interval.messages", LONG, "9223372036854775807", "Force an fsync after this many appended messages (by default, leave it to the OS and to replication).").min(1),
     derived("log.flush.interval.ms", LONG, "Force an fsync of a log written to longer ago than this; unset, leave it to the OS.").min(0),
     key("log.index.interval.bytes", INT, "4096", "One offset-index entry per this many bytes of log.").min(1),

@@ -16,6 +16,8 @@ pub const HIGH_WATERMARKS: &str = "replication-offset-checkpoint";
 pub const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
 /// Offsets below which each log is on disk (`deferred`): recovery after a crash starts there.
 pub const RECOVERY_POINTS: &str = "recovery-point-offset-checkpoint";
+/// Where each compacted log's dirty section starts (Kafka's file).
+pub const CLEANER_OFFSETS: &str = "cleaner-offset-checkpoint";
 const VERSION: u32 = 0;
 
 use crate::protocol::TopicPartition;

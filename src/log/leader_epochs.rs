@@ -363,6 +363,7 @@ mod tests {
             index_interval_bytes: 4096,
             flush_interval_messages: u64::MAX,
             file_delete_delay: std::time::Duration::ZERO,
+            roll: std::time::Duration::from_secs(7 * 24 * 3600),
         };
         let open = || {
             Log::open(d.path().to_path_buf(), "t", 0, config.clone(), None)

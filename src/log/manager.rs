@@ -41,6 +41,8 @@ pub struct LogSettings {
     pub flush_interval: Option<Duration>,
     /// `producer.id.expiration.ms`: idle idempotent producers are forgotten after it.
     pub producer_id_expiration: Duration,
+    /// `log.cleanup.policy` and the cleaner's settings.
+    pub cleaner: crate::config::CleanerConfig,
 }
 
 pub struct LogManager {
@@ -54,6 +56,9 @@ pub struct LogManager {
     doomed: Mutex<Vec<PathBuf>>,
     stop: Mutex<Option<Sender<()>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The cleaner's threads, once started.
+    cleaner: Mutex<Option<super::cleaner::LogCleaner>>,
+    pub cleaner_stats: super::cleaner::CleanerStats,
 }
 
 impl LogManager {
@@ -72,6 +77,11 @@ impl LogManager {
                 HashMap::new()
             });
             // Without one, a log is checked from its first segment.
+            let cleaned_to =
+                checkpoint::read(dir, checkpoint::CLEANER_OFFSETS).unwrap_or_else(|e| {
+                    log::warn!("ignoring unreadable cleaner offset checkpoint: {e}");
+                    HashMap::new()
+                });
             let recovery_points = checkpoint::read(dir, checkpoint::RECOVERY_POINTS)
                 .unwrap_or_else(|e| {
                     log::warn!("ignoring unreadable recovery-point checkpoint: {e}");
@@ -109,6 +119,10 @@ impl LogManager {
                 {
                     l.delete_records_before(start)?;
                 }
+                if let Some(&o) = cleaned_to.get(&TopicPartition::new(l.topic.clone(), l.partition))
+                {
+                    l.set_first_dirty_offset(o);
+                }
                 logs.insert(
                     TopicPartition::new(l.topic.clone(), l.partition),
                     Arc::new(l),
@@ -124,6 +138,8 @@ impl LogManager {
             doomed: Mutex::new(Vec::new()),
             stop: Mutex::new(None),
             thread: Mutex::new(None),
+            cleaner: Mutex::new(None),
+            cleaner_stats: Default::default(),
         }))
     }
 
@@ -252,18 +268,52 @@ impl LogManager {
         self.checkpoint_each_log(checkpoint::RECOVERY_POINTS, Log::recovery_point)
     }
 
+    /// Writes the cleaner's checkpoint: where each compacted log's dirty section starts.
+    pub fn checkpoint_cleaner_offsets(&self) -> io::Result<()> {
+        let _g = self.checkpoint_lock.lock();
+        self.checkpoint_logs(checkpoint::CLEANER_OFFSETS, Log::first_dirty_offset, |l| {
+            l.first_dirty_offset() > 0
+        })
+    }
+
     /// Writes, in each data directory, the checkpoint `name` with `offset` of each of its logs.
     fn checkpoint_each_log(&self, name: &str, offset: fn(&Log) -> i64) -> io::Result<()> {
+        self.checkpoint_logs(name, offset, |_| true)
+    }
+
+    fn checkpoint_logs(
+        &self,
+        name: &str,
+        offset: fn(&Log) -> i64,
+        which: fn(&Log) -> bool,
+    ) -> io::Result<()> {
         let logs = self.logs.read();
         for dir in &self.settings.dirs {
             let offsets: Vec<_> = logs
                 .iter()
-                .filter(|(_, l)| l.dir.starts_with(dir))
+                .filter(|(_, l)| l.dir.starts_with(dir) && which(l))
                 .map(|(tp, l)| (tp.clone(), offset(l)))
                 .collect();
             checkpoint::write(dir, name, &offsets)?;
         }
         Ok(())
+    }
+
+    /// Starts the cleaner's threads (`log.cleaner.threads`, when `log.cleaner.enable`).
+    pub fn start_cleaner(self: &Arc<Self>) {
+        *self.cleaner.lock() = Some(super::cleaner::LogCleaner::start(
+            self,
+            &self.settings.cleaner,
+        ));
+    }
+
+    /// Logs the cleaner gave up on (`uncleanable_partitions_count`).
+    pub fn uncleanable_count(&self) -> usize {
+        self.logs
+            .read()
+            .values()
+            .filter(|l| l.is_uncleanable())
+            .count()
     }
 
     /// Starts the thread that flushes logs past `log.flush.interval.ms` and applies retention
@@ -318,7 +368,9 @@ impl LogManager {
         for l in self.all() {
             let retention = l.overrides.retention(self.settings.retention);
             let retention_bytes = l.overrides.retention_bytes(self.settings.retention_bytes);
-            if let Err(e) = l.delete_old_segments(retention, retention_bytes) {
+            // `cleanup.policy=compact` alone: the cleaner, not retention, bounds the log.
+            let deletes = l.overrides.compaction(&self.settings.cleaner).policy.delete;
+            if deletes && let Err(e) = l.delete_old_segments(retention, retention_bytes) {
                 log::error!("[{}-{}] retention failed: {e}", l.topic, l.partition);
             }
             let n = l.expire_producers(cutoff);
@@ -336,6 +388,9 @@ impl LogManager {
     /// the recovery points (every log on disk to its end: nothing to check at the next start
     /// but the active segments).
     pub fn shutdown(&self) {
+        if let Some(c) = self.cleaner.lock().take() {
+            c.shutdown();
+        }
         self.stop.lock().take();
         if let Some(h) = self.thread.lock().take() {
             let _ = h.join();
@@ -353,6 +408,10 @@ impl LogManager {
         let _g = self.checkpoint_lock.lock();
         if let Err(e) = self.checkpoint_each_log(checkpoint::RECOVERY_POINTS, Log::recovery_point) {
             log::error!("recovery-point checkpoint at shutdown failed: {e}");
+        }
+        drop(_g);
+        if let Err(e) = self.checkpoint_cleaner_offsets() {
+            log::error!("cleaner offset checkpoint at shutdown failed: {e}");
         }
     }
 }

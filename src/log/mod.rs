@@ -4,6 +4,7 @@
 //! files, and the `LogManager` over the data directories.
 
 pub mod checkpoint;
+pub mod cleaner;
 mod deferred;
 mod idempotence;
 pub mod index;

@@ -27,6 +27,8 @@ pub struct LogConfig {
     pub flush_interval_messages: u64,
     /// `log.segment.delete.delay.ms`: how long a segment's files outlive its leaving the log.
     pub file_delete_delay: Duration,
+    /// `log.roll.ms`: the longest a segment stays the active one.
+    pub roll: Duration,
 }
 
 #[derive(Debug)]
@@ -90,6 +92,11 @@ pub struct Log {
     pub(super) append_lock: Mutex<AppendState>,
     /// Rolled segments owed an fsync, segments owed an unlink, the recovery point.
     pub(super) deferred: super::deferred::Deferred,
+    /// The partition's high watermark, published by its replica: the cleaner cleans below it
+    /// only (a record above it may still be cut by a leader change).
+    high_watermark: AtomicI64,
+    /// Where the cleaner left off, and what it found.
+    pub(super) cleaning: super::cleaner::CleaningState,
 }
 
 /// Appender-side state: the flush policy's bookkeeping, the idempotent producers' and the
@@ -126,6 +133,7 @@ impl Log {
     ) -> io::Result<(Log, Recovered)> {
         std::fs::create_dir_all(&dir)?;
         super::deferred::remove_leftovers(&dir)?;
+        super::segment::finish_interrupted_swaps(&dir, config.index_interval_bytes)?;
         let mut bases: Vec<i64> = Vec::new();
         for entry in std::fs::read_dir(&dir)? {
             let name = entry?.file_name().to_string_lossy().into_owned();
@@ -174,6 +182,8 @@ impl Log {
                 epochs: LeaderEpochCache::default(),
             }),
             deferred: super::deferred::Deferred::new(recovery_point.unwrap_or(first).min(leo)),
+            high_watermark: AtomicI64::new(0),
+            cleaning: Default::default(),
         };
         log.load_producers()?;
         log.load_leader_epochs()?;
@@ -187,6 +197,16 @@ impl Log {
             .partition_point(|s| s.base_offset <= offset)
             .saturating_sub(1);
         segs[i..].to_vec()
+    }
+
+    /// The high watermark its partition published (0 until then).
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    /// Publishes the partition's high watermark; true when it changed.
+    pub fn store_high_watermark(&self, hw: i64) -> bool {
+        self.high_watermark.swap(hw, Ordering::AcqRel) != hw
     }
 
     pub fn log_end_offset(&self) -> i64 {
@@ -361,9 +381,10 @@ impl Log {
         producers: &ProducerStates,
     ) -> io::Result<Arc<Segment>> {
         let active = self.segments.read().last().cloned().expect("never empty");
-        if active.size() == 0
-            || active.size() + len <= self.overrides.segment_bytes(self.config.segment_bytes)
-        {
+        let full = active.size() + len > self.overrides.segment_bytes(self.config.segment_bytes);
+        // An active segment is never cleaned: `segment.ms` bounds how long a record waits.
+        let old = active.opened_at().elapsed() >= self.overrides.segment_ms(self.config.roll);
+        if active.size() == 0 || !(full || old) {
             return Ok(active);
         }
         // The old segment is complete: its time index is sealed and its fsync is owed (done

@@ -134,6 +134,15 @@ impl ProducerStates {
         }
     }
 
+    /// (producer id, last offset) of each producer's last batch: what the cleaner keeps even
+    /// when it keeps none of its records, so that the producer's next sequence still checks.
+    pub fn last_batches(&self) -> std::collections::HashSet<(i64, i64)> {
+        self.producers
+            .iter()
+            .filter_map(|(pid, p)| p.batches.back().map(|b| (*pid, b.last_offset)))
+            .collect()
+    }
+
     /// This replica began to lead now.
     pub fn lead_from_now(&mut self) {
         self.leading_since = Some(Instant::now());

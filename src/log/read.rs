@@ -1,5 +1,8 @@
 //! The `Log`'s reads: bytes copied out (down-conversion, the follower's comparison) or a
 //! slice of the segment file for the socket to send as it is (every other Fetch).
+//!
+//! A compacted log has holes: the offsets the cleaner removed, up to the end of a segment.
+//! A read from a hole gets the next record after it, in a later segment if need be.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -9,7 +12,7 @@ use super::read_limits::FirstEntry;
 use super::segment::Segment;
 use crate::protocol::FileSlice;
 
-/// The segment to read and the offset to stop before.
+/// The segment holding the offset, and the offset to stop before.
 type Located = (Arc<Segment>, Option<i64>);
 
 impl Log {
@@ -23,9 +26,18 @@ impl Log {
         max_offset: Option<i64>,
         out: &mut Vec<u8>,
     ) -> Result<usize, LogError> {
-        match self.locate(offset, max_offset)? {
-            None => Ok(0),
-            Some((seg, max_offset)) => Ok(seg.read_into(offset, max_offset, max_bytes, out)?),
+        let Some((mut seg, max_offset)) = self.locate(offset, max_offset)? else {
+            return Ok(0);
+        };
+        loop {
+            let n = seg.read_into(offset, max_offset, max_bytes, out)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            match self.segment_after(&seg, max_offset) {
+                Some(next) => seg = next,
+                None => return Ok(0),
+            }
         }
     }
 
@@ -38,17 +50,32 @@ impl Log {
         max_offset: Option<i64>,
         first: FirstEntry,
     ) -> Result<Option<FileSlice>, LogError> {
-        let Some((seg, max_offset)) = self.locate(offset, max_offset)? else {
+        let Some((mut seg, max_offset)) = self.locate(offset, max_offset)? else {
             return Ok(None);
         };
-        let Some((pos, len)) = seg.range(offset, max_offset, max_bytes, first)? else {
-            return Ok(None);
-        };
-        Ok(Some(FileSlice {
-            file: seg,
-            pos,
-            len,
-        }))
+        loop {
+            if let Some((pos, len)) = seg.range(offset, max_offset, max_bytes, first)? {
+                return Ok(Some(FileSlice {
+                    file: seg,
+                    pos,
+                    len,
+                }));
+            }
+            match self.segment_after(&seg, max_offset) {
+                Some(next) => seg = next,
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// The segment after `seg` when it starts below `max_offset`: where a read that found
+    /// nothing from its offset to the end of `seg` (a hole the cleaner left) goes on.
+    fn segment_after(&self, seg: &Segment, max_offset: Option<i64>) -> Option<Arc<Segment>> {
+        let segs = self.segments.read();
+        let i = segs.partition_point(|s| s.base_offset <= seg.base_offset);
+        segs.get(i)
+            .filter(|s| max_offset.is_none_or(|m| s.base_offset < m))
+            .cloned()
     }
 
     /// The segment holding `offset` and the bound to read below, or `None` when there is

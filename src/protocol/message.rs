@@ -242,7 +242,12 @@ impl Recompressed {
 }
 
 /// One wrapper entry of `codec` holding `inner` (offset field left 0).
-fn wrap(inner: &[u8], codec: i8, magic: i8, max_timestamp: i64) -> Result<Vec<u8>, SetError> {
+pub(crate) fn wrap(
+    inner: &[u8],
+    codec: i8,
+    magic: i8,
+    max_timestamp: i64,
+) -> Result<Vec<u8>, SetError> {
     let value =
         compression::compress(codec, inner).map_err(|e| SetError::BadCompression(e.to_string()))?;
     let mut out = Vec::with_capacity(value.len() + 40);

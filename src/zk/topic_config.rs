@@ -69,7 +69,7 @@ pub fn read(zk: &ZkClient, topic: &str) -> Result<BTreeMap<String, String>, ZkEr
 }
 
 /// A topic's settings over the broker's, typed; `None` where the topic sets nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TopicOverrides {
     /// `message.timestamp.type`: true for LogAppendTime.
     pub log_append_time: Option<bool>,
@@ -78,7 +78,13 @@ pub struct TopicOverrides {
     pub retention_ms: Option<i64>,
     pub retention_bytes: Option<i64>,
     pub segment_bytes: Option<u64>,
+    pub segment_ms: Option<i64>,
     pub file_delete_delay_ms: Option<i64>,
+    pub cleanup_policy: Option<crate::config::CleanupPolicy>,
+    pub min_cleanable_ratio: Option<f64>,
+    pub delete_retention_ms: Option<i64>,
+    pub min_compaction_lag_ms: Option<i64>,
+    pub max_compaction_lag_ms: Option<i64>,
 }
 
 impl TopicOverrides {
@@ -95,7 +101,17 @@ impl TopicOverrides {
             retention_ms: num("retention.ms"),
             retention_bytes: num("retention.bytes"),
             segment_bytes: num("segment.bytes").map(|n| n as u64),
+            segment_ms: num("segment.ms"),
             file_delete_delay_ms: num("file.delete.delay.ms"),
+            cleanup_policy: config
+                .get("cleanup.policy")
+                .map(|v| crate::config::CleanupPolicy::parse(v)),
+            min_cleanable_ratio: config
+                .get("min.cleanable.dirty.ratio")
+                .and_then(|v| v.parse().ok()),
+            delete_retention_ms: num("delete.retention.ms"),
+            min_compaction_lag_ms: num("min.compaction.lag.ms"),
+            max_compaction_lag_ms: num("max.compaction.lag.ms"),
         }
     }
 }
@@ -201,10 +217,11 @@ mod tests {
                 .contains("at least 14")
         );
         assert!(
-            parse(&["cleanup.policy=compact".into()])
+            parse(&["cleanup.policy=archive".into()])
                 .unwrap_err()
-                .contains("compact")
+                .contains("delete, compact")
         );
+        assert!(parse(&["cleanup.policy=compact,delete".into()]).is_ok());
         assert!(
             parse(&["message.timestamp.type=Now".into()])
                 .unwrap_err()

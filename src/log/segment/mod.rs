@@ -16,6 +16,10 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use byteorder::{BigEndian, ByteOrder};
 use parking_lot::{Mutex, RwLock};
 
+mod staged;
+pub(super) use staged::finish_interrupted_swaps;
+pub use staged::{CLEANED_SUFFIX, SWAP_SUFFIX};
+
 use super::index::OffsetIndex;
 use super::read_limits::{FirstEntry, slice_len};
 use super::time_index::{self, TimeIndex};
@@ -46,6 +50,8 @@ pub struct Segment {
     writer: Mutex<IndexWriter>,
     /// `log.index.interval.bytes`: log bytes between two index entries.
     index_interval: u32,
+    /// When this broker opened it: `segment.ms` rolls the active segment that much later.
+    opened_at: std::time::Instant,
 }
 
 /// The log file, for `sendfile`.
@@ -131,10 +137,20 @@ impl Segment {
     /// consistent (older segments were closed cleanly when their successor was rolled). A
     /// segment written before time indexes existed has none: it is built here, once.
     pub fn open(dir: &Path, base_offset: i64, index_interval: u32) -> io::Result<Segment> {
+        Self::open_named(dir, base_offset, index_interval, "")
+    }
+
+    /// `open` of the files whose names end with `suffix` after the usual ones (`staged`).
+    fn open_named(
+        dir: &Path,
+        base_offset: i64,
+        index_interval: u32,
+        suffix: &str,
+    ) -> io::Result<Segment> {
         let stem = file_stem(base_offset);
-        let log_path = dir.join(format!("{stem}.log"));
-        let index_path = dir.join(format!("{stem}.index"));
-        let time_index_path = dir.join(format!("{stem}.timeindex"));
+        let log_path = dir.join(format!("{stem}.log{suffix}"));
+        let index_path = dir.join(format!("{stem}.index{suffix}"));
+        let time_index_path = dir.join(format!("{stem}.timeindex{suffix}"));
         let log = open_rw(&log_path)?;
         let size = log.metadata()?.len();
         let had_time_index = time_index_path.exists();
@@ -157,6 +173,7 @@ impl Segment {
             time_index: RwLock::new(TimeIndex::default()),
             max_timestamp: RwLock::new((-1, -1)),
             index_interval,
+            opened_at: std::time::Instant::now(),
         };
         if size == 0 {
             return Ok(seg);

@@ -19,6 +19,9 @@ use super::compression;
 use super::message::{MessageError, SetError};
 use super::primitives::{Reader, Writer};
 
+mod retain;
+pub use retain::{DELETE_HORIZON, rebuild_retained};
+
 pub const MAGIC: i8 = 2;
 /// Bytes before the first record: the header above with the record count.
 pub const BATCH_OVERHEAD: usize = 61;
@@ -405,21 +408,14 @@ impl BatchBuilder {
             self.base_timestamp = rec.timestamp;
         }
         self.max_timestamp = self.max_timestamp.max(rec.timestamp);
-        let mut body = Vec::with_capacity(
-            16 + rec.key.map_or(0, <[u8]>::len) + rec.value.map_or(0, <[u8]>::len),
+        encode_record(
+            &mut self.records,
+            rec.timestamp - self.base_timestamp,
+            self.count,
+            rec.key,
+            rec.value,
+            rec.headers,
         );
-        body.push(0);
-        body.put_varlong(rec.timestamp - self.base_timestamp);
-        body.put_varint(self.count);
-        put_varint_bytes(&mut body, rec.key);
-        put_varint_bytes(&mut body, rec.value);
-        body.put_varint(rec.headers.len() as i32);
-        for (k, v) in rec.headers {
-            put_varint_bytes(&mut body, Some(k.as_bytes()));
-            put_varint_bytes(&mut body, *v);
-        }
-        self.records.put_varint(body.len() as i32);
-        self.records.extend_from_slice(&body);
         self.count += 1;
     }
 
@@ -431,24 +427,19 @@ impl BatchBuilder {
             c => compression::compress(c, &self.records)
                 .map_err(|e| SetError::BadCompression(e.to_string()))?,
         };
-        let mut out = Vec::with_capacity(BATCH_OVERHEAD + block.len());
-        out.put_i64(0);
-        out.put_i32((MIN_BATCH_LENGTH + block.len()) as i32);
-        out.put_i32(-1);
-        out.put_i8(MAGIC);
-        out.put_i32(0); // CRC, below
-        out.put_i16(i16::from(codec));
-        out.put_i32(self.count - 1);
-        out.put_i64(self.base_timestamp);
-        out.put_i64(self.max_timestamp);
-        out.put_i64(self.producer.0);
-        out.put_i16(self.producer.1);
-        out.put_i32(self.producer.2);
-        out.put_i32(self.count);
-        out.extend_from_slice(&block);
-        let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
-        BigEndian::write_u32(&mut out[CRC_AT..CRC_AT + 4], crc);
-        Ok(out)
+        Ok(encode_batch(
+            &Header {
+                base_offset: 0,
+                leader_epoch: -1,
+                attributes: i16::from(codec),
+                last_offset_delta: self.count - 1,
+                base_timestamp: self.base_timestamp,
+                max_timestamp: self.max_timestamp,
+                producer: self.producer,
+                count: self.count,
+            },
+            &block,
+        ))
     }
 }
 
@@ -456,6 +447,67 @@ impl Default for BatchBuilder {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// A batch's header fields, for `encode_batch`.
+struct Header {
+    base_offset: i64,
+    leader_epoch: i32,
+    attributes: i16,
+    last_offset_delta: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    /// Producer id, epoch and base sequence.
+    producer: (i64, i16, i32),
+    count: i32,
+}
+
+/// A batch of `header` around a records `block` (compressed as the attributes say), with its
+/// CRC.
+fn encode_batch(h: &Header, block: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(BATCH_OVERHEAD + block.len());
+    out.put_i64(h.base_offset);
+    out.put_i32((MIN_BATCH_LENGTH + block.len()) as i32);
+    out.put_i32(h.leader_epoch);
+    out.put_i8(MAGIC);
+    out.put_i32(0); // CRC, below
+    out.put_i16(h.attributes);
+    out.put_i32(h.last_offset_delta);
+    out.put_i64(h.base_timestamp);
+    out.put_i64(h.max_timestamp);
+    out.put_i64(h.producer.0);
+    out.put_i16(h.producer.1);
+    out.put_i32(h.producer.2);
+    out.put_i32(h.count);
+    out.extend_from_slice(block);
+    let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
+    BigEndian::write_u32(&mut out[CRC_AT..CRC_AT + 4], crc);
+    out
+}
+
+/// Appends one record (length-prefixed) to a records block.
+fn encode_record(
+    out: &mut Vec<u8>,
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &[(&str, Option<&[u8]>)],
+) {
+    let mut body =
+        Vec::with_capacity(16 + key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len));
+    body.push(0);
+    body.put_varlong(timestamp_delta);
+    body.put_varint(offset_delta);
+    put_varint_bytes(&mut body, key);
+    put_varint_bytes(&mut body, value);
+    body.put_varint(headers.len() as i32);
+    for (k, v) in headers {
+        put_varint_bytes(&mut body, Some(k.as_bytes()));
+        put_varint_bytes(&mut body, *v);
+    }
+    out.put_varint(body.len() as i32);
+    out.extend_from_slice(&body);
 }
 
 fn put_varint_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
