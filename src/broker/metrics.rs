@@ -57,6 +57,7 @@ pub(super) fn register_samplers(broker: &Arc<Broker>) {
     let metrics = &broker.replica_manager.metrics;
     metrics.add_sampler(sampler(&weak, replica_families));
     metrics.add_sampler(sampler(&weak, controller_families));
+    metrics.add_sampler(sampler(&weak, cleaner_families));
     metrics.add_sampler(sampler(&weak, network_families));
     metrics.add_sampler(sampler(&weak, zookeeper_families));
     metrics.add_sampler(sampler(&weak, super::group_lag::lag_families));
@@ -125,6 +126,44 @@ fn purgatory_families(p: &Purgatory, out: &mut Vec<MetricFamily>) {
         woken.add(&label, s.wakeups() as f64);
     }
     out.extend([parked.done(), size.done(), woken.done()]);
+}
+
+/// The log cleaner's gauges, in the JMX exporter's names.
+fn cleaner_families(b: &Broker, out: &mut Vec<MetricFamily>) {
+    use crate::log::cleaner::load_f64;
+    let s = &b.log_manager.cleaner_stats;
+    let last_clean = s.last_clean_ms.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1000.0;
+    for (name, help, v) in [
+        (
+            "kafka_log_logcleaner_max_clean_time_secs",
+            "How long the last clean took",
+            last_clean,
+        ),
+        (
+            "kafka_log_logcleaner_cleaner_recopy_percent",
+            "Bytes written over bytes read by the last clean, percent",
+            load_f64(&s.recopy_percent),
+        ),
+        (
+            "kafka_log_logcleaner_max_buffer_utilization_percent",
+            "How full the last clean's offset map was, percent",
+            load_f64(&s.buffer_utilization_percent),
+        ),
+        (
+            "kafka_log_logcleanermanager_max_dirty_percent",
+            "The dirtiest compacted log's dirty share when a cleaner last looked, percent",
+            load_f64(&s.max_dirty_percent),
+        ),
+        (
+            "kafka_log_logcleanermanager_uncleanable_partitions_count",
+            "Logs the cleaner gave up on (a corrupt batch) until the broker restarts",
+            b.log_manager.uncleanable_count() as f64,
+        ),
+    ] {
+        out.push(Family::gauge(name, help).single(v));
+    }
+    let cleans = s.cleans.load(std::sync::atomic::Ordering::Relaxed) as f64;
+    out.push(Family::counter("gregor_log_cleaner_cleans_total", "Cleans done").single(cleans));
 }
 
 fn controller_families(b: &Broker, out: &mut Vec<MetricFamily>) {

@@ -137,6 +137,13 @@ impl KafkaApis {
             return Err((ErrorCode::RecordListTooLarge, None));
         }
         let is_batch = set.get(record_batch::MAGIC_AT) == Some(&(record_batch::MAGIC as u8));
+        if part.is_compacted(self.config.log_cleaner.policy) && !all_keyed(set) {
+            // Kafka's answer: the cleaner keeps each key's latest record, and these have none.
+            return Err((
+                ErrorCode::InvalidRecord,
+                Some("Compacted topic cannot accept message without key"),
+            ));
+        }
         // Held through validation and append: the inflated data lives that long.
         let _slot = inflation::needs_inflating(set, is_batch).then(|| self.inflation.acquire());
         let payload = if version >= 3 {
@@ -209,6 +216,16 @@ impl KafkaApis {
             ..Appended::ok(part, first, last, append_time)
         })
     }
+}
+
+/// Whether every record of a produced set has a key (a set that does not decode is left to
+/// validation to refuse).
+fn all_keyed(set: &[u8]) -> bool {
+    let mut keyed = true;
+    let _ = crate::protocol::records::for_each_message(set, |_, _, key, _, _| {
+        keyed &= key.is_some();
+    });
+    keyed
 }
 
 /// The protocol's answer to a set that does not validate.
