@@ -103,6 +103,34 @@ pub struct ProduceArgs {
     /// or 0 (Kafka 0.8, Produce v0).
     #[arg(long, default_value_t = 2)]
     magic: i8,
+    /// Give messages keys, `key-0` to `key-(N-1)` in turn (a compacted topic needs keys; N
+    /// distinct keys make N latest values). Each request's batch is then encoded as it is
+    /// sent (format 2 only), which costs the tool time per message.
+    #[arg(long, value_name = "N")]
+    keys: Option<u64>,
+}
+
+/// Batch number `b` of `batch` messages of `value` whose keys cycle through `keys`.
+fn keyed_batch(
+    b: u64,
+    batch: usize,
+    keys: u64,
+    value: &[u8],
+    codec: Option<i8>,
+) -> Result<Vec<u8>, String> {
+    let mut builder = BatchBuilder::new();
+    for i in 0..batch as u64 {
+        let key = format!("key-{}", (b * batch as u64 + i) % keys);
+        builder.push(&NewRecord {
+            timestamp: 0,
+            key: Some(key.as_bytes()),
+            value: Some(value),
+            headers: &[],
+        });
+    }
+    builder
+        .finish(codec.unwrap_or(0))
+        .map_err(|e| format!("{e:?}"))
 }
 
 /// The Produce version that carries message format `magic`.
@@ -184,6 +212,9 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
     if !matches!(a.magic, 0..=2) {
         return Err(format!("--magic must be 0, 1 or 2, got {}", a.magic));
     }
+    if a.keys == Some(0) || (a.keys.is_some() && a.magic != 2) {
+        return Err("--keys needs a positive count and --magic 2".into());
+    }
     let codec = compression::codec_by_name(&a.compression)?;
     let leaders = a.target.leaders()?;
     let security = a.target.security()?;
@@ -202,7 +233,10 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
             security.clone(),
         );
         let value: Vec<u8> = (0..a.size).map(|i| (i * 31 + t) as u8).collect();
-        let set = batch_set(a.batch_size, &value, a.magic, codec)?;
+        let set = match a.keys {
+            None => Sending::Same(batch_set(a.batch_size, &value, a.magic, codec)?),
+            Some(keys) => Sending::Keyed { keys, value, codec },
+        };
         let (topic, acks, batch) = (a.target.topic.clone(), a.acks, a.batch_size);
         let version = produce_version(a.magic);
         handles.push(std::thread::spawn(move || {
@@ -256,13 +290,25 @@ fn produce(a: ProduceArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// What each produce request carries.
+enum Sending {
+    /// One batch, encoded once and sent again and again.
+    Same(Vec<u8>),
+    /// A batch encoded per request, with keys cycling through `keys`.
+    Keyed {
+        keys: u64,
+        value: Vec<u8>,
+        codec: Option<i8>,
+    },
+}
+
 #[allow(clippy::too_many_arguments)]
 fn produce_thread(
     (leaders, security): (&BTreeMap<i32, String>, &ClientSecurity),
     topic: &str,
     acks: i16,
     version: i16,
-    set: &[u8],
+    set: &Sending,
     batch: usize,
     batches: u64,
     next: &AtomicU64,
@@ -288,6 +334,14 @@ fn produce_thread(
             chans.insert(addr.clone(), c);
         }
         let chan = chans.get_mut(addr).expect("inserted above");
+        let keyed;
+        let set: &[u8] = match set {
+            Sending::Same(s) => s,
+            Sending::Keyed { keys, value, codec } => {
+                keyed = keyed_batch(b, batch, *keys, value, *codec)?;
+                &keyed
+            }
+        };
         let topics = [(topic, vec![(*partition, set)])];
         let req = ProduceSets {
             acks,

@@ -67,8 +67,10 @@ pub struct TopicsArgs {
     #[arg(long = "if-exists")]
     pub(super) if_exists: bool,
     /// With --create or --alter: a topic-level setting, `key=value` (repeatable):
-    /// retention.ms, retention.bytes, segment.bytes, min.insync.replicas, max.message.bytes,
-    /// message.timestamp.type, cleanup.policy=delete.
+    /// retention.ms, retention.bytes, segment.bytes, segment.ms, min.insync.replicas,
+    /// max.message.bytes, message.timestamp.type, cleanup.policy (delete, compact or both),
+    /// min.cleanable.dirty.ratio, delete.retention.ms, min/max.compaction.lag.ms, …
+    /// (README, "Configuration").
     #[arg(long = "config", value_name = "KEY=VALUE")]
     pub(super) config: Vec<String>,
     /// With --alter: a topic-level setting to remove, back to the broker's (repeatable).

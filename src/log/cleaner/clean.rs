@@ -229,21 +229,25 @@ impl Log {
             }
             let mut full = false;
             for_each_entry(s, range.first_dirty, io_buffer, io, out, |e| {
-                let keys = keys_of(&e)?;
-                if map.len() + keys.len() > map.capacity() {
+                let Some(n) = key_slots(&e) else {
+                    return Ok(true); // a transaction marker: no key
+                };
+                if map.len() + n > map.capacity() {
                     if map.is_empty() {
                         return Err(io::Error::other(format!(
-                            "one entry at offset {} holds more keys ({}) than the dedupe buffer fits",
-                            e.first_offset,
-                            keys.len()
+                            "one entry at offset {} holds more records ({n}) than the dedupe buffer fits",
+                            e.first_offset
                         )));
                     }
                     full = true;
                     return Ok(false);
                 }
-                for (k, offset) in keys {
-                    map.put(&k, offset);
-                }
+                records::for_each_message(e.bytes, |offset, _, key, _, _| {
+                    if let Some(k) = key {
+                        map.put(k, offset);
+                    }
+                })
+                .map_err(|err| corrupt(&e, err))?;
                 end = e.last_offset + 1;
                 Ok(true)
             })?;
@@ -358,26 +362,26 @@ fn newest_written_ms(s: &Segment) -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The keys of an entry's records with their offsets (none for a transaction marker).
-fn keys_of(e: &Entry<'_>) -> io::Result<Vec<(Vec<u8>, i64)>> {
-    if e.magic == record_batch::MAGIC
-        && record_batch::parse_batch(e.bytes).is_ok_and(|b| b.is_control())
-    {
-        return Ok(Vec::new());
+/// How many map slots an entry may need: its record count (a format 0/1 compressed wrapper's
+/// messages counted by opening it); `None` for a transaction marker.
+fn key_slots(e: &Entry<'_>) -> Option<usize> {
+    if e.magic != record_batch::MAGIC {
+        let mut n = 0;
+        let _ = records::for_each_message(e.bytes, |_, _, _, _, _| n += 1);
+        return Some(n);
     }
-    let mut keys = Vec::new();
-    records::for_each_message(e.bytes, |offset, _, key, _, _| {
-        if let Some(k) = key {
-            keys.push((k.to_vec(), offset));
-        }
-    })
-    .map_err(|err| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("entry at offset {}: {err:?}", e.first_offset),
-        )
-    })?;
-    Ok(keys)
+    match record_batch::parse_batch(e.bytes) {
+        Ok(b) if b.is_control() => None,
+        Ok(b) => Some(b.record_count().max(0) as usize),
+        Err(_) => Some(0),
+    }
+}
+
+fn corrupt(e: &Entry<'_>, err: impl std::fmt::Debug) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("entry at offset {}: {err:?}", e.first_offset),
+    )
 }
 
 /// Consecutive segments in groups each small enough to become one segment: their bytes
@@ -445,8 +449,12 @@ fn for_each_entry(
     }
 }
 
+/// Bytes of a new segment written between two starts of their writeback.
+const WRITEBACK_EVERY: u64 = 8 << 20;
+
 /// Writes kept entries to the new segment in runs of about an index interval, so that its
-/// offset index is as dense as an appended segment's.
+/// offset index is as dense as an appended segment's; every `WRITEBACK_EVERY` bytes their
+/// writeback is started, so the fsync at the end has little left to send.
 struct RunWriter<'a> {
     seg: &'a Segment,
     interval: usize,
@@ -454,6 +462,7 @@ struct RunWriter<'a> {
     first: i64,
     last: i64,
     tally: Tally,
+    written_back: u64,
 }
 
 impl<'a> RunWriter<'a> {
@@ -465,6 +474,7 @@ impl<'a> RunWriter<'a> {
             first: -1,
             last: -1,
             tally: Tally::default(),
+            written_back: 0,
         }
     }
 
@@ -484,6 +494,10 @@ impl<'a> RunWriter<'a> {
         if !self.buf.is_empty() {
             self.seg.append(&self.buf, self.first, self.last)?;
             self.buf.clear();
+        }
+        if self.seg.size() - self.written_back >= WRITEBACK_EVERY {
+            self.seg.start_writeback(self.written_back);
+            self.written_back = self.seg.size();
         }
         Ok(())
     }

@@ -127,7 +127,27 @@ impl LogCleaner {
     }
 }
 
+/// The nice value of a cleaner thread: below the request threads, so that on a busy machine a
+/// clean takes the CPU they leave (one core's worth of hashing and copying would otherwise
+/// compete with them and raise their latency) but still gets a share when they take it all.
+const CLEANER_NICE: libc::c_int = 10;
+
 fn cleaner_loop(logs: &LogManager, cfg: &CleanerConfig, stop: &Receiver<()>, io: &Throttle) {
+    // SAFETY: setpriority with this thread's id changes only this thread's nice value (Linux
+    // keeps one per thread).
+    if unsafe {
+        libc::setpriority(
+            libc::PRIO_PROCESS,
+            libc::gettid() as libc::id_t,
+            CLEANER_NICE,
+        )
+    } != 0
+    {
+        log::debug!(
+            "cannot lower the cleaner's priority: {}",
+            std::io::Error::last_os_error()
+        );
+    }
     let map_memory = cfg.dedupe_buffer_size / cfg.threads.max(1);
     loop {
         match grab_dirtiest(logs, cfg) {
