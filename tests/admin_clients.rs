@@ -156,7 +156,7 @@ fn altered(client: &str) -> Vec<String> {
         "alter max.message.bytes=200 0",
         "produce 1000 1 10", // MESSAGE_TOO_LARGE
         "alter retention.ms=abc 40",
-        "alter cleanup.policy=compact 40",
+        "alter cleanup.policy=archive 40",
         "alter no.such.key=1 40",
         "alter nope:retention.ms=1 3",
         "alter broker:num.partitions=3 42",

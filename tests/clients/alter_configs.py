@@ -43,7 +43,7 @@ def run(alter, produce, earliest, describe):
     say("alter max.message.bytes=200", alter(topic, "max.message.bytes", "200"))
     say("produce 1000 1", until(10, lambda: produce(1000, 1)))
     say("alter retention.ms=abc", alter(topic, "retention.ms", "abc"))
-    say("alter cleanup.policy=compact", alter(topic, "cleanup.policy", "compact"))
+    say("alter cleanup.policy=archive", alter(topic, "cleanup.policy", "archive"))
     say("alter no.such.key=1", alter(topic, "no.such.key", "1"))
     say("alter nope:retention.ms=1", alter(topic + "-nope", "retention.ms", "1"))
     say("alter broker:num.partitions=3", alter(None, "num.partitions", "3"))
