@@ -38,9 +38,18 @@ const COMPACTED: &[&str] = &[
     "delete.retention.ms=2000",
 ];
 
-/// What `read` printed: partition → offset → (key, value or None), and the lines.
+/// What `read` printed: partition → offset → (key, value or None).
 fn read(bootstrap: &str, topic: &str) -> BTreeMap<i32, BTreeMap<i64, (String, Option<String>)>> {
-    let out = client(bootstrap, &["read", topic]);
+    read_with(bootstrap, "read", topic)
+}
+
+/// The same through another client's mode.
+fn read_with(
+    bootstrap: &str,
+    mode: &str,
+    topic: &str,
+) -> BTreeMap<i32, BTreeMap<i64, (String, Option<String>)>> {
+    let out = client(bootstrap, &[mode, topic]);
     assert!(!out.contains("stalled") && !out.contains("error"), "{out}");
     let mut recs: BTreeMap<i32, BTreeMap<i64, _>> = BTreeMap::new();
     for l in out.lines() {
@@ -133,6 +142,27 @@ fn compacted_topics_keep_each_keys_last_value_with_every_codec_and_drop_tombston
         );
         wanted.insert(topic, produced_last(&out, 10));
     }
+    // The settings as DescribeConfigs reports them, with their sources; one changed live.
+    let t = "compacted-none";
+    let out = client(&b, &["alter", t, "min.cleanable.dirty.ratio=0.2"]);
+    assert!(out.contains("altered min.cleanable.dirty.ratio 0"), "{out}");
+    let out = client(
+        &b,
+        &[
+            "describe",
+            t,
+            "cleanup.policy",
+            "min.cleanable.dirty.ratio",
+            "min.compaction.lag.ms",
+        ],
+    );
+    for want in [
+        "config cleanup.policy compact DYNAMIC_TOPIC_CONFIG",
+        "config min.cleanable.dirty.ratio 0.2 DYNAMIC_TOPIC_CONFIG",
+        "config min.compaction.lag.ms 0 DEFAULT_CONFIG",
+    ] {
+        assert!(out.contains(want), "{want}:\n{out}");
+    }
     // A compacted topic refuses a record without a key, as Kafka does.
     let out = client(&b, &["keyless", "compacted-none"]);
     assert!(out.contains("keyless INVALID_RECORD"), "{out}");
@@ -177,9 +207,13 @@ fn compacted_topics_keep_each_keys_last_value_with_every_codec_and_drop_tombston
         });
         r.unwrap_or_else(|e| panic!("{e}\n{}", cluster.log_of(1)));
     }
-    // The Java client (Kafka 4.4's console consumer) reads the cleaned log the same: every
-    // record librdkafka read, at the same offsets, over the empty batches and the holes.
+    // kafka-python and the Java client (Kafka 4.4's console consumer) read the cleaned log as
+    // librdkafka does: every record, at the same offsets, over the empty batches and the holes.
     let rdkafka = read(&b, "compacted-gzip");
+    assert_eq!(
+        read_with(&b, "read-kafka-python", "compacted-gzip"),
+        rdkafka
+    );
     let n = rdkafka
         .values()
         .map(BTreeMap::len)

@@ -405,3 +405,45 @@ fn a_corrupt_batch_makes_the_clean_fail_not_the_process_and_the_log_stays_readab
         .collect();
     assert_eq!(now, first_offsets);
 }
+
+#[test]
+fn delete_records_and_retention_combine_with_cleaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, all) = versions_log(dir.path());
+    // DeleteRecords moves the start into the second segment: the clean starts there too, and
+    // nothing below the start comes back.
+    let start = log.delete_records_before(8).unwrap();
+    assert_eq!(start, 8);
+    let done = clean(&log, &compaction(0), 1 << 20);
+    let visible: BTreeMap<i64, Rec> = all.range(start..).map(|(o, r)| (*o, r.clone())).collect();
+    assert_eq!(read_all(&log), model(&visible, done.first_dirty, false));
+    assert!(read_all(&log).keys().all(|o| *o >= start));
+    // `compact,delete`: retention by size then deletes whole cleaned segments from the front.
+    let segments = log.segment_count();
+    let deleted = log.delete_old_segments(None, Some(1)).unwrap();
+    assert_eq!(deleted, segments - 1, "all but the active segment");
+    let rest = read_all(&log);
+    assert!(rest.keys().all(|o| *o >= log.log_start_offset()));
+    assert_eq!(
+        rest,
+        model(&visible, done.first_dirty, false).split_off(&log.log_start_offset())
+    );
+}
+
+#[test]
+fn a_stopping_broker_gives_up_its_clean_and_a_truncation_makes_the_rest_dirty_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, all) = versions_log(dir.path());
+    let io = Throttle::new(f64::MAX);
+    io.stop();
+    let err = log
+        .clean(&compaction(0), 1 << 20, &io, 4096, None)
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::Interrupted);
+    assert_eq!(read_all(&log), all);
+    let done = clean(&log, &compaction(0), 1 << 20);
+    assert!(done.first_dirty > 20);
+    // A follower cut back below where its cleaner got: from the cut on, it is dirty again.
+    log.truncate_to(20).unwrap();
+    assert_eq!(log.first_dirty_offset(), log.log_end_offset());
+}

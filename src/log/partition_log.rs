@@ -434,6 +434,10 @@ impl Log {
         self.deferred.truncated_to(offset);
         // A log cut below where DeleteRecords had moved its start now starts at its end.
         self.log_start.fetch_min(offset, Ordering::AcqRel);
+        // What comes after the cut is dirty again.
+        self.cleaning
+            .first_dirty
+            .fetch_min(offset, Ordering::AcqRel);
         drop(segs);
         // Batches past `offset` are gone, and with them their producers' sequences and epochs.
         state.producers = self.rebuild_producers()?;
@@ -468,6 +472,7 @@ impl Log {
         self.log_end_offset.store(offset, Ordering::Release);
         self.deferred.truncated_to(offset);
         self.log_start.store(-1, Ordering::Release);
+        self.cleaning.first_dirty.store(offset, Ordering::Release);
         log::info!(
             "[{}-{}] log reset to start at offset {offset}",
             self.topic,

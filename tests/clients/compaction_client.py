@@ -10,12 +10,16 @@ usage: compaction_client.py MODE BOOTSTRAP ARGS...
                                             `filler-*`, so that the segments holding the
                                             versions are no longer active; `last KEY PARTITION
                                             OFFSET` for each key's last version; `produced N`
+  describe TOPIC KEY...                     DescribeConfigs of the topic: `config KEY VALUE
+                                            SOURCE` for each KEY (Kafka's source name)
+  alter TOPIC KEY=VALUE                     IncrementalAlterConfigs SET; `altered KEY CODE`
   keyless TOPIC                             one record without a key; prints `keyless ERROR`
                                             (the error's name, or `ok`)
   read TOPIC                                every record of every partition from the start to
                                             the high watermark: `rec PARTITION OFFSET KEY VALUE`
                                             (VALUE `-` for a tombstone,
-                                            hex for a filler), then `end COUNT`
+                                            hex for a filler)
+  read-kafka-python TOPIC                   the same through kafka-python, then `end COUNT`
 """
 import sys
 
@@ -81,6 +85,30 @@ def produce(topic, codec, keys, versions, tomb):
     say("produced", n)
 
 
+def describe(topic, *keys):
+    from confluent_kafka.admin import ConfigResource, ConfigSource
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    entries = admin.describe_configs([res])[res].result(30)
+    for k in keys:
+        e = entries[k]
+        say("config", k, e.value, ConfigSource(e.source).name)
+
+
+def alter(topic, pair):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    k, v = pair.split("=", 1)
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)])
+    try:
+        admin.incremental_alter_configs([res])[res].result(30)
+        say("altered", k, 0)
+    except Exception as e:
+        err = e.args[0] if e.args else None
+        say("altered", k, err.code() if hasattr(err, "code") else repr(e))
+
+
 def keyless(topic):
     p = Producer({"bootstrap.servers": bootstrap, "retries": 0})
     result = []
@@ -88,6 +116,11 @@ def keyless(topic):
     p.flush(30)
     err = result[0] if result else "timeout"
     say("keyless", "ok" if err is None else (err.name() if hasattr(err, "name") else err))
+
+
+def show(partition, offset, key, value):
+    v = "-" if value is None else value.hex() if key.startswith(b"filler") else value.decode()
+    say("rec", partition, offset, key.decode(), v)
 
 
 def read(topic):
@@ -114,12 +147,33 @@ def read(topic):
                 continue
             say("error", m.error())
             break
-        value = "-" if m.value() is None else m.value().hex() if m.key().startswith(b"filler") \
-            else m.value().decode()
-        say("rec", m.partition(), m.offset(), m.key().decode(), value)
+        show(m.partition(), m.offset(), m.key(), m.value())
         count += 1
     say("end", count)
     c.close()
 
 
-{"create": create, "produce": produce, "keyless": keyless, "read": read}[mode](*args)
+def read_kafka_python(topic):
+    from kafka import KafkaConsumer, TopicPartition as TP
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                      consumer_timeout_ms=10000)
+    parts = [TP(topic, p) for p in sorted(c.partitions_for_topic(topic))]
+    c.assign(parts)
+    c.seek_to_beginning(*parts)
+    ends = c.end_offsets(parts)
+    count = 0
+    while any(c.position(tp) < ends[tp] for tp in parts):
+        got = c.poll(timeout_ms=10000)
+        if not got:
+            say("stalled", [(tp.partition, c.position(tp), ends[tp]) for tp in parts])
+            break
+        for recs in got.values():
+            for m in recs:
+                show(m.partition, m.offset, m.key, m.value)
+                count += 1
+    say("end", count)
+    c.close()
+
+
+{"create": create, "produce": produce, "keyless": keyless, "read": read, "describe": describe,
+ "alter": alter, "read-kafka-python": read_kafka_python}[mode](*args)

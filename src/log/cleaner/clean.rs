@@ -117,11 +117,14 @@ impl Log {
     pub fn cleanable(&self, c: &Compaction, now_ms: i64) -> Cleanable {
         let segs = self.inactive_segments();
         let active_base = self.segments.read().last().map_or(0, |s| s.base_offset);
-        let first_dirty = self
-            .cleaning
-            .first_dirty
-            .load(Ordering::Acquire)
-            .max(self.log_start_offset());
+        // A checkpoint past the active segment (a log cut shorter since) counts from the start,
+        // as Kafka resets it.
+        let checkpointed = self.cleaning.first_dirty.load(Ordering::Acquire);
+        let first_dirty = if checkpointed > active_base {
+            self.log_start_offset()
+        } else {
+            checkpointed.max(self.log_start_offset())
+        };
         let lag_bound = segs
             .iter()
             .find(|s| newest_ms(s) > now_ms.saturating_sub(c.min_compaction_lag_ms))
@@ -299,7 +302,7 @@ impl Log {
             out.tally.earliest_horizon = Some(out.tally.earliest_horizon.map_or(h, |e| e.min(h)));
         }
         out.bytes_written += writer.size();
-        io.spend(writer.size());
+        io.spend(writer.size())?;
         writer.seal()?;
         writer.flush()?;
         let newest_write = group.iter().map(|s| s.last_modified()).max();
@@ -426,7 +429,7 @@ fn for_each_entry(
             return Ok(());
         }
         out.bytes_read += n as u64;
-        io.spend(n as u64);
+        io.spend(n as u64)?;
         let mut any = false;
         for e in records::entries(&buf) {
             let e = e.map_err(|err| {

@@ -93,6 +93,7 @@ pub fn load_f64(a: &AtomicU64) -> f64 {
 pub struct LogCleaner {
     stop: Mutex<Option<Sender<()>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    io: Arc<Throttle>,
 }
 
 impl LogCleaner {
@@ -115,11 +116,13 @@ impl LogCleaner {
         LogCleaner {
             stop: Mutex::new(Some(tx)),
             threads: Mutex::new(handles),
+            io: throttle,
         }
     }
 
-    /// Stops the threads, after the clean each is doing.
+    /// Stops the threads; a clean under way gives up at its next read or write.
     pub fn shutdown(&self) {
+        self.io.stop();
         self.stop.lock().take();
         for h in self.threads.lock().drain(..) {
             let _ = h.join();
@@ -238,6 +241,21 @@ fn clean_one(logs: &LogManager, log: &Log, cfg: &CleanerConfig, map_memory: usiz
             if let Err(e) = logs.checkpoint_cleaner_offsets() {
                 log::warn!("cannot write the cleaner offset checkpoint: {e}");
             }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+            log::info!("[{}-{}] clean given up: {e}", log.topic, log.partition);
+        }
+        // A log deleted while it was cleaned: its directory went from under the clean.
+        Err(e)
+            if logs
+                .get(&log.topic, log.partition)
+                .is_none_or(|l| !std::ptr::eq(&*l, log)) =>
+        {
+            log::info!(
+                "[{}-{}] deleted while cleaned ({e})",
+                log.topic,
+                log.partition
+            );
         }
         Err(e) => {
             log.cleaning.uncleanable.store(true, Ordering::Release);
