@@ -127,6 +127,7 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
     };
     let list = body(&ListOffsetsRequest {
         replica_id: -1,
+        isolation_level: 0,
         topics: vec![(
             TOPIC.into(),
             vec![OffsetsPartition {
@@ -200,6 +201,7 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
                 encode_body(
                     &ListOffsetsRequest {
                         replica_id: -1,
+                        isolation_level: 0,
                         topics: vec![(
                             TOPIC.into(),
                             vec![OffsetsPartition {

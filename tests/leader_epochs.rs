@@ -136,6 +136,7 @@ fn fetch_error_at_epoch(c: &Cluster, broker: i32, current: i32) -> i16 {
 fn latest_at_epoch(c: &Cluster, broker: i32, current: i32) -> (i16, i64, i32) {
     let req = ListOffsetsRequest {
         replica_id: -1,
+        isolation_level: 0,
         topics: vec![(
             "t".into(),
             vec![OffsetsPartition {

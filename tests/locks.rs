@@ -54,6 +54,7 @@ fn stalling_leader(
                         partition: 0,
                         error_code: 1,
                         high_watermark: -1,
+                        last_stable_offset: -1,
                         log_start_offset: -1,
                         message_set: Vec::new(),
                     }],

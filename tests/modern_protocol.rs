@@ -44,6 +44,7 @@ fn assign_to_broker_1(zk: &str, topic: &str) {
 fn list_at(c: &mut Client, version: i16, topic: &str, time: i64) -> (i16, i64, i64) {
     let req = ListOffsetsRequest {
         replica_id: -1,
+        isolation_level: 0,
         topics: vec![(
             topic.into(),
             vec![OffsetsPartition {

@@ -244,6 +244,10 @@ fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
                 b, key, v,
             ),
         ),
+        header::WRITE_TXN_MARKERS => (
+            dec::<gregor::protocol::txn_markers::WriteTxnMarkersRequest>(b, key, v),
+            dec::<gregor::protocol::txn_markers::WriteTxnMarkersResponse>(b, key, v),
+        ),
         k => panic!("api {k} is served but has no decoder here"),
     };
 }
@@ -326,6 +330,7 @@ fn samples() -> Vec<Vec<u8>> {
     push(&|b| {
         ListOffsetsRequest {
             replica_id: -1,
+            isolation_level: 0,
             topics: vec![(
                 "t".into(),
                 vec![OffsetsPartition {
@@ -407,6 +412,19 @@ fn samples() -> Vec<Vec<u8>> {
             }],
         };
         encode_body(&req, b, header::ALTER_USER_SCRAM_CREDENTIALS, 0)
+    });
+    push(&|b| {
+        use gregor::protocol::txn_markers::{TxnMarkerEntry, WriteTxnMarkersRequest};
+        let req = WriteTxnMarkersRequest {
+            markers: vec![TxnMarkerEntry {
+                producer_id: 3,
+                producer_epoch: 1,
+                commit: false,
+                topics: vec![("t".into(), vec![0, 1])],
+                coordinator_epoch: 2,
+            }],
+        };
+        encode_body(&req, b, header::WRITE_TXN_MARKERS, 1)
     });
     push(&|b| {
         let req = gregor::protocol::sasl::SaslAuthenticateRequest {

@@ -181,15 +181,27 @@ fn producer_mistakes_are_refused_with_the_error_kafka_gives() {
         record_batch::validate_for_append(&wrong, 1 << 20),
         Err(SetError::Corrupt(_))
     ));
-    // A transactional batch (attributes bit 4).
-    let mut txn = one;
-    txn[22] |= 0x10;
-    let crc = crc32c::crc32c(&txn[21..]);
-    txn[17..21].copy_from_slice(&crc.to_be_bytes());
-    assert!(matches!(
-        record_batch::validate_for_append(&txn, 1 << 20),
-        Err(SetError::Unsupported(_))
-    ));
+    // A transactional batch (attributes bit 4) needs a producer id; a control batch (bit 5)
+    // is only ever written by a leader.
+    let flagged = |bits: u8| {
+        let mut b = one.clone();
+        b[22] |= bits;
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        record_batch::validate_for_append(&b, 1 << 20)
+    };
+    assert!(matches!(flagged(0x10), Err(SetError::Unsupported(_))));
+    assert!(matches!(flagged(0x30), Err(SetError::Unsupported(_))));
+    assert!(matches!(flagged(0x20), Err(SetError::Unsupported(_))));
+    let mut b = BatchBuilder::new().idempotent(5, 0, 0).transactional();
+    b.push(&NewRecord {
+        timestamp: 1,
+        key: None,
+        value: Some(b"v"),
+        headers: &[],
+    });
+    let txn = b.finish(0).unwrap();
+    assert!(record_batch::validate_for_append(&txn, 1 << 20).is_ok());
 }
 
 #[test]

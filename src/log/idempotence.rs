@@ -6,28 +6,40 @@ use std::io;
 
 use super::partition_log::Log;
 use super::producer_state::{self, ProducerStates};
+use super::transactions;
 use crate::protocol::record_batch;
 
 impl Log {
     /// Rebuilds the producers' state for the log as it is now: the newest snapshot at or
-    /// below the log end offset, then every batch header after it. Called with the append
-    /// lock held (or before the log is shared).
-    pub(super) fn rebuild_producers(&self) -> io::Result<ProducerStates> {
+    /// below `snapshot_at_most` (and the log end offset), then every batch header after it —
+    /// writing again the aborted-transaction index entries of the segments read, so an index
+    /// that lost entries with an unflushed tail, or kept ones a truncation cut, matches the
+    /// log. Called with the append lock held (or before the log is shared).
+    pub(super) fn rebuild_producers(&self, snapshot_at_most: i64) -> io::Result<ProducerStates> {
         let leo = self.log_end_offset();
-        let (from, mut producers) = producer_state::load_snapshot(&self.dir, leo)?
-            .unwrap_or((self.log_start_offset(), ProducerStates::default()));
+        let (from, mut producers) =
+            producer_state::load_snapshot(&self.dir, leo.min(snapshot_at_most))?
+                .unwrap_or((self.log_start_offset(), ProducerStates::default()));
         let from = from.max(self.log_start_offset());
         for seg in self.segments_from(from) {
-            seg.for_each_header_from(from.max(seg.base_offset), |h| {
-                record_header(&mut producers, h)
+            let seg_from = from.max(seg.base_offset);
+            let mut aborted = Vec::new();
+            seg.for_each_header_from(seg_from, |h| {
+                record_header(&mut producers, h);
+                if let Some(ended) = transactions::txn_from_header(&mut producers, h) {
+                    aborted.extend(transactions::aborted_entry(&producers, &ended));
+                }
             })?;
+            seg.txn_index.replace_from(seg_from, &aborted)?;
         }
         Ok(producers)
     }
 
-    /// Rebuilds the state at open (no other thread has the log yet).
+    /// Rebuilds the state at open (no other thread has the log yet), from a snapshot no later
+    /// than the recovery point: what follows it may have been recovered.
     pub(super) fn load_producers(&self) -> io::Result<()> {
-        let producers = self.rebuild_producers()?;
+        let mut producers = self.rebuild_producers(self.recovery_point())?;
+        self.publish_txns(&mut producers);
         if !producers.is_empty() {
             log::info!(
                 "[{}-{}] {} idempotent producer(s) restored",

@@ -18,6 +18,8 @@ mod read;
 pub mod read_limits;
 pub mod segment;
 pub mod time_index;
+pub mod transactions;
+pub mod txn_index;
 
 pub use manager::{LogManager, LogSettings};
 pub use partition_log::{Log, LogConfig, LogError};

@@ -97,6 +97,8 @@ pub struct Log {
     high_watermark: AtomicI64,
     /// Where the cleaner left off, and what it found.
     pub(super) cleaning: super::cleaner::CleaningState,
+    /// The transactions' bounds on what `read_committed` consumers read.
+    pub(super) txn_bounds: super::transactions::TxnBounds,
 }
 
 /// Appender-side state: the flush policy's bookkeeping, the idempotent producers' and the
@@ -141,12 +143,12 @@ impl Log {
                 if let Ok(b) = stem.parse() {
                     bases.push(b);
                 }
-            } else if name.ends_with(".index") {
-                let stem = name.trim_end_matches(".index");
-                if !dir.join(format!("{stem}.log")).exists() {
-                    log::warn!("[{topic}-{partition}] removing index {name} without a log file");
-                    std::fs::remove_file(dir.join(&name))?;
-                }
+            } else if let Some((stem, ext)) = name.split_once('.')
+                && super::segment::FILE_EXTENSIONS[1..].contains(&ext)
+                && !dir.join(format!("{stem}.log")).exists()
+            {
+                log::warn!("[{topic}-{partition}] removing index {name} without a log file");
+                std::fs::remove_file(dir.join(&name))?;
             }
         }
         bases.sort_unstable();
@@ -184,6 +186,7 @@ impl Log {
             deferred: super::deferred::Deferred::new(recovery_point.unwrap_or(first).min(leo)),
             high_watermark: AtomicI64::new(0),
             cleaning: Default::default(),
+            txn_bounds: Default::default(),
         };
         log.load_producers()?;
         log.load_leader_epochs()?;
@@ -206,7 +209,11 @@ impl Log {
 
     /// Publishes the partition's high watermark; true when it changed.
     pub fn store_high_watermark(&self, hw: i64) -> bool {
-        self.high_watermark.swap(hw, Ordering::AcqRel) != hw
+        let moved = self.high_watermark.swap(hw, Ordering::AcqRel) != hw;
+        if moved {
+            self.txns_replicated_to(hw);
+        }
+        moved
     }
 
     pub fn log_end_offset(&self) -> i64 {
@@ -300,6 +307,10 @@ impl Log {
                 m.batch_at(first),
                 append_time.unwrap_or(m.max_timestamp),
             );
+            if m.transactional {
+                state.producers.record_txn_data(m.producer_id, first);
+                self.publish_txns(&mut state.producers);
+            }
         }
         Ok(BatchOutcome::Appended(first))
     }
@@ -337,15 +348,17 @@ impl Log {
         let mut epochs_changed = false;
         for e in crate::protocol::records::entries(set).map_while(Result::ok) {
             super::idempotence::record_header(&mut flush.producers, e.bytes);
+            self.follow_txn_batch(&mut flush, e.bytes)?;
             epochs_changed |= flush.epochs.assign_from_header(e.bytes);
         }
+        self.publish_txns(&mut flush.producers);
         if epochs_changed {
             flush.epochs.write(&self.dir)?;
         }
         Ok(())
     }
 
-    fn append_locked(
+    pub(super) fn append_locked(
         &self,
         flush: &mut AppendState,
         set: &[u8],
@@ -440,7 +453,8 @@ impl Log {
             .fetch_min(offset, Ordering::AcqRel);
         drop(segs);
         // Batches past `offset` are gone, and with them their producers' sequences and epochs.
-        state.producers = self.rebuild_producers()?;
+        state.producers = self.rebuild_producers(offset)?;
+        self.publish_txns(&mut state.producers);
         if state.epochs.truncate_from_end(offset) {
             state.epochs.write_truncated(&self.dir)?;
         }
@@ -457,6 +471,7 @@ impl Log {
     pub fn truncate_fully_and_start_at(&self, offset: i64) -> io::Result<()> {
         let mut state = self.append_lock.lock();
         state.producers = ProducerStates::default();
+        self.publish_txns(&mut state.producers);
         super::producer_state::delete_snapshots(&self.dir)?;
         state.epochs.clear();
         state.epochs.write(&self.dir)?;

@@ -9,7 +9,7 @@
 //! a truncation, starting from the newest snapshot (`<offset>.snapshot`, written when a segment
 //! rolls and at shutdown) so that a restart reads only the log after it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -23,11 +23,39 @@ pub const MAX_BATCHES: usize = 5;
 const SNAPSHOTS_KEPT: usize = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Producer {
-    epoch: i16,
+pub(super) struct Producer {
+    pub(super) epoch: i16,
     batches: VecDeque<BatchMeta>,
     /// Largest batch timestamp seen (ms), for expiration.
     last_timestamp: i64,
+    /// First offset of its open transaction's records here (`transactions`).
+    #[serde(default)]
+    pub(super) txn_first_offset: Option<i64>,
+    /// The coordinator epoch of the last marker written for it (-1: none).
+    #[serde(default = "no_coordinator_epoch")]
+    pub(super) coordinator_epoch: i32,
+}
+
+fn no_coordinator_epoch() -> i32 {
+    -1
+}
+
+impl Producer {
+    pub(super) fn new(epoch: i16, timestamp: i64) -> Producer {
+        Producer {
+            epoch,
+            batches: VecDeque::new(),
+            last_timestamp: timestamp,
+            txn_first_offset: None,
+            coordinator_epoch: -1,
+        }
+    }
+
+    /// A new epoch starts its sequences again.
+    pub(super) fn bump_epoch(&mut self, epoch: i16) {
+        self.epoch = epoch;
+        self.batches.clear();
+    }
 }
 
 /// What to do with a batch from an idempotent producer.
@@ -86,7 +114,15 @@ pub fn next_seq(seq: i32) -> i32 {
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProducerStates {
-    producers: HashMap<i64, Producer>,
+    pub(super) producers: HashMap<i64, Producer>,
+    /// Open transactions, by their first offset here: (first offset, producer id).
+    #[serde(skip)]
+    pub(super) ongoing: BTreeSet<(i64, i64)>,
+    /// Ended transactions whose marker is not yet below the high watermark: (marker offset,
+    /// first offset). They hold the last stable offset back until it is (Kafka's
+    /// `unreplicatedTxns`): a marker a leader change cuts is written again by the new leader.
+    #[serde(skip)]
+    pub(super) unreplicated: BTreeSet<(i64, i64)>,
     /// The last batch refused before the log, per producer (not in snapshots: it matters
     /// for seconds).
     #[serde(skip)]
@@ -253,14 +289,12 @@ impl ProducerStates {
         {
             self.refused.remove(&pid);
         }
-        let p = self.producers.entry(pid).or_insert_with(|| Producer {
-            epoch,
-            batches: VecDeque::new(),
-            last_timestamp: timestamp,
-        });
+        let p = self
+            .producers
+            .entry(pid)
+            .or_insert_with(|| Producer::new(epoch, timestamp));
         if epoch != p.epoch {
-            p.epoch = epoch;
-            p.batches.clear();
+            p.bump_epoch(epoch);
         }
         if p.batches.len() == MAX_BATCHES {
             p.batches.pop_front();
@@ -273,7 +307,9 @@ impl ProducerStates {
     /// returns how many.
     pub fn expire(&mut self, cutoff: i64) -> usize {
         let before = self.producers.len();
-        self.producers.retain(|_, p| p.last_timestamp >= cutoff);
+        // A producer with an open transaction stays: its marker is still to come.
+        self.producers
+            .retain(|_, p| p.last_timestamp >= cutoff || p.txn_first_offset.is_some());
         before - self.producers.len()
     }
 
@@ -339,7 +375,8 @@ pub fn load_snapshot(
             .ok()
             .and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok())
         {
-            Some(s) if s.offset == offset => {
+            Some(mut s) if s.offset == offset => {
+                s.state.index_open_transactions();
                 found = Some((offset, s.state));
                 break;
             }

@@ -326,6 +326,7 @@ impl BlockingChannel {
     ) -> Result<i64, String> {
         let req = ListOffsetsRequest {
             replica_id,
+            isolation_level: 0,
             topics: vec![(
                 topic.to_owned(),
                 vec![OffsetsPartition {

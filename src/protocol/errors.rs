@@ -79,6 +79,9 @@ error_codes! {
     InvalidTimestamp = 32,
     OutOfOrderSequenceNumber = 45,
     InvalidProducerEpoch = 47,
+    /// WriteTxnMarkers from a transaction coordinator older than one that wrote a marker for
+    /// the producer since.
+    TransactionCoordinatorFenced = 52,
     /// DescribeLogDirs: a data directory that cannot be read.
     KafkaStorageError = 56,
     UnknownProducerId = 59,

@@ -40,6 +40,10 @@ impl FetchPartition {
     }
 }
 
+/// `isolation_level` of Fetch and ListOffsets: only what transactions committed, below the
+/// last stable offset (0 is read uncommitted).
+pub const READ_COMMITTED: i8 = 1;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchRequest {
     pub replica_id: i32,
@@ -47,7 +51,8 @@ pub struct FetchRequest {
     pub min_bytes: i32,
     /// v3+: a bound on the whole response (at least one batch is still returned).
     pub max_bytes: i32,
-    /// v4+: 0 read uncommitted, 1 read committed (the same here: no transactions).
+    /// v4+: 0 read uncommitted, 1 read committed (up to the last stable offset, aborted
+    /// transactions listed).
     pub isolation_level: i8,
     /// v7+: 0 and -1 ask for no session.
     pub session_id: i32,
@@ -178,25 +183,40 @@ pub fn write_response_head<B: AsMut<Vec<u8>>>(out: &mut Out<'_, B>, error_code: 
 
 /// A partition's answer fields before its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PartitionHead {
+pub struct PartitionHead<'a> {
     pub partition: i32,
     pub error_code: i16,
     pub high_watermark: i64,
+    /// v4+.
+    pub last_stable_offset: i64,
     /// v5+.
     pub log_start_offset: i64,
+    /// v4+: (producer id, first offset) of the aborted transactions a `read_committed`
+    /// consumer must drop; `None` (null) for a `read_uncommitted` one.
+    pub aborted: Option<&'a [(i64, i64)]>,
 }
 
 /// Writes a partition's fields up to the records. For a classic version it ends with a size
 /// placeholder and returns its position; for a flexible one the compact length is inserted
 /// by `finish_partition` once the records are written, and the returned position is where
 /// they start.
-pub fn write_partition_head<B: AsMut<Vec<u8>>>(out: &mut Out<'_, B>, h: &PartitionHead) -> usize {
+pub fn write_partition_head<B: AsMut<Vec<u8>>>(
+    out: &mut Out<'_, B>,
+    h: &PartitionHead<'_>,
+) -> usize {
     out.put_i32(h.partition);
     out.put_i16(h.error_code);
     out.put_i64(h.high_watermark);
-    out.since(4, |o| o.put_i64(h.high_watermark)); // last_stable_offset: no transactions, so the HW
+    out.since(4, |o| o.put_i64(h.last_stable_offset));
     out.since(5, |o| o.put_i64(h.log_start_offset));
-    out.since(4, |o| o.put_len(None)); // aborted_transactions: null
+    out.since(4, |o| {
+        o.put_len(h.aborted.map(<[_]>::len));
+        for (producer_id, first_offset) in h.aborted.unwrap_or_default() {
+            o.put_i64(*producer_id);
+            o.put_i64(*first_offset);
+            o.put_tags();
+        }
+    });
     out.since(11, |o| o.put_i32(-1)); // preferred_read_replica: none
     if out.is_flexible() {
         out.bytes().len()
@@ -215,7 +235,9 @@ pub fn write_error_partition<B: AsMut<Vec<u8>>>(
         partition,
         error_code,
         high_watermark: -1,
+        last_stable_offset: -1,
         log_start_offset: -1,
+        aborted: None,
     };
     let at = write_partition_head(out, &head);
     finish_partition(out, at);
@@ -252,6 +274,8 @@ pub struct FetchPartitionResponse {
     pub partition: i32,
     pub error_code: i16,
     pub high_watermark: i64,
+    /// v4+; -1 before.
+    pub last_stable_offset: i64,
     pub log_start_offset: i64,
     pub message_set: Vec<u8>,
 }
@@ -271,7 +295,9 @@ impl Encode for FetchResponse {
                 partition: p.partition,
                 error_code: p.error_code,
                 high_watermark: p.high_watermark,
+                last_stable_offset: p.last_stable_offset,
                 log_start_offset: p.log_start_offset,
+                aborted: None,
             };
             let at = write_partition_head(o, &head);
             o.extend_from_slice(&p.message_set);
@@ -294,7 +320,7 @@ impl<'a> Decode<'a> for FetchResponse {
             let partition = r.i32("partition")?;
             let error_code = r.i16("error_code")?;
             let high_watermark = r.i64("high_watermark")?;
-            r.skip_since(4, |r| r.i64("last_stable_offset"))?;
+            let last_stable_offset = r.since(4, -1, |r| r.i64("last_stable_offset"))?;
             let log_start_offset = r.since(5, -1, |r| r.i64("log_start_offset"))?;
             if version >= 4
                 && let Some(n) = r.nullable_array_len("aborted_transactions", 16)?
@@ -312,6 +338,7 @@ impl<'a> Decode<'a> for FetchResponse {
                 partition,
                 error_code,
                 high_watermark,
+                last_stable_offset,
                 log_start_offset,
                 message_set,
             })
@@ -354,6 +381,7 @@ mod tests {
                         partition: 2,
                         error_code: 0,
                         high_watermark: 9,
+                        last_stable_offset: if version >= 4 { 8 } else { -1 },
                         log_start_offset: if version >= 5 { 1 } else { -1 },
                         message_set: vec![1, 2, 3],
                     }],
@@ -373,7 +401,9 @@ mod tests {
             partition: 1,
             error_code: 0,
             high_watermark: 2,
+            last_stable_offset: 2,
             log_start_offset: 0,
+            aborted: None,
         };
         let o = &mut Out::body(&mut out, FETCH, 12);
         let at = write_partition_head(o, &head);

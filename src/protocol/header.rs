@@ -27,6 +27,7 @@ pub const DELETE_TOPICS: i16 = 20;
 pub const DELETE_RECORDS: i16 = 21;
 pub const INIT_PRODUCER_ID: i16 = 22;
 pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
+pub const WRITE_TXN_MARKERS: i16 = 27;
 pub const DESCRIBE_ACLS: i16 = 29;
 pub const CREATE_ACLS: i16 = 30;
 pub const DELETE_ACLS: i16 = 31;
@@ -140,6 +141,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DELETE_RECORDS, "DeleteRecords", 0, 2, 2),
     api(INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2),
     api(OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, 4).throttle(ThrottleField::First(2)),
+    from_brokers(WRITE_TXN_MARKERS, "WriteTxnMarkers", 0, 1, 1),
     // v0 (no pattern type) is not served, as in Kafka 4.
     api(DESCRIBE_ACLS, "DescribeAcls", 1, 3, 2),
     api(CREATE_ACLS, "CreateAcls", 1, 3, 2),

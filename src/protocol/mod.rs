@@ -40,6 +40,7 @@ pub mod records;
 pub mod sasl;
 pub mod scram_credentials;
 mod topic_partition;
+pub mod txn_markers;
 
 pub use errors::ErrorCode;
 pub use file_slice::FileSlice;

@@ -24,6 +24,8 @@ pub struct OffsetsPartition {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListOffsetsRequest {
     pub replica_id: i32,
+    /// v2+: `READ_COMMITTED` (1) answers the latest offset with the last stable offset.
+    pub isolation_level: i8,
     pub topics: Vec<(String, Vec<OffsetsPartition>)>,
 }
 
@@ -31,7 +33,7 @@ impl Encode for ListOffsetsRequest {
     fn encode(&self, out: &mut Out<'_>) {
         let version = out.version();
         out.put_i32(self.replica_id);
-        out.since(2, |o| o.put_i8(0)); // isolation_level: read uncommitted
+        out.since(2, |o| o.put_i8(self.isolation_level));
         out.put_topics(&self.topics, |o, p| {
             o.put_i32(p.partition);
             o.since(4, |o| o.put_i32(p.current_leader_epoch));
@@ -49,10 +51,7 @@ impl<'a> Decode<'a> for ListOffsetsRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
         let replica_id = r.i32("replica_id")?;
-        if version >= 2 {
-            // Without transactions read_committed and read_uncommitted see the same offsets.
-            r.i8("isolation_level")?;
-        }
+        let isolation_level = r.since(2, 0, |r| r.i8("isolation_level"))?;
         let topics = read_topics(r, 12, |r| {
             let partition = r.i32("partition")?;
             let current_leader_epoch = r.since(4, -1, |r| r.i32("current_leader_epoch"))?;
@@ -71,7 +70,11 @@ impl<'a> Decode<'a> for ListOffsetsRequest {
             })
         })?;
         r.tags()?;
-        Ok(ListOffsetsRequest { replica_id, topics })
+        Ok(ListOffsetsRequest {
+            replica_id,
+            isolation_level,
+            topics,
+        })
     }
 }
 
@@ -158,6 +161,7 @@ mod tests {
         for version in 0..=7 {
             let req = ListOffsetsRequest {
                 replica_id: -1,
+                isolation_level: 0,
                 topics: vec![(
                     "t".into(),
                     vec![OffsetsPartition {
@@ -198,6 +202,7 @@ mod tests {
         // epoch -1, timestamp -1, partition tags, topic tags, top-level tags.
         let req = ListOffsetsRequest {
             replica_id: -1,
+            isolation_level: 0,
             topics: vec![(
                 "t".into(),
                 vec![OffsetsPartition {

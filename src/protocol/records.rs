@@ -63,8 +63,8 @@ pub fn last_offset_from_header(header: &[u8]) -> Option<i64> {
 }
 
 /// Bytes of an entry's header that describe it: a whole batch header (offsets, timestamps,
-/// producer id, epoch and sequence).
-pub const HEADER_PEEK: usize = record_batch::BATCH_OVERHEAD;
+/// producer id, epoch and sequence), and for a transaction marker its one record.
+pub const HEADER_PEEK: usize = record_batch::BATCH_OVERHEAD + record_batch::MARKER_PEEK;
 
 /// The entries of a set, any magic.
 pub fn entries(buf: &[u8]) -> SetIter<'_, Entry<'_>> {

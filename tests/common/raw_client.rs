@@ -369,6 +369,7 @@ impl Client {
     pub fn list_offsets(&mut self, topic: &str, partition: i32, time: i64) -> (i16, Vec<i64>) {
         let req = ListOffsetsRequest {
             replica_id: -1,
+            isolation_level: 0,
             topics: vec![(
                 topic.into(),
                 vec![OffsetsPartition {

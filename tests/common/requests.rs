@@ -88,6 +88,7 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
         21 => again::<DeleteRecordsRequest>(r, out)?,
         22 => again::<InitProducerIdRequest>(r, out)?,
         23 => again::<OffsetForLeaderEpochRequest>(r, out)?,
+        27 => again::<gregor::protocol::txn_markers::WriteTxnMarkersRequest>(r, out)?,
         32 => again::<DescribeConfigsRequest>(r, out)?,
         33 | 44 => again::<AlterConfigsRequest>(r, out)?,
         35 => again::<DescribeLogDirsRequest>(r, out)?,

@@ -17,7 +17,7 @@ use crate::broker::partition::Partition;
 use crate::broker::purgatory::{Parked, Watch};
 use crate::log::{FirstEntry, LogError};
 use crate::network::{Action, Response};
-use crate::protocol::fetch::{self, FetchRequest, PartitionHead};
+use crate::protocol::fetch::{self, FetchRequest, PartitionHead, READ_COMMITTED};
 use crate::protocol::{ErrorCode, Out, records};
 
 /// A Fetch answer being written: file slices are spliced in between its pieces.
@@ -192,7 +192,10 @@ impl KafkaApis {
                 .contains(&topic)
                 .then_some(ErrorCode::TopicAuthorizationFailed)
                 .map_or_else(
-                    || self.read_partition(topic, p, req.replica_id, &budget, out),
+                    || {
+                        let reader = (req.replica_id, req.isolation_level);
+                        self.read_partition(topic, p, reader, &budget, out)
+                    },
                     Err,
                 ) {
                 Ok(Read {
@@ -223,13 +226,14 @@ impl KafkaApis {
         });
     }
 
-    /// Writes one partition's answer (head + records) into `o` within what `budget` allows.
-    /// On error writes nothing.
+    /// Writes one partition's answer (head + records) into `o` within what `budget` allows,
+    /// for the replica or consumer `reader` (replica id, isolation level). On error writes
+    /// nothing.
     fn read_partition(
         &self,
         topic: &str,
         p: &fetch::FetchPartition,
-        replica_id: i32,
+        (replica_id, isolation_level): (i32, i8),
         budget: &FetchBudget,
         o: &mut Answer<'_>,
     ) -> Result<Read, ErrorCode> {
@@ -241,8 +245,19 @@ impl KafkaApis {
             replica_id != fetch::DEBUGGING_REPLICA_ID,
         )?;
         let hw = part.high_watermark();
-        // Followers read to the log end offset; consumers only what the ISR has.
-        let max_offset = (replica_id < 0).then_some(hw);
+        let lso = part.log.last_stable_offset();
+        // Followers read to the log end offset; consumers only what the ISR has, and a
+        // `read_committed` one only up to the last stable offset, told which aborted
+        // transactions' records to drop.
+        let read_committed = replica_id < 0 && isolation_level == READ_COMMITTED;
+        let max_offset = (replica_id < 0).then_some(if read_committed { lso } else { hw });
+        let aborted: Option<Vec<(i64, i64)>> = read_committed.then(|| {
+            part.log
+                .aborted_transactions(p.fetch_offset, lso)
+                .iter()
+                .map(|a| (a.producer_id, a.first_offset))
+                .collect()
+        });
         if p.max_bytes < 0 {
             return Err(ErrorCode::InvalidFetchSize);
         }
@@ -252,7 +267,9 @@ impl KafkaApis {
             partition: p.partition,
             error_code: 0,
             high_watermark: hw,
+            last_stable_offset: lso,
             log_start_offset: part.log.log_start_offset(),
+            aborted: aborted.as_deref(),
         };
         let head_at = o.len();
         let at = fetch::write_partition_head(o, &head);
@@ -306,9 +323,9 @@ impl KafkaApis {
                 o.truncate(head_at);
                 match e {
                     LogError::OffsetOutOfRange { .. } => {
-                        // A consumer between HW and LEO is not out of range: it just waits.
-                        if max_offset.is_some()
-                            && p.fetch_offset > hw
+                        // A consumer between what it may read (HW or LSO) and LEO is not
+                        // out of range: it just waits.
+                        if max_offset.is_some_and(|bound| p.fetch_offset > bound)
                             && p.fetch_offset <= part.log.log_end_offset()
                         {
                             let at = fetch::write_partition_head(o, &head);

@@ -41,8 +41,8 @@ impl KafkaApis {
                         offsets_before(&part, p.time, p.max_num_offsets, req.replica_id);
                     Ok(())
                 } else {
-                    let (offset, ts) =
-                        self.offset_at_time(&part, p.time, version, req.replica_id)?;
+                    let reader = (req.replica_id, req.isolation_level);
+                    let (offset, ts) = self.offset_at_time(&part, p.time, version, reader)?;
                     (answer.offset, answer.timestamp) = (offset, ts);
                     // The epoch that wrote the message found, or for the end the
                     // latest (Kafka's answers; a consumer validates its position with it).
@@ -79,18 +79,20 @@ impl KafkaApis {
     }
 
     /// v1+: (offset, timestamp) for -1 latest, -2 earliest, -3 the largest timestamp (v7+),
-    /// or the first message at or after a time; (-1, -1) when no message qualifies.
+    /// or the first message at or after a time; (-1, -1) when no message qualifies. A
+    /// consumer's end is the high watermark, or the last stable offset for a `read_committed`
+    /// one (`reader`: replica id, isolation level).
     fn offset_at_time(
         &self,
         part: &Partition,
         time: i64,
         version: i16,
-        replica_id: i32,
+        (replica_id, isolation_level): (i32, i8),
     ) -> Result<(i64, i64), ErrorCode> {
-        let end = if replica_id < 0 {
-            part.high_watermark()
-        } else {
-            part.log.log_end_offset()
+        let end = match (replica_id < 0, isolation_level) {
+            (true, fetch::READ_COMMITTED) => part.log.last_stable_offset(),
+            (true, _) => part.high_watermark(),
+            (false, _) => part.log.log_end_offset(),
         };
         let found = match time {
             LATEST_TIME => return Ok((end, -1)),

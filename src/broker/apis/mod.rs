@@ -25,6 +25,7 @@ mod producer_ids;
 mod replicas;
 mod sasl;
 mod topics;
+mod txn_markers;
 mod user_credentials;
 
 use std::sync::Arc;
@@ -259,6 +260,7 @@ impl RequestHandler for KafkaApis {
                 self.serve(body, &cx, out, Self::handle_controlled_shutdown)
             }
             header::INIT_PRODUCER_ID => self.serve(body, &cx, out, Self::handle_init_producer_id),
+            header::WRITE_TXN_MARKERS => self.serve(body, &cx, out, Self::handle_write_txn_markers),
             header::OFFSET_FOR_LEADER_EPOCH => {
                 self.serve(body, &cx, out, Self::handle_offset_for_leader_epoch)
             }

@@ -249,7 +249,7 @@ fn set_error(e: SetError) -> (ErrorCode, Option<&'static str>) {
     }
 }
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -258,9 +258,9 @@ fn now_ms() -> i64 {
 /// One partition's outcome: where it lives (while an acks=all answer waits on it), its error,
 /// its first and last offsets, and the append time it was given.
 #[derive(Clone)]
-struct Appended {
+pub(super) struct Appended {
     part: Option<Arc<Partition>>,
-    error: ErrorCode,
+    pub(super) error: ErrorCode,
     first: i64,
     last: i64,
     append_time: Option<i64>,
@@ -272,7 +272,12 @@ struct Appended {
 }
 
 impl Appended {
-    fn ok(part: Arc<Partition>, first: i64, last: i64, append_time: Option<i64>) -> Self {
+    pub(super) fn ok(
+        part: Arc<Partition>,
+        first: i64,
+        last: i64,
+        append_time: Option<i64>,
+    ) -> Self {
         Appended {
             log_start: part.log.log_start_offset(),
             part: Some(part),
@@ -285,7 +290,7 @@ impl Appended {
         }
     }
 
-    fn failed(error: ErrorCode, why: Option<&'static str>) -> Self {
+    pub(super) fn failed(error: ErrorCode, why: Option<&'static str>) -> Self {
         Appended {
             part: None,
             error,
@@ -304,7 +309,7 @@ impl Appended {
 /// partitions still pending, it looks again only when one of their high watermarks moves or
 /// their role changes (a partition no longer led here learns its high watermark from its new
 /// leader through the replica fetcher, which wakes it too).
-fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: Instant) {
+pub(super) fn wait_for_acks_all(rm: &ReplicaManager, results: &mut [Appended], deadline: Instant) {
     let mut parked = None;
     loop {
         let mut pending = false;

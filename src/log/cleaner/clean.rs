@@ -303,6 +303,10 @@ impl Log {
         }
         out.bytes_written += writer.size();
         io.spend(writer.size())?;
+        // Markers are kept as they are, and with them their aborted transactions' entries.
+        for e in group.iter().flat_map(|s| s.txn_index.entries()) {
+            writer.txn_index.append(e)?;
+        }
         writer.seal()?;
         writer.flush()?;
         let newest_write = group.iter().map(|s| s.last_modified()).max();

@@ -1,5 +1,6 @@
 //! One segment: a `.log` file of entries (magic 0/1 messages and format v2 batches, side by
-//! side), its `.index` and its `.timeindex`, all named by the base offset zero-padded to 20
+//! side), its `.index`, its `.timeindex` and, once it holds an ABORT marker, its `.txnindex`
+//! (`txn_index`), all named by the base offset zero-padded to 20
 //! digits so `ls` sorts them.
 //!
 //! Threading: only the partition's appender (holding the `Log`'s append lock) calls the `&self`
@@ -23,6 +24,7 @@ pub use staged::{CLEANED_SUFFIX, SWAP_SUFFIX};
 use super::index::OffsetIndex;
 use super::read_limits::{FirstEntry, slice_len};
 use super::time_index::{self, TimeIndex};
+use super::txn_index::TxnIndex;
 use crate::protocol::message::LOG_OVERHEAD;
 use crate::protocol::records::{self, HEADER_PEEK};
 
@@ -52,7 +54,12 @@ pub struct Segment {
     index_interval: u32,
     /// When this broker opened it: `segment.ms` rolls the active segment that much later.
     opened_at: std::time::Instant,
+    /// The transactions whose ABORT marker is in this segment.
+    pub txn_index: TxnIndex,
 }
+
+/// The extensions of a segment's files; the log file is first.
+pub const FILE_EXTENSIONS: [&str; 4] = ["log", "index", "timeindex", "txnindex"];
 
 /// The log file, for `sendfile`.
 impl std::os::fd::AsRawFd for Segment {
@@ -151,6 +158,7 @@ impl Segment {
         let log_path = dir.join(format!("{stem}.log{suffix}"));
         let index_path = dir.join(format!("{stem}.index{suffix}"));
         let time_index_path = dir.join(format!("{stem}.timeindex{suffix}"));
+        let txn_index = TxnIndex::open(dir.join(format!("{stem}.txnindex{suffix}")))?;
         let log = open_rw(&log_path)?;
         let size = log.metadata()?.len();
         let had_time_index = time_index_path.exists();
@@ -174,6 +182,7 @@ impl Segment {
             max_timestamp: RwLock::new((-1, -1)),
             index_interval,
             opened_at: std::time::Instant::now(),
+            txn_index,
         };
         if size == 0 {
             return Ok(seg);
@@ -563,13 +572,23 @@ impl Segment {
         for f in [&w.file, &w.time_file].into_iter().flatten() {
             f.sync_data()?;
         }
-        Ok(())
+        self.txn_index.flush()
+    }
+
+    /// Its files' paths, in `FILE_EXTENSIONS`' order (some may not exist).
+    fn paths(&self) -> [PathBuf; 4] {
+        [
+            self.log_path.clone(),
+            self.index_path.clone(),
+            self.time_index_path.clone(),
+            self.txn_index.path(),
+        ]
     }
 
     /// Renames the segment's files `*.deleted` (`deferred`): out of the log's sight, still
     /// readable through the open file.
     pub fn rename_deleted(&self) -> io::Result<()> {
-        for path in [&self.log_path, &self.index_path, &self.time_index_path] {
+        for path in &self.paths() {
             match std::fs::rename(path, deleted_path(path)) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
@@ -580,7 +599,7 @@ impl Segment {
 
     /// Unlinks the files `rename_deleted` renamed.
     pub fn delete_renamed_files(&self) -> io::Result<()> {
-        for path in [&self.log_path, &self.index_path, &self.time_index_path] {
+        for path in &self.paths() {
             match std::fs::remove_file(deleted_path(path)) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
@@ -591,7 +610,7 @@ impl Segment {
 
     pub fn delete_files(&self) -> io::Result<()> {
         std::fs::remove_file(&self.log_path)?;
-        for path in [&self.index_path, &self.time_index_path] {
+        for path in &self.paths()[1..] {
             match std::fs::remove_file(path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}

@@ -30,7 +30,7 @@ impl Segment {
         suffix: &str,
     ) -> io::Result<Segment> {
         let stem = super::file_stem(base_offset);
-        for ext in ["log", "index", "timeindex"] {
+        for ext in super::FILE_EXTENSIONS {
             match std::fs::remove_file(dir.join(format!("{stem}.{ext}{suffix}"))) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
@@ -55,6 +55,13 @@ impl Segment {
             }
             *path = new;
         }
+        let txn = self.txn_index.path();
+        let new = with_suffix(&txn, from, to);
+        match std::fs::rename(&txn, &new) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        self.txn_index.moved_to(new);
         self.opened_at = Instant::now();
         Ok(self)
     }
@@ -114,6 +121,7 @@ pub(in crate::log) fn finish_interrupted_swaps(dir: &Path, index_interval: u32) 
         if let Some(stem) = name
             .strip_suffix(".index.swap")
             .or_else(|| name.strip_suffix(".timeindex.swap"))
+            .or_else(|| name.strip_suffix(".txnindex.swap"))
             && !dir.join(format!("{stem}.log.swap")).exists()
         {
             std::fs::remove_file(dir.join(&name))?;
@@ -122,7 +130,7 @@ pub(in crate::log) fn finish_interrupted_swaps(dir: &Path, index_interval: u32) 
     swaps.sort_unstable();
     for base in swaps {
         let stem = super::file_stem(base);
-        for ext in ["log", "index", "timeindex"] {
+        for ext in super::FILE_EXTENSIONS {
             match std::fs::remove_file(dir.join(format!("{stem}.{ext}"))) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
@@ -140,7 +148,7 @@ pub(in crate::log) fn finish_interrupted_swaps(dir: &Path, index_interval: u32) 
             if let Ok(b) = stem.parse::<i64>()
                 && b > base
                 && b < end
-                && matches!(ext, "log" | "index" | "timeindex")
+                && super::FILE_EXTENSIONS.contains(&ext)
             {
                 std::fs::remove_file(dir.join(&name))?;
             }

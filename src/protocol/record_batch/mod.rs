@@ -19,7 +19,9 @@ use super::compression;
 use super::message::{MessageError, SetError};
 use super::primitives::{Reader, Writer};
 
+mod control;
 mod retain;
+pub use control::{MARKER_PEEK, TxnMarker, encode_marker, header_flags, parse_marker};
 pub use retain::{DELETE_HORIZON, rebuild_retained};
 
 pub const MAGIC: i8 = 2;
@@ -228,6 +230,10 @@ pub struct ProducerMeta {
     pub base_offset: i64,
     pub last_offset_delta: i32,
     pub max_timestamp: i64,
+    /// Part of a transaction (attributes bit 4).
+    pub transactional: bool,
+    /// A control batch: a transaction marker (attributes bit 5).
+    pub control: bool,
 }
 
 /// One batch of an idempotent producer: its sequence and offset ranges, as the partition's
@@ -247,11 +253,13 @@ pub fn last_seq(first: i32, count: i32) -> i32 {
 }
 
 impl ProducerMeta {
-    /// The batch's sequence and offset ranges once its first offset is `first`.
+    /// The batch's sequence and offset ranges once its first offset is `first`. The last
+    /// sequence counts from the last offset delta, not the record count, as Kafka's does: a
+    /// batch the cleaner emptied keeps its delta, and with it the sequence it ended at.
     pub fn batch_at(&self, first: i64) -> BatchMeta {
         BatchMeta {
             first_seq: self.base_sequence,
-            last_seq: last_seq(self.base_sequence, self.count),
+            last_seq: last_seq(self.base_sequence, self.last_offset_delta + 1),
             first_offset: first,
             last_offset: first + i64::from(self.last_offset_delta),
         }
@@ -265,6 +273,7 @@ pub fn producer_meta(header: &[u8]) -> Option<ProducerMeta> {
         return None;
     }
     let producer_id = BigEndian::read_i64(&header[PRODUCER_ID_AT..]);
+    let (transactional, control) = header_flags(header);
     (producer_id >= 0).then(|| ProducerMeta {
         producer_id,
         epoch: BigEndian::read_i16(&header[PRODUCER_EPOCH_AT..]),
@@ -273,6 +282,8 @@ pub fn producer_meta(header: &[u8]) -> Option<ProducerMeta> {
         base_offset: BigEndian::read_i64(header),
         last_offset_delta: BigEndian::read_i32(&header[LAST_OFFSET_DELTA_AT..]),
         max_timestamp: BigEndian::read_i64(&header[MAX_TIMESTAMP_AT..]),
+        transactional,
+        control,
     })
 }
 
@@ -300,8 +311,8 @@ pub struct ValidBatch {
 
 /// Checks a produced set that must be exactly one batch: CRC, lengths, the record count and
 /// offset deltas (0, 1, … as a producer writes them), every record's layout — inside the
-/// decompressed block for a compressed batch — and the size limit. Control and transactional
-/// batches are refused: transactions are not served.
+/// decompressed block for a compressed batch — and the size limit. Control batches are
+/// refused (only leaders write markers), as are transactional ones without a producer id.
 pub fn validate_for_append(set: &[u8], max_message_bytes: usize) -> Result<ValidBatch, SetError> {
     let batch = parse_batch(set).map_err(|e| match e {
         MessageError::Incomplete => SetError::Corrupt(MessageError::BadSize),
@@ -313,8 +324,15 @@ pub fn validate_for_append(set: &[u8], max_message_bytes: usize) -> Result<Valid
     if set.len() - 12 > max_message_bytes {
         return Err(SetError::MessageTooLarge);
     }
-    if batch.attributes() & (TRANSACTIONAL | CONTROL) != 0 {
-        return Err(SetError::Unsupported("transactional or control batch"));
+    if batch.attributes() & CONTROL != 0 {
+        return Err(SetError::Unsupported(
+            "a control batch: transaction markers are written by partition leaders",
+        ));
+    }
+    if batch.attributes() & TRANSACTIONAL != 0 && batch.producer_id() < 0 {
+        return Err(SetError::Unsupported(
+            "a transactional batch without a producer id",
+        ));
     }
     let count = batch.record_count();
     if count <= 0 || batch.last_offset_delta() != count - 1 {
@@ -371,6 +389,8 @@ pub struct BatchBuilder {
     max_timestamp: i64,
     /// Producer id, epoch and base sequence (-1s: not idempotent).
     producer: (i64, i16, i32),
+    /// Attribute bits besides the codec (transactional).
+    flags: i16,
 }
 
 impl BatchBuilder {
@@ -381,7 +401,14 @@ impl BatchBuilder {
             base_timestamp: -1,
             max_timestamp: -1,
             producer: (NO_PRODUCER_ID, -1, -1),
+            flags: 0,
         }
+    }
+
+    /// Marks the batch as part of its (idempotent) producer's transaction.
+    pub fn transactional(mut self) -> Self {
+        self.flags |= TRANSACTIONAL;
+        self
     }
 
     /// Marks the batch as an idempotent producer's.
@@ -431,7 +458,7 @@ impl BatchBuilder {
             &Header {
                 base_offset: 0,
                 leader_epoch: -1,
-                attributes: i16::from(codec),
+                attributes: i16::from(codec) | self.flags,
                 last_offset_delta: self.count - 1,
                 base_timestamp: self.base_timestamp,
                 max_timestamp: self.max_timestamp,
