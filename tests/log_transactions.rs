@@ -10,6 +10,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Duration;
 
+use gregor::config::CleanupPolicy;
+use gregor::log::cleaner::Throttle;
+use gregor::log::overrides::Compaction;
 use gregor::log::transactions::MarkerError;
 use gregor::log::txn_index::AbortedTxn;
 use gregor::log::{Log, LogConfig};
@@ -54,6 +57,17 @@ fn op() -> impl Strategy<Value = Op> {
 struct Model {
     visible: BTreeMap<i64, bool>,
     open: HashMap<i64, Vec<i64>>,
+    /// Each record's key.
+    keys: BTreeMap<i64, u8>,
+}
+
+/// The producer that fills segments with plain records after the operations.
+const FILLER: i64 = 9;
+
+/// Record `i` of a batch has key `key_base + i`: the filler's keys are its own, so that what
+/// the operations wrote is not all superseded by it.
+fn key_base(pid: i64) -> u8 {
+    if pid == FILLER { 100 } else { 0 }
 }
 
 /// Applies `ops` to `log` (the leader) and the model; each producer's sequence in `seqs`.
@@ -69,7 +83,7 @@ fn run(log: &Log, ops: &[Op], model: &mut Model, seqs: &mut HashMap<i64, i32>) {
                 for i in 0..n {
                     b.push(&NewRecord {
                         timestamp: 1_000,
-                        key: Some(&[i]),
+                        key: Some(&[key_base(pid) + i]),
                         value: Some(b"v"),
                         headers: &[],
                     });
@@ -79,6 +93,7 @@ fn run(log: &Log, ops: &[Op], model: &mut Model, seqs: &mut HashMap<i64, i32>) {
                 log.append_batch(&mut batch, u32::from(n), 0, None).unwrap();
                 *seq += i32::from(n);
                 for o in first..first + i64::from(n) {
+                    model.keys.insert(o, key_base(pid) + (o - first) as u8);
                     model.visible.insert(o, !txn);
                     if txn {
                         model.open.entry(pid).or_default().push(o);
@@ -130,7 +145,13 @@ fn read_committed(log: &Log) -> BTreeSet<i64> {
         if txn && skipping.contains(&b.producer_id()) {
             continue;
         }
-        seen.extend(b.base_offset()..=b.last_offset());
+        // The records it holds (a batch the cleaner emptied holds none).
+        b.records()
+            .unwrap()
+            .for_each(|r| {
+                seen.insert(b.base_offset() + i64::from(r.offset_delta));
+            })
+            .unwrap();
     }
     seen
 }
@@ -338,4 +359,98 @@ fn a_marker_above_the_high_watermark_holds_the_last_stable_offset() {
     assert_eq!(log.last_stable_offset(), 7);
     assert_eq!(log.open_transactions(), 0);
     check(&log, &model, "both ended");
+}
+
+/// Every record's offset the log still holds (markers included), read uncommitted.
+fn offsets_held(log: &Log) -> BTreeSet<i64> {
+    let mut out = BTreeSet::new();
+    for bytes in read_batches(log, None) {
+        records::for_each_message(&bytes, |o, _, _, _, _| {
+            out.insert(o);
+        })
+        .unwrap();
+    }
+    out
+}
+
+fn clean(log: &Log) -> gregor::log::cleaner::Cleaned {
+    let c = Compaction {
+        policy: CleanupPolicy::parse("compact"),
+        min_cleanable_ratio: 0.0,
+        delete_retention_ms: 0,
+        min_compaction_lag_ms: 0,
+        max_compaction_lag_ms: i64::MAX,
+    };
+    log.clean(&c, 1 << 20, &Throttle::new(f64::MAX), 4096, None)
+        .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// A compacted log of transactions: what a `read_committed` reader sees after cleaning is
+    /// each key's latest committed (or plain) record below where the clean reached, and every
+    /// committed record above; no aborted record is left below it; markers go once nothing of
+    /// their transaction is left and their horizon passed, and a reopened log has no
+    /// transaction left open by a marker gone too soon.
+    #[test]
+    fn cleaning_keeps_what_read_committed_sees(ops in proptest::collection::vec(op(), 1..60)) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = open(dir.path(), 400);
+        let mut model = Model::default();
+        let mut seqs = HashMap::new();
+        run(&log, &ops, &mut model, &mut seqs);
+        // End what is open (aborted), and roll past it with plain records of another key.
+        let still_open: Vec<i64> = model.open.keys().copied().collect();
+        for pid in still_open {
+            run(&log, &[Op::End { pid, commit: false }], &mut model, &mut seqs);
+        }
+        for _ in 0..8 {
+            run(&log, &[Op::Data { pid: FILLER, txn: false, n: 3 }], &mut model, &mut seqs);
+        }
+        log.store_high_watermark(log.log_end_offset());
+        let first = clean(&log);
+        let end = first.first_dirty;
+        prop_assert!(end > 0);
+        for pass in ["first clean", "second clean"] {
+            // Below `end`, the latest visible record of each key; from `end` on, all visible.
+            let mut latest: HashMap<u8, i64> = HashMap::new();
+            for (o, v) in model.visible.range(..end) {
+                if *v {
+                    latest.insert(model.keys[o], *o);
+                }
+            }
+            let want: BTreeSet<i64> = model
+                .visible
+                .iter()
+                .filter(|(o, v)| **v && (**o >= end || latest[&model.keys[*o]] == **o))
+                .map(|(o, _)| *o)
+                .collect();
+            prop_assert_eq!(read_committed(&log), want, "{}", pass);
+            let held = offsets_held(&log);
+            for (o, v) in model.visible.range(..end) {
+                prop_assert!(*v || !held.contains(o), "{}: aborted record {} left", pass, o);
+            }
+            clean(&log);
+        }
+        // No marker is left whose transaction has no batch left before it.
+        let mut batches: HashMap<i64, usize> = HashMap::new();
+        for bytes in read_batches(&log, Some(end)) {
+            let b = record_batch::parse_batch(&bytes).unwrap();
+            let (txn, control) = record_batch::header_flags(&bytes);
+            if control {
+                prop_assert!(
+                    batches.remove(&b.producer_id()).is_some(),
+                    "a marker at {} outlived its transaction", b.base_offset()
+                );
+            } else if txn {
+                *batches.entry(b.producer_id()).or_default() += 1;
+            }
+        }
+        let path = log.dir.clone();
+        drop(log);
+        let log = open(&path, 400);
+        log.store_high_watermark(log.log_end_offset());
+        prop_assert_eq!(log.last_stable_offset(), log.log_end_offset());
+        prop_assert_eq!(log.open_transactions(), 0);
+    }
 }

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::filter::{self, Filtered, Rules, Tally};
 use super::offset_map::OffsetMap;
 use super::throttle::Throttle;
+use super::txns::CleanedTxns;
 use crate::log::overrides::Compaction;
 use crate::log::partition_log::Log;
 use crate::log::segment::{CLEANED_SUFFIX, SWAP_SUFFIX, Segment};
@@ -129,7 +130,8 @@ impl Log {
             .iter()
             .find(|s| newest_ms(s) > now_ms.saturating_sub(c.min_compaction_lag_ms))
             .map_or(i64::MAX, |s| s.base_offset);
-        let first_uncleanable = active_base.min(self.high_watermark()).min(lag_bound);
+        // Nor an open transaction's records, whose fate is not known: below the LSO only.
+        let first_uncleanable = active_base.min(self.last_stable_offset()).min(lag_bound);
         let mut out = Cleanable {
             first_dirty,
             first_uncleanable,
@@ -176,6 +178,7 @@ impl Log {
         let end = self.build_offset_map(&segs, &range, map, io, io_buffer, &mut out)?;
         out.map_utilization = map.utilization();
         let last_batches = self.append_lock.lock().producers.last_batches();
+        let mut txns = CleanedTxns::new(self.aborted_transactions(self.log_start_offset(), end));
         let to_clean: Vec<_> = segs
             .iter()
             .filter(|s| s.base_offset < end)
@@ -193,7 +196,7 @@ impl Log {
                 legacy_tombstones_expired: false,
                 last_batches: &last_batches,
             };
-            if !self.clean_group(group, rules, io, io_buffer, hook, &mut out)? {
+            if !self.clean_group(group, rules, &mut txns, (io, io_buffer), hook, &mut out)? {
                 out.swapped = false;
                 break;
             }
@@ -223,6 +226,9 @@ impl Log {
         out: &mut Cleaned,
     ) -> io::Result<i64> {
         let mut end = range.first_dirty;
+        // An aborted transaction's values do not count as any key's latest.
+        let aborted = self.aborted_transactions(range.first_dirty, range.first_uncleanable);
+        let mut txns = CleanedTxns::new(aborted);
         for s in segs {
             if s.next_offset() <= range.first_dirty {
                 continue;
@@ -232,8 +238,9 @@ impl Log {
             }
             let mut full = false;
             for_each_entry(s, range.first_dirty, io_buffer, io, out, |e| {
-                let Some(n) = key_slots(&e) else {
-                    return Ok(true); // a transaction marker: no key
+                let Some(n) = key_slots(&e, &mut txns) else {
+                    end = e.last_offset + 1;
+                    return Ok(true); // a transaction marker or aborted data: no key
                 };
                 if map.len() + n > map.capacity() {
                     if map.is_empty() {
@@ -262,13 +269,15 @@ impl Log {
         Ok(end)
     }
 
-    /// Steps 3 and 4 for one group of segments; false when the log changed under it.
+    /// Steps 3 and 4 for one group of segments; false when the log changed under it. `txns`
+    /// follows the transactions from the log's start (`txns`); `io` is the throttle and the
+    /// read size.
     fn clean_group(
         &self,
         group: &[Arc<Segment>],
         mut rules: Rules<'_>,
-        io: &Throttle,
-        io_buffer: usize,
+        txns: &mut CleanedTxns,
+        (io, io_buffer): (&Throttle, usize),
         hook: StepHook<'_>,
         out: &mut Cleaned,
     ) -> io::Result<bool> {
@@ -281,12 +290,13 @@ impl Log {
             rules.legacy_tombstones_expired =
                 written_ms.saturating_add(rules.delete_retention_ms) < rules.now_ms;
             for_each_entry(s, s.base_offset, io_buffer, io, out, |e| {
-                let kept = filter::filter_entry(&e, &rules, &mut run.tally).map_err(|err| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("entry at offset {}: {err:?}", e.first_offset),
-                    )
-                })?;
+                let kept =
+                    filter::filter_entry(&e, &rules, txns, &mut run.tally).map_err(|err| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("entry at offset {}: {err:?}", e.first_offset),
+                        )
+                    })?;
                 match kept {
                     Filtered::Keep => run.push(e.bytes, e.first_offset, e.last_offset)?,
                     Filtered::Drop => {}
@@ -303,8 +313,8 @@ impl Log {
         }
         out.bytes_written += writer.size();
         io.spend(writer.size())?;
-        // Markers are kept as they are, and with them their aborted transactions' entries.
-        for e in group.iter().flat_map(|s| s.txn_index.entries()) {
+        // The aborted transactions whose ABORT markers it kept.
+        for e in txns.take_index() {
             writer.txn_index.append(e)?;
         }
         writer.seal()?;
@@ -370,16 +380,26 @@ fn newest_written_ms(s: &Segment) -> i64 {
 }
 
 /// How many map slots an entry may need: its record count (a format 0/1 compressed wrapper's
-/// messages counted by opening it); `None` for a transaction marker.
-fn key_slots(e: &Entry<'_>) -> Option<usize> {
+/// messages counted by opening it); `None` for a transaction marker or a batch of an aborted
+/// transaction (`txns` follows them), whose keys do not go into the map.
+fn key_slots(e: &Entry<'_>, txns: &mut CleanedTxns) -> Option<usize> {
     if e.magic != record_batch::MAGIC {
         let mut n = 0;
         let _ = records::for_each_message(e.bytes, |_, _, _, _, _| n += 1);
         return Some(n);
     }
     match record_batch::parse_batch(e.bytes) {
-        Ok(b) if b.is_control() => None,
-        Ok(b) => Some(b.record_count().max(0) as usize),
+        Ok(b) if b.is_control() => {
+            if let Some(m) = record_batch::parse_marker(b.bytes()) {
+                txns.marker_removable(b.producer_id(), m.commit, b.base_offset());
+            }
+            None
+        }
+        Ok(b) => {
+            let transactional = record_batch::header_flags(b.bytes()).0;
+            (!txns.is_aborted(b.producer_id(), transactional, b.last_offset()))
+                .then_some(b.record_count().max(0) as usize)
+        }
         Err(_) => Some(0),
     }
 }

@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use byteorder::{BigEndian, ByteOrder};
 
 use super::offset_map::OffsetMap;
+use super::txns::CleanedTxns;
 use crate::protocol::compression;
 use crate::protocol::message::{self, SetError};
 use crate::protocol::record_batch::{self, rebuild_retained};
@@ -56,24 +57,68 @@ pub struct Tally {
     pub earliest_horizon: Option<i64>,
 }
 
+/// What stays of entry `e`; `txns` follows the transactions along the read (`txns`).
 pub fn filter_entry(
     e: &Entry<'_>,
     rules: &Rules<'_>,
+    txns: &mut CleanedTxns,
     tally: &mut Tally,
 ) -> Result<Filtered, SetError> {
-    if e.magic == record_batch::MAGIC {
-        filter_batch(e.bytes, rules, tally)
-    } else {
-        filter_message(e.bytes, rules, tally)
+    if e.magic != record_batch::MAGIC {
+        return filter_message(e.bytes, rules, tally);
     }
+    let b = record_batch::parse_batch(e.bytes).map_err(SetError::Corrupt)?;
+    if b.is_control() {
+        return filter_marker(&b, rules, txns, tally);
+    }
+    let transactional = record_batch::header_flags(e.bytes).0;
+    let aborted = txns.is_aborted(b.producer_id(), transactional, b.last_offset());
+    let kept = filter_batch(&b, rules, aborted, tally)?;
+    if transactional && !matches!(kept, Filtered::Drop) {
+        txns.kept_batch(b.producer_id());
+    }
+    Ok(kept)
 }
 
-fn filter_batch(bytes: &[u8], rules: &Rules<'_>, tally: &mut Tally) -> Result<Filtered, SetError> {
-    let b = record_batch::parse_batch(bytes).map_err(SetError::Corrupt)?;
-    if b.is_control() {
-        // Transaction markers follow the transactions' rules (not served yet): kept.
+/// A transaction marker: kept while its transaction has batches left, then until its delete
+/// horizon (set the first time a clean keeps it, as a tombstone's is).
+fn filter_marker(
+    b: &record_batch::Batch<'_>,
+    rules: &Rules<'_>,
+    txns: &mut CleanedTxns,
+    tally: &mut Tally,
+) -> Result<Filtered, SetError> {
+    let Some(marker) = record_batch::parse_marker(b.bytes()) else {
+        return Ok(Filtered::Keep); // another kind of control record: left as it is
+    };
+    let removable = txns.marker_removable(b.producer_id(), marker.commit, b.base_offset());
+    let horizon = b.delete_horizon();
+    if removable && horizon.is_some_and(|h| rules.now_ms >= h) {
+        return Ok(Filtered::Drop);
+    }
+    let horizon = horizon.unwrap_or(rules.now_ms.saturating_add(rules.delete_retention_ms));
+    if removable {
+        tally.earliest_horizon = Some(tally.earliest_horizon.map_or(horizon, |e| e.min(horizon)));
+    }
+    if b.delete_horizon().is_some() {
         return Ok(Filtered::Keep);
     }
+    Ok(Filtered::Rewrite(rebuild_retained(
+        b,
+        &b.records()?,
+        &[true],
+        Some(horizon),
+    )?))
+}
+
+/// A data batch: each record kept when it is its key's latest and not an expired tombstone;
+/// none when the batch belongs to an aborted transaction.
+fn filter_batch(
+    b: &record_batch::Batch<'_>,
+    rules: &Rules<'_>,
+    aborted: bool,
+    tally: &mut Tally,
+) -> Result<Filtered, SetError> {
     let records = b.records()?;
     let horizon = b.delete_horizon();
     let mut kept = Vec::with_capacity(b.record_count().max(0) as usize);
@@ -81,7 +126,7 @@ fn filter_batch(bytes: &[u8], rules: &Rules<'_>, tally: &mut Tally) -> Result<Fi
     records.for_each(|r| {
         let offset = b.base_offset() + i64::from(r.offset_delta);
         let expired = r.value.is_none() && horizon.is_some_and(|h| rules.now_ms >= h);
-        let keep = rules.is_latest(r.key, offset) && !expired;
+        let keep = !aborted && rules.is_latest(r.key, offset) && !expired;
         tombstones_kept |= keep && r.value.is_none();
         kept.push(keep);
     })?;
@@ -107,7 +152,7 @@ fn filter_batch(bytes: &[u8], rules: &Rules<'_>, tally: &mut Tally) -> Result<Fi
         return Ok(Filtered::Drop);
     }
     Ok(Filtered::Rewrite(rebuild_retained(
-        &b,
+        b,
         &records,
         &kept,
         new_horizon,

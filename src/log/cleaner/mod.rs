@@ -12,6 +12,7 @@ pub mod clean;
 mod filter;
 pub mod offset_map;
 mod throttle;
+mod txns;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};

@@ -19,8 +19,10 @@ use super::{
 use crate::protocol::primitives::Reader;
 
 /// Bytes of a marker batch after its header that the log reads to know the marker: the
-/// record's length, attributes, deltas, key and value (a few varints and 6 + 8 bytes).
-pub const MARKER_PEEK: usize = 20;
+/// record's length, attributes, deltas, key and value — 4 + 6 bytes and varints, the
+/// timestamp delta up to 10 bytes (the cleaner moves a marker's base timestamp to its delete
+/// horizon, which makes the delta large).
+pub const MARKER_PEEK: usize = 32;
 
 const ABORT: i16 = 0;
 const COMMIT: i16 = 1;
@@ -116,6 +118,17 @@ mod tests {
             assert!(b.len() <= BATCH_OVERHEAD + MARKER_PEEK, "{}", b.len());
             assert_eq!(parse_marker(&b), Some(marker));
             assert_eq!(header_flags(&b), (true, true));
+            // Kept by the cleaner with a delete horizon days away: still read from the peek.
+            let horizon = 1_700_000_000_000 + 30 * 86_400_000;
+            let kept = crate::protocol::record_batch::rebuild_retained(
+                &batch,
+                &batch.records().unwrap(),
+                &[true],
+                Some(horizon),
+            )
+            .unwrap();
+            let peek = &kept[..kept.len().min(BATCH_OVERHEAD + MARKER_PEEK)];
+            assert_eq!(parse_marker(peek), Some(marker));
         }
     }
 
