@@ -244,6 +244,10 @@ fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
                 b, key, v,
             ),
         ),
+        header::DESCRIBE_PRODUCERS => (
+            dec::<gregor::protocol::describe_producers::DescribeProducersRequest>(b, key, v),
+            dec::<gregor::protocol::describe_producers::DescribeProducersResponse>(b, key, v),
+        ),
         header::WRITE_TXN_MARKERS => (
             dec::<gregor::protocol::txn_markers::WriteTxnMarkersRequest>(b, key, v),
             dec::<gregor::protocol::txn_markers::WriteTxnMarkersResponse>(b, key, v),
@@ -425,6 +429,12 @@ fn samples() -> Vec<Vec<u8>> {
             }],
         };
         encode_body(&req, b, header::WRITE_TXN_MARKERS, 1)
+    });
+    push(&|b| {
+        let req = gregor::protocol::describe_producers::DescribeProducersRequest {
+            topics: vec![("t".into(), vec![0, 3])],
+        };
+        encode_body(&req, b, header::DESCRIBE_PRODUCERS, 0)
     });
     push(&|b| {
         let req = gregor::protocol::sasl::SaslAuthenticateRequest {

@@ -91,6 +91,9 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
             key, v, body,
         ),
         60 => again::<DescribeClusterResponse>(key, v, body),
+        61 => {
+            again::<gregor::protocol::describe_producers::DescribeProducersResponse>(key, v, body)
+        }
         k => Err(format!("no case for api {k}")),
     }
 }

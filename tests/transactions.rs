@@ -5,16 +5,19 @@
 //! `read_uncommitted` all of them; the last stable offset holds at an open transaction's
 //! first record (Fetch and ListOffsets); markers of an older coordinator epoch or producer
 //! epoch are refused with Kafka's codes, a control batch from a client with INVALID_RECORD;
-//! after a kill -9 and restart the same records are read.
+//! Kafka's `kafka-transactions.sh describe-producers` shows the producers and their open
+//! transactions (DescribeProducers); after a kill -9 and restart the same records are read.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::raw_client::{Client, init_producer};
 use common::run_with_deadline;
 use gregor::protocol::ErrorCode;
+use gregor::protocol::describe_producers::{DescribeProducersRequest, DescribeProducersResponse};
 use gregor::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse, READ_COMMITTED};
 use gregor::protocol::offsets::{
     LATEST_TIME, ListOffsetsRequest, ListOffsetsResponse, OffsetsPartition,
@@ -110,6 +113,28 @@ fn read(bootstrap: &str, client: &str, isolation: &str) -> Vec<(i64, String)> {
         .collect()
 }
 
+/// `kafka-transactions.sh describe-producers` for partition 0: producer id → (epoch, latest
+/// coordinator epoch, last sequence, current transaction start offset).
+fn describe_producers(bootstrap: &str) -> BTreeMap<i64, (i32, i32, i32, i64)> {
+    let (ok, out, err) = common::java::run_kafka_tool(
+        "org.apache.kafka.tools.TransactionsCommand",
+        bootstrap,
+        &["describe-producers", "--topic", TOPIC, "--partition", "0"],
+    );
+    assert!(ok, "describe-producers: {out}\n{err}");
+    out.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // The tool prints an absent coordinator epoch or transaction as `None`.
+            let n = |i: usize| match f.get(i) {
+                Some(&"None") => Some(-1),
+                v => v.and_then(|v| v.parse::<i64>().ok()),
+            };
+            Some((n(0)?, (n(1)? as i32, n(2)? as i32, n(3)? as i32, n(5)?)))
+        })
+        .collect()
+}
+
 fn values(recs: &[(i64, String)]) -> Vec<&str> {
     recs.iter().map(|(_, v)| v.as_str()).collect()
 }
@@ -136,6 +161,11 @@ fn read_committed_consumers_see_committed_records_only() {
         ["a1", "z1", "plain", "a2"]
     );
 
+    // Kafka's own tool shows both open transactions and each producer's last sequence.
+    let producers = describe_producers(&b);
+    assert_eq!(producers.get(&a), Some(&(0, -1, 1, 0)), "{producers:?}");
+    assert_eq!(producers.get(&z), Some(&(0, -1, 0, 1)), "{producers:?}");
+
     // A client may not write a marker itself.
     let forged = encode_marker(
         a,
@@ -153,6 +183,23 @@ fn read_committed_consumers_see_committed_records_only() {
     assert_eq!(last_stable(&mut c), (1, 1));
     assert_eq!(end_txn(&mut c, z, 0, false, 5), 0);
     assert_eq!(last_stable(&mut c), (6, 6));
+    // The same through the raw request: both ended, by coordinator epoch 5.
+    let req = DescribeProducersRequest {
+        topics: vec![(TOPIC.into(), vec![0])],
+    };
+    let resp: DescribeProducersResponse = c.chan.send(61, 0, &req).unwrap();
+    let got: Vec<(i64, i32, i64)> = resp.topics[0].1[0]
+        .active_producers
+        .iter()
+        .map(|p| {
+            (
+                p.producer_id,
+                p.coordinator_epoch,
+                p.current_txn_start_offset,
+            )
+        })
+        .collect();
+    assert_eq!(got, [(a.min(z), 5, -1), (a.max(z), 5, -1)]);
     // An older coordinator, or the producer's older epoch, is fenced.
     assert_eq!(
         end_txn(&mut c, a, 0, false, 4),

@@ -27,7 +27,7 @@ pub(super) struct Producer {
     pub(super) epoch: i16,
     batches: VecDeque<BatchMeta>,
     /// Largest batch timestamp seen (ms), for expiration.
-    last_timestamp: i64,
+    pub(super) last_timestamp: i64,
     /// First offset of its open transaction's records here (`transactions`).
     #[serde(default)]
     pub(super) txn_first_offset: Option<i64>,
@@ -49,6 +49,11 @@ impl Producer {
             txn_first_offset: None,
             coordinator_epoch: -1,
         }
+    }
+
+    /// The last sequence appended (-1: none in this epoch).
+    pub(super) fn last_sequence(&self) -> i32 {
+        self.batches.back().map_or(-1, |b| b.last_seq)
     }
 
     /// A new epoch starts its sequences again.

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use super::partition_log::{AppendState, Log};
 use super::producer_state::{Producer, ProducerStates};
 use super::txn_index::AbortedTxn;
+use crate::protocol::describe_producers::ActiveProducer;
 use crate::protocol::record_batch::{self, TxnMarker};
 
 /// Why a marker is refused.
@@ -154,6 +155,24 @@ impl ProducerStates {
         self.ongoing.len()
     }
 
+    /// Every producer known here, by id, as DescribeProducers answers.
+    pub fn describe(&self) -> Vec<ActiveProducer> {
+        let mut out: Vec<ActiveProducer> = self
+            .producers
+            .iter()
+            .map(|(pid, p)| ActiveProducer {
+                producer_id: *pid,
+                producer_epoch: i32::from(p.epoch),
+                last_sequence: p.last_sequence(),
+                last_timestamp: p.last_timestamp,
+                coordinator_epoch: p.coordinator_epoch,
+                current_txn_start_offset: p.txn_first_offset.unwrap_or(-1),
+            })
+            .collect();
+        out.sort_by_key(|a| a.producer_id);
+        out
+    }
+
     /// Fills the index of open transactions from the producers (after loading a snapshot).
     pub fn index_open_transactions(&mut self) {
         self.ongoing = self
@@ -262,6 +281,11 @@ impl Log {
     /// Open transactions in this partition.
     pub fn open_transactions(&self) -> usize {
         self.append_lock.lock().producers.open_transactions()
+    }
+
+    /// The producers this partition knows of (DescribeProducers).
+    pub fn active_producers(&self) -> Vec<ActiveProducer> {
+        self.append_lock.lock().producers.describe()
     }
 }
 

@@ -47,6 +47,7 @@ pub const ALTER_CLIENT_QUOTAS: i16 = 49;
 pub const DESCRIBE_USER_SCRAM_CREDENTIALS: i16 = 50;
 pub const ALTER_USER_SCRAM_CREDENTIALS: i16 = 51;
 pub const DESCRIBE_CLUSTER: i16 = 60;
+pub const DESCRIBE_PRODUCERS: i16 = 61;
 
 /// One API this broker serves: its key, Kafka's name for it (`ApiKeys`, as request metrics
 /// are labelled), the versions served, the first version that uses the flexible encoding
@@ -192,6 +193,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
         0,
     ),
     api(DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
+    api(DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0, 0),
 ];
 
 /// Kafka's name of an API, as its request metrics are labelled.

@@ -18,6 +18,7 @@ pub mod compression;
 pub mod controller;
 pub mod coordinator;
 pub mod delete_records;
+pub mod describe_producers;
 pub mod elect_leaders;
 pub mod errors;
 pub mod fetch;

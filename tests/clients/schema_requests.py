@@ -247,3 +247,10 @@ for v in served(31):
     out(31, v, DeleteAclsRequest(version=v, filters=[
         F(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
           principal_filter="User:alice", host_filter=None, operation=1, permission_type=1)]))
+
+from kafka.protocol.admin import DescribeProducersRequest
+
+for v in served(61):
+    T = DescribeProducersRequest.TopicRequest
+    out(61, v, DescribeProducersRequest(version=v, topics=[
+        T(name="t", partition_indexes=[0, 3]), T(name="u", partition_indexes=[])]))

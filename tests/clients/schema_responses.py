@@ -343,3 +343,18 @@ for v in served(31):
             M(error_code=0, error_message=None, resource_type=2, resource_name="orders",
               pattern_type=4, principal="User:alice", host="*", operation=3,
               permission_type=3)])]))
+
+from kafka.protocol.admin import DescribeProducersResponse
+
+for v in served(61):
+    T = DescribeProducersResponse.TopicResponse
+    P = T.PartitionResponse
+    S = P.ProducerState
+    out(61, v, DescribeProducersResponse(version=v, throttle_time_ms=0, topics=[
+        T(name="t", partitions=[
+            P(partition_index=0, error_code=0, error_message=None, active_producers=[
+                S(producer_id=7, producer_epoch=2, last_sequence=41,
+                  last_timestamp=1700000000000, coordinator_epoch=-1,
+                  current_txn_start_offset=12)]),
+            P(partition_index=3, error_code=6, error_message="not the leader",
+              active_producers=[])])]))

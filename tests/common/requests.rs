@@ -112,6 +112,7 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
             again::<gregor::protocol::scram_credentials::AlterUserScramCredentialsRequest>(r, out)?
         }
         60 => again::<DescribeClusterRequest>(r, out)?,
+        61 => again::<gregor::protocol::describe_producers::DescribeProducersRequest>(r, out)?,
         k => return Err(format!("no case for api {k}")),
     }
     Ok((buf, r.remaining()))

@@ -261,6 +261,9 @@ impl RequestHandler for KafkaApis {
             }
             header::INIT_PRODUCER_ID => self.serve(body, &cx, out, Self::handle_init_producer_id),
             header::WRITE_TXN_MARKERS => self.serve(body, &cx, out, Self::handle_write_txn_markers),
+            header::DESCRIBE_PRODUCERS => {
+                self.serve(body, &cx, out, Self::handle_describe_producers)
+            }
             header::OFFSET_FOR_LEADER_EPOCH => {
                 self.serve(body, &cx, out, Self::handle_offset_for_leader_epoch)
             }

@@ -1,10 +1,15 @@
 //! InitProducerId (key 22) for idempotent producers: an id from the broker's
 //! `ProducerIdManager`, or the same id with the next epoch when a producer re-initialises
-//! (KIP-360). Transactions are not served: a transactional id gets INVALID_REQUEST.
+//! (KIP-360). The transaction coordinator is not served: a transactional id gets
+//! INVALID_REQUEST. DescribeProducers (61): what a partition's leader knows of its producers.
 
 use super::{KafkaApis, RequestContext};
+use crate::broker::partition::Role;
 use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
+use crate::protocol::describe_producers::{
+    ActiveProducer, DescribeProducersRequest, DescribeProducersResponse, ProducersOfPartition,
+};
 use crate::protocol::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use crate::security::acl::{Operation, ResourceType};
 
@@ -57,5 +62,52 @@ impl KafkaApis {
         };
         cx.answer(out, &resp);
         Action::Respond
+    }
+
+    /// Each partition's producers from its leader; Read on the topic needed.
+    pub(super) fn handle_describe_producers(
+        &self,
+        req: &DescribeProducersRequest,
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+    ) -> Action {
+        let topics = req
+            .topics
+            .iter()
+            .map(|(topic, partitions)| {
+                let allowed = self.allowed(cx, Operation::Read, ResourceType::Topic, topic);
+                let answers = partitions
+                    .iter()
+                    .map(|p| {
+                        let found = if allowed {
+                            self.producers_of(topic, *p)
+                        } else {
+                            Err(ErrorCode::TopicAuthorizationFailed)
+                        };
+                        let (error, active_producers) = match found {
+                            Ok(a) => (ErrorCode::None, a),
+                            Err(e) => (e, Vec::new()),
+                        };
+                        ProducersOfPartition {
+                            partition: *p,
+                            error_code: error.code(),
+                            error_message: None,
+                            active_producers,
+                        }
+                    })
+                    .collect();
+                (topic.clone(), answers)
+            })
+            .collect();
+        cx.answer(out, &DescribeProducersResponse { topics });
+        Action::Respond
+    }
+
+    fn producers_of(&self, topic: &str, partition: i32) -> Result<Vec<ActiveProducer>, ErrorCode> {
+        let part = self.partition(topic, partition)?;
+        if part.role() != Role::Leader {
+            return Err(ErrorCode::NotLeaderForPartition);
+        }
+        Ok(part.log.active_producers())
     }
 }
