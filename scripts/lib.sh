@@ -120,3 +120,9 @@ ensure_kafka_tools() {
   ensure_maven_jars tests/clients/kafka-tools/pom.xml target/kafka-tools kafka-tools-4.4.0.jar \
     "Apache Kafka's tools (kafka-tools 4.4.0 and its jars)"
 }
+
+# Kafka Connect's distributed worker and file connectors (4.3.1) for tests/connect.rs.
+ensure_connect() {
+  ensure_maven_jars tests/clients/connect/pom.xml target/connect connect-runtime-4.3.1.jar \
+    "Kafka Connect (connect-runtime and connect-file 4.3.1 and their jars)"
+}
