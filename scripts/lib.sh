@@ -121,7 +121,13 @@ ensure_kafka_tools() {
     "Apache Kafka's tools (kafka-tools 4.4.0 and its jars)"
 }
 
-# Kafka Connect's distributed worker and file connectors (4.3.1) for tests/connect.rs.
+# Kafka Streams (4.4.0) for tests/kafka_apps/streams.rs.
+ensure_streams() {
+  ensure_maven_jars tests/clients/streams/pom.xml target/streams kafka-streams-4.4.0.jar \
+    "Kafka Streams (kafka-streams 4.4.0 and its jars)"
+}
+
+# Kafka Connect's distributed worker and file connectors (4.3.1) for tests/kafka_apps/connect.rs.
 ensure_connect() {
   ensure_maven_jars tests/clients/connect/pom.xml target/connect connect-runtime-4.3.1.jar \
     "Kafka Connect (connect-runtime and connect-file 4.3.1 and their jars)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests need (ZooKeeper, kcat, a JDK, the Python and Java Kafka clients, Apache
-# Kafka's tools and Kafka Connect) and runs the whole test suite: unit tests,
+# Kafka's tools, Kafka Connect and Streams) and runs the whole test suite: unit tests,
 # property tests and the integration tests, which start their own ZooKeeper and brokers on
 # free ports of 127.0.0.1.
 set -euo pipefail
@@ -24,11 +24,12 @@ fi
 
 # The clients the tests drive (scripts/lib.sh says where each comes from): the Python clients
 # in target/python-venv, the Java client in target/java-clients, Apache Kafka's own tools in
-# target/kafka-tools, Kafka Connect in target/connect.
+# target/kafka-tools, Kafka Connect in target/connect, Kafka Streams in target/streams.
 ensure_python_clients
 ensure_java_client
 ensure_kafka_tools
 ensure_connect
+ensure_streams
 ensure_rust_tools
 
 # The code standards are part of the suite: formatted, and no clippy warning.

@@ -18,17 +18,34 @@ pub struct JavaProgram {
 }
 
 impl JavaProgram {
+    /// A program of `tests/clients/java/` against the Java client of `target/java-clients`.
     pub fn compile(class: &str) -> JavaProgram {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/java-clients");
+        Self::compile_against(
+            "tests/clients/java",
+            "target/java-clients",
+            CLIENT_JAR,
+            class,
+        )
+    }
+
+    /// `class` of the sources in `src_dir` against the jars in `jars_dir` (paths in the
+    /// repository), which `marker_jar` shows scripts/test.sh installed.
+    pub fn compile_against(
+        src_dir: &str,
+        jars_dir: &str,
+        marker_jar: &str,
+        class: &str,
+    ) -> JavaProgram {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(jars_dir);
         assert!(
-            dir.join(CLIENT_JAR).exists(),
-            "the Java client is missing from {}: scripts/test.sh installs it",
+            dir.join(marker_jar).exists(),
+            "{marker_jar} is missing from {}: scripts/test.sh installs it",
             dir.display()
         );
         let jars = format!("{}/*", dir.display());
         let classes = tempfile::tempdir().unwrap();
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/clients/java")
+            .join(src_dir)
             .join(format!("{class}.java"));
         let (ok, _, err) = run_with_deadline(
             Command::new("javac")

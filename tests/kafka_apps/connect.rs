@@ -6,16 +6,14 @@
 //! and after the worker is stopped, more lines are written and the worker is started again,
 //! the copy goes on from where it stood, each line exactly once.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use common::cluster::Cluster;
-use common::{die_with_parent, exit_or_kill, free_port, poll_until, wait_until};
+use crate::common::cluster::Cluster;
+use crate::common::{die_with_parent, exit_or_kill, free_port, poll_until, wait_until};
 
 /// A worker process, stopped (SIGTERM, as `connect-distributed.sh`'s stop) when dropped.
 struct Worker {
