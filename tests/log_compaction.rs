@@ -7,40 +7,22 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::time::Duration;
 
-use gregor::config::CleanupPolicy;
+use gregor::log::Log;
 use gregor::log::cleaner::{Step, Throttle};
 use gregor::log::overrides::Compaction;
-use gregor::log::{Log, LogConfig};
 use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
 use gregor::protocol::records;
 use proptest::prelude::*;
 
-fn config(segment_bytes: u64) -> LogConfig {
-    LogConfig {
-        segment_bytes,
-        index_interval_bytes: 256,
-        flush_interval_messages: u64::MAX,
-        file_delete_delay: Duration::from_secs(60),
-        roll: Duration::from_secs(7 * 24 * 3600),
-    }
-}
+#[path = "common/logs.rs"]
+#[allow(dead_code)]
+mod logs;
 
-fn open(dir: &Path, segment_bytes: u64) -> Log {
-    Log::open(dir.to_path_buf(), "t", 0, config(segment_bytes), None)
-        .unwrap()
-        .0
-}
+use logs::open;
 
 fn compaction(delete_retention_ms: i64) -> Compaction {
-    Compaction {
-        policy: CleanupPolicy::parse("compact"),
-        min_cleanable_ratio: 0.5,
-        delete_retention_ms,
-        min_compaction_lag_ms: 0,
-        max_compaction_lag_ms: i64::MAX,
-    }
+    logs::compaction(0.5, delete_retention_ms)
 }
 
 type Rec = (Option<Vec<u8>>, Option<Vec<u8>>);

@@ -12,19 +12,9 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Duration;
 
-use common::logs::append_range;
-use gregor::log::{FirstEntry, Log, LogConfig, LogError};
+use common::logs::{append_range, config};
+use gregor::log::{FirstEntry, Log, LogError};
 use gregor::protocol::records;
-
-fn config(segment_bytes: u64) -> LogConfig {
-    LogConfig {
-        segment_bytes,
-        index_interval_bytes: 256,
-        flush_interval_messages: u64::MAX,
-        file_delete_delay: Duration::from_secs(60),
-        roll: std::time::Duration::from_secs(7 * 24 * 3600),
-    }
-}
 
 fn open(dir: &Path, recovery_point: Option<i64>) -> Log {
     open_found(dir, recovery_point).0

@@ -8,33 +8,20 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-use std::time::Duration;
 
-use gregor::config::CleanupPolicy;
+use gregor::log::Log;
 use gregor::log::cleaner::Throttle;
-use gregor::log::overrides::Compaction;
 use gregor::log::transactions::MarkerError;
 use gregor::log::txn_index::AbortedTxn;
-use gregor::log::{Log, LogConfig};
 use gregor::protocol::record_batch::{self, BatchBuilder, NewRecord, TxnMarker};
 use gregor::protocol::records;
 use proptest::prelude::*;
 
-fn config(segment_bytes: u64) -> LogConfig {
-    LogConfig {
-        segment_bytes,
-        index_interval_bytes: 256,
-        flush_interval_messages: u64::MAX,
-        file_delete_delay: Duration::from_secs(60),
-        roll: Duration::from_secs(7 * 24 * 3600),
-    }
-}
+#[path = "common/logs.rs"]
+#[allow(dead_code)]
+mod logs;
 
-fn open(dir: &Path, segment_bytes: u64) -> Log {
-    Log::open(dir.to_path_buf(), "t", 0, config(segment_bytes), None)
-        .unwrap()
-        .0
-}
+use logs::open;
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
@@ -374,13 +361,7 @@ fn offsets_held(log: &Log) -> BTreeSet<i64> {
 }
 
 fn clean(log: &Log) -> gregor::log::cleaner::Cleaned {
-    let c = Compaction {
-        policy: CleanupPolicy::parse("compact"),
-        min_cleanable_ratio: 0.0,
-        delete_retention_ms: 0,
-        min_compaction_lag_ms: 0,
-        max_compaction_lag_ms: i64::MAX,
-    };
+    let c = logs::compaction(0.0, 0);
     log.clean(&c, 1 << 20, &Throttle::new(f64::MAX), 4096, None)
         .unwrap()
 }

@@ -270,6 +270,10 @@ impl Log {
     /// past `to`: the search goes on through later segments until an entry says it is done.
     pub fn aborted_transactions(&self, from: i64, to: i64) -> Vec<AbortedTxn> {
         let mut out = Vec::new();
+        // A consumer at the LSO (a long poll's every look) reads nothing: nothing to list.
+        if from >= to {
+            return out;
+        }
         for seg in self.segments_from(from) {
             if seg.txn_index.collect(from, to, &mut out) {
                 break;

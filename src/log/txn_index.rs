@@ -174,18 +174,22 @@ fn write_all(path: &Path, entries: &[AbortedTxn]) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// Producer `pid`'s transaction from `first` to its marker at `last`, nothing open after.
+#[cfg(test)]
+pub(crate) fn aborted_for_test(pid: i64, first: i64, last: i64) -> AbortedTxn {
+    AbortedTxn {
+        producer_id: pid,
+        first_offset: first,
+        last_offset: last,
+        last_stable_offset: last + 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn txn(pid: i64, first: i64, last: i64) -> AbortedTxn {
-        AbortedTxn {
-            producer_id: pid,
-            first_offset: first,
-            last_offset: last,
-            last_stable_offset: last + 1,
-        }
-    }
+    use super::aborted_for_test as txn;
 
     #[test]
     fn entries_persist_truncate_and_survive_a_torn_tail() {

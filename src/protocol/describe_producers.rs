@@ -13,25 +13,14 @@ pub struct DescribeProducersRequest {
 
 impl Encode for DescribeProducersRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        out.put_array(&self.topics, |o, (t, parts)| {
-            o.put_str(t);
-            o.put_i32s(parts);
-            o.put_tags();
-        });
+        out.put_topics(&self.topics, |o, p| o.put_i32(*p));
         out.put_tags();
     }
 }
 
 impl<'a> Decode<'a> for DescribeProducersRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
-        let topics = read_array(r, "topics", 3, |r| {
-            let t = (
-                r.string("name")?.to_owned(),
-                r.i32_array("partition_indexes")?,
-            );
-            r.tags()?;
-            Ok(t)
-        })?;
+        let topics = read_topics(r, 4, |r| r.i32("partition_index"))?;
         r.tags()?;
         Ok(DescribeProducersRequest { topics })
     }

@@ -27,11 +27,7 @@ impl Encode for WriteTxnMarkersRequest {
             o.put_i64(m.producer_id);
             o.put_i16(m.producer_epoch);
             o.put_i8(i8::from(m.commit));
-            o.put_array(&m.topics, |o, (t, parts)| {
-                o.put_str(t);
-                o.put_i32s(parts);
-                o.put_tags();
-            });
+            o.put_topics(&m.topics, |o, p| o.put_i32(*p));
             o.put_i32(m.coordinator_epoch);
             o.put_tags();
         });
@@ -45,14 +41,7 @@ impl<'a> Decode<'a> for WriteTxnMarkersRequest {
             let producer_id = r.i64("producer_id")?;
             let producer_epoch = r.i16("producer_epoch")?;
             let commit = r.bool("transaction_result")?;
-            let topics = read_array(r, "topics", 3, |r| {
-                let t = (
-                    r.string("name")?.to_owned(),
-                    r.i32_array("partition_indexes")?,
-                );
-                r.tags()?;
-                Ok(t)
-            })?;
+            let topics = read_topics(r, 4, |r| r.i32("partition_index"))?;
             let coordinator_epoch = r.i32("coordinator_epoch")?;
             r.tags()?;
             Ok(TxnMarkerEntry {

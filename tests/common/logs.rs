@@ -1,7 +1,42 @@
 //! Filling a `Log` directly: the messages the log tests write and read back.
 
-use gregor::log::Log;
+use std::path::Path;
+use std::time::Duration;
+
+use gregor::config::CleanupPolicy;
+use gregor::log::overrides::Compaction;
+use gregor::log::{Log, LogConfig};
 use gregor::protocol::message::encode_entry;
+
+/// The settings of the log tests' logs: an index entry every 256 bytes, no fsync by count, a
+/// minute's delay before a retired segment's files are unlinked, no roll by age.
+pub fn config(segment_bytes: u64) -> LogConfig {
+    LogConfig {
+        segment_bytes,
+        index_interval_bytes: 256,
+        flush_interval_messages: u64::MAX,
+        file_delete_delay: Duration::from_secs(60),
+        roll: Duration::from_secs(7 * 24 * 3600),
+    }
+}
+
+/// Opens (creating it if need be) partition `t-0` in `dir`, recovered from its start.
+pub fn open(dir: &Path, segment_bytes: u64) -> Log {
+    Log::open(dir.to_path_buf(), "t", 0, config(segment_bytes), None)
+        .unwrap()
+        .0
+}
+
+/// `cleanup.policy=compact` with these thresholds and no minimum or maximum lag.
+pub fn compaction(min_cleanable_ratio: f64, delete_retention_ms: i64) -> Compaction {
+    Compaction {
+        policy: CleanupPolicy::parse("compact"),
+        min_cleanable_ratio,
+        delete_retention_ms,
+        min_compaction_lag_ms: 0,
+        max_compaction_lag_ms: i64::MAX,
+    }
+}
 
 /// Message `i`'s value: its number, and a length that varies with it.
 pub fn value(i: usize) -> Vec<u8> {

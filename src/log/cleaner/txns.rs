@@ -86,14 +86,7 @@ impl CleanedTxns {
 mod tests {
     use super::*;
 
-    fn aborted(pid: i64, first: i64, last: i64) -> AbortedTxn {
-        AbortedTxn {
-            producer_id: pid,
-            first_offset: first,
-            last_offset: last,
-            last_stable_offset: last + 1,
-        }
-    }
+    use crate::log::txn_index::aborted_for_test as aborted;
 
     #[test]
     fn aborted_batches_go_and_markers_stay_while_their_batches_do() {
