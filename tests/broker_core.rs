@@ -682,6 +682,16 @@ fn a_leader_that_loses_its_zookeeper_session_stops_leading_until_told_again() {
 
 /// Sends raw bytes on a new connection and reports whether the broker closed it (reading
 /// EOF or a reset) within the deadline.
+/// Bytes written to `s` that its peer's kernel has not acknowledged yet (SIOCOUTQ).
+fn unacknowledged_bytes(s: &TcpStream) -> i32 {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one int through the pointer, which points at `n`.
+    let r = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    assert_eq!(r, 0, "TIOCOUTQ: {}", std::io::Error::last_os_error());
+    n
+}
+
 fn closed_after(addr: std::net::SocketAddr, bytes: &[u8]) -> bool {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -842,6 +852,13 @@ fn at_max_connections_the_least_recently_used_idle_connection_makes_room() {
     for s in [&mut left, &mut third] {
         s.write_all(&[0, 0, 0, 100, 0, 3]).unwrap();
     }
+    // Sent is not yet arrived: until the broker's kernel has the bytes, the broker rightly
+    // sees an idle connection and may close it for the newcomer.
+    wait_until(
+        Duration::from_secs(10),
+        "the partial requests to arrive",
+        || unacknowledged_bytes(&left) == 0 && unacknowledged_bytes(&third) == 0,
+    );
     assert!(closed_after(b.addr(), &[]), "a newcomer is refused");
     for s in [&mut left, &mut third] {
         s.set_read_timeout(Some(Duration::from_millis(200)))
