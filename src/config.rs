@@ -16,12 +16,14 @@ mod listeners;
 mod props;
 pub mod security;
 mod tls;
+pub mod transactions;
 
 pub use crate::network::ConnectionLimits;
 pub use cleaner::{CleanerConfig, CleanupPolicy};
 pub use listeners::{Listener, Listeners};
 use props::Props;
 pub use props::{Setting, Settings};
+pub use transactions::TxnConfig;
 
 /// A configuration problem, named so the operator can fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +82,8 @@ pub struct BrokerConfig {
     pub log_roll: Duration,
     /// `log.cleanup.policy` and the cleaner's keys.
     pub log_cleaner: CleanerConfig,
+    /// The transaction coordinator's keys.
+    pub transactions: TxnConfig,
     /// Force an fsync of a log written to longer ago than this; `None`: leave it to the OS.
     pub log_flush_interval: Option<Duration>,
     /// One index entry per this many bytes of log.
@@ -254,6 +258,7 @@ impl BrokerConfig {
             log_segment_delete_delay: p.millis("log.segment.delete.delay.ms")?,
             log_roll: cleaner::read_roll(&mut p)?,
             log_cleaner: cleaner::read(&mut p)?,
+            transactions: transactions::read(&mut p)?,
             log_flush_interval: flush_ms
                 .map(|ms| Duration::from_millis(ms.parse().expect("checked as a long"))),
             log_index_interval_bytes: p.get("log.index.interval.bytes")?,

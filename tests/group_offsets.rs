@@ -49,6 +49,7 @@ fn fetch(c: &mut Client, version: i16, group: &str, topic: &str, p: i32) -> (i64
     let req = OffsetFetchRequest {
         group_id: group.into(),
         topics: Some(vec![(topic.into(), vec![p])]),
+        require_stable: false,
     };
     let r = c
         .chan

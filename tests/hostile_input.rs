@@ -170,6 +170,7 @@ fn valid_requests(me: &BrokerInfo) -> Vec<(String, Vec<u8>, bool)> {
             &OffsetFetchRequest {
                 group_id: "hg".into(),
                 topics: Some(vec![(TOPIC.into(), vec![0])]),
+                require_stable: false,
             },
             &mut b,
             header::OFFSET_FETCH,

@@ -205,6 +205,30 @@ fn follow(leader: &Log, dir: &Path) -> Log {
     f
 }
 
+/// Caught by a consume-transform-produce copier across a leader's kill -9: a follower kept a
+/// marker's sequence (-1) as its producer's last, so as the new leader it refused the
+/// producer's next batch as out of order.
+fn takes_the_next_sequences(log: &Log, seqs: &HashMap<i64, i32>, what: &str) {
+    for (&pid, &seq) in seqs {
+        let mut b = BatchBuilder::new().idempotent(pid, 0, seq);
+        b.push(&NewRecord {
+            timestamp: 2_000,
+            key: None,
+            value: Some(b"next"),
+            headers: &[],
+        });
+        let mut batch = b.finish(0).unwrap();
+        let outcome = log.append_batch(&mut batch, 1, 1, None).unwrap();
+        assert!(
+            matches!(
+                outcome,
+                gregor::log::partition_log::BatchOutcome::Appended(_)
+            ),
+            "{what}: producer {pid}'s batch at sequence {seq}: {outcome:?}"
+        );
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
@@ -224,6 +248,13 @@ proptest! {
 
         let follower = follow(&log, &dir.path().join("follower"));
         check(&follower, &model, "follower");
+        // Made leader, the follower takes each producer's next batch, markers or not; and so
+        // does a log rebuilt from the follower's files.
+        takes_the_next_sequences(&follower, &seqs, "follower");
+        let again = follow(&log, &dir.path().join("follower-2"));
+        let again_dir = again.dir.clone();
+        drop(again);
+        takes_the_next_sequences(&open(&again_dir, 700), &seqs, "rebuilt follower");
 
         // A reopen after the `.txnindex` files were lost: recovery from the log start
         // (no recovery point) writes them again.

@@ -410,7 +410,7 @@ fn idempotent_producers_are_deduplicated_across_a_restart() {
     }
     let want: Vec<&[u8]> = vec![b"a", b"b", b"c", b"d", b"e", b"e", b"e", b"e", b"e", b"f"];
     assert_eq!(values, want);
-    // A transactional producer gets a clear refusal, not a hang.
+    // A transactional producer asking a broker that does not coordinate its id is told so.
     let req = InitProducerIdRequest {
         transactional_id: Some("tx".into()),
         transaction_timeout_ms: 60_000,
@@ -418,7 +418,7 @@ fn idempotent_producers_are_deduplicated_across_a_restart() {
         producer_epoch: -1,
     };
     let r = c.chan.send::<InitProducerIdResponse>(22, 4, &req).unwrap();
-    assert_eq!(r.error_code, ErrorCode::InvalidRequest.code());
+    assert_eq!(r.error_code, ErrorCode::NotCoordinator.code());
 }
 
 /// The followers keep the producers' state too: after the leader dies, a producer's retry of

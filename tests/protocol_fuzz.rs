@@ -252,6 +252,22 @@ fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
             dec::<gregor::protocol::txn_markers::WriteTxnMarkersRequest>(b, key, v),
             dec::<gregor::protocol::txn_markers::WriteTxnMarkersResponse>(b, key, v),
         ),
+        header::ADD_PARTITIONS_TO_TXN => (
+            dec::<gregor::protocol::txn_requests::AddPartitionsToTxnRequest>(b, key, v),
+            dec::<gregor::protocol::txn_requests::AddPartitionsToTxnResponse>(b, key, v),
+        ),
+        header::ADD_OFFSETS_TO_TXN => (
+            dec::<gregor::protocol::txn_requests::AddOffsetsToTxnRequest>(b, key, v),
+            dec::<gregor::protocol::txn_requests::TxnErrorResponse>(b, key, v),
+        ),
+        header::TXN_OFFSET_COMMIT => (
+            dec::<gregor::protocol::txn_requests::TxnOffsetCommitRequest>(b, key, v),
+            dec::<gregor::protocol::txn_requests::TxnOffsetCommitResponse>(b, key, v),
+        ),
+        header::END_TXN => (
+            dec::<gregor::protocol::txn_requests::EndTxnRequest>(b, key, v),
+            dec::<gregor::protocol::txn_requests::TxnErrorResponse>(b, key, v),
+        ),
         k => panic!("api {k} is served but has no decoder here"),
     };
 }
@@ -429,6 +445,55 @@ fn samples() -> Vec<Vec<u8>> {
             }],
         };
         encode_body(&req, b, header::WRITE_TXN_MARKERS, 1)
+    });
+    push(&|b| {
+        let req = gregor::protocol::txn_requests::AddPartitionsToTxnRequest {
+            transactional_id: "tx".into(),
+            producer_id: 3,
+            producer_epoch: 1,
+            topics: vec![("t".into(), vec![0, 1])],
+        };
+        encode_body(&req, b, header::ADD_PARTITIONS_TO_TXN, 3)
+    });
+    push(&|b| {
+        use gregor::protocol::txn_requests::{TxnOffset, TxnOffsetCommitRequest};
+        let req = TxnOffsetCommitRequest {
+            transactional_id: "tx".into(),
+            group_id: "g".into(),
+            producer_id: 3,
+            producer_epoch: 1,
+            generation_id: 2,
+            member_id: "m".into(),
+            group_instance_id: None,
+            topics: vec![(
+                "t".into(),
+                vec![TxnOffset {
+                    partition: 0,
+                    offset: 5,
+                    leader_epoch: 1,
+                    metadata: None,
+                }],
+            )],
+        };
+        encode_body(&req, b, header::TXN_OFFSET_COMMIT, 3)
+    });
+    push(&|b| {
+        let req = gregor::protocol::txn_requests::EndTxnRequest {
+            transactional_id: "tx".into(),
+            producer_id: 3,
+            producer_epoch: 1,
+            committed: true,
+        };
+        encode_body(&req, b, header::END_TXN, 1)
+    });
+    push(&|b| {
+        let req = gregor::protocol::txn_requests::AddOffsetsToTxnRequest {
+            transactional_id: "tx".into(),
+            producer_id: 3,
+            producer_epoch: 1,
+            group_id: "g".into(),
+        };
+        encode_body(&req, b, header::ADD_OFFSETS_TO_TXN, 3)
     });
     push(&|b| {
         let req = gregor::protocol::describe_producers::DescribeProducersRequest {

@@ -68,6 +68,10 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         21 => again::<DeleteRecordsResponse>(key, v, body),
         22 => again::<InitProducerIdResponse>(key, v, body),
         23 => again::<OffsetForLeaderEpochResponse>(key, v, body),
+        24 | 28 => {
+            again::<gregor::protocol::txn_requests::AddPartitionsToTxnResponse>(key, v, body)
+        }
+        25 | 26 => again::<gregor::protocol::txn_requests::TxnErrorResponse>(key, v, body),
         32 => again::<DescribeConfigsResponse>(key, v, body),
         33 | 44 => again::<AlterConfigsResponse>(key, v, body),
         35 => again::<DescribeLogDirsResponse>(key, v, body),

@@ -24,6 +24,7 @@ pub mod replica_fetcher;
 pub mod replica_manager;
 mod session_fence;
 mod topic_configs;
+pub mod txn_coordinator;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -60,6 +61,10 @@ impl std::fmt::Display for StartupError {
 
 impl std::error::Error for StartupError {}
 
+/// How often the transaction coordinator looks for `__transaction_state` partitions it has
+/// come to lead, and for transactions decided but not completed.
+const TXN_COORDINATOR_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub struct Broker {
     pub config: Arc<BrokerConfig>,
     pub zk: Arc<ZkClient>,
@@ -68,6 +73,7 @@ pub struct Broker {
     pub metadata_cache: Arc<MetadataCache>,
     pub controller: Arc<KafkaController>,
     pub coordinator: Arc<Coordinator>,
+    pub txn_coordinator: Arc<txn_coordinator::TransactionCoordinator>,
     /// One per listener, in `listeners` order.
     servers: Vec<SocketServer>,
     quotas: Arc<ConnectionQuotas>,
@@ -170,6 +176,17 @@ impl Broker {
         let credentials = Arc::new(credentials::CredentialCache::default());
         crate::zk::until_connected(wait, || credentials.reload(&zk))
             .map_err(|e| err("cannot read the SCRAM credentials", &e))?;
+        let producer_ids = Arc::new(producer_ids::ProducerIdManager::new(id, zk.clone()));
+        let txn_coordinator = Arc::new(txn_coordinator::TransactionCoordinator::new(
+            id,
+            config.transactions.clone(),
+            replica_manager.clone(),
+            metadata_cache.clone(),
+            zk.clone(),
+            producer_ids.clone(),
+            config.listeners.inter_broker.clone(),
+            config.inter_broker_client.clone(),
+        ));
         let apis = Arc::new(KafkaApis {
             broker_id: id,
             config: config.clone(),
@@ -178,7 +195,8 @@ impl Broker {
             zk: zk.clone(),
             controller: controller.clone(),
             coordinator: coordinator.clone(),
-            producer_ids: producer_ids::ProducerIdManager::new(id, zk.clone()),
+            producer_ids,
+            txn_coordinator: txn_coordinator.clone(),
             inflation: Default::default(),
             quotas: client_quotas.clone(),
             credentials: credentials.clone(),
@@ -229,6 +247,7 @@ impl Broker {
             metadata_cache,
             controller,
             coordinator,
+            txn_coordinator: txn_coordinator.clone(),
             servers,
             quotas,
             pool,
@@ -275,6 +294,14 @@ impl Broker {
         if let Some(w) = authorizer.start_watcher(zk.clone()) {
             broker.periodic.lock().push(w);
         }
+        // Takes up the `__transaction_state` partitions this broker comes to lead, finishes
+        // their decided transactions, aborts timed-out ones.
+        let tc = txn_coordinator.clone();
+        broker.spawn_periodic(
+            "txn-coordinator",
+            TXN_COORDINATOR_TICK.min(config.transactions.abort_timed_out_interval),
+            move || tc.tick(),
+        );
         let rm = broker.replica_manager.clone();
         broker.spawn_periodic(
             "isr-expiration",
@@ -381,6 +408,7 @@ impl Broker {
         self.replica_manager.fetchers.shutdown();
         self.controller.shutdown();
         self.coordinator.shutdown();
+        self.txn_coordinator.shutdown();
         if registered {
             let _ = self.zk.delete_ephemeral(&paths::broker_path(id));
         }

@@ -222,6 +222,7 @@ pub(super) fn committed_offsets(
     let req = OffsetFetchRequest {
         group_id: group.to_owned(),
         topics: None,
+        require_stable: false,
     };
     let r: OffsetFetchResponse = c
         .send(header::OFFSET_FETCH, 5, &req)

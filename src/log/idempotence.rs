@@ -105,9 +105,12 @@ impl Log {
     }
 }
 
-/// Records one batch from its header, when it is an idempotent producer's.
+/// Records one batch from its header, when it is an idempotent producer's data. A marker
+/// carries no sequence (-1): it is the transaction's business (`transactions::
+/// txn_from_header`, which takes a newer epoch from it as the leader's `append_marker`
+/// does), and recorded here it would make -1 the producer's last sequence.
 pub(super) fn record_header(producers: &mut ProducerStates, header: &[u8]) {
-    if let Some(m) = record_batch::producer_meta(header) {
+    if let Some(m) = record_batch::producer_meta(header).filter(|m| !m.control) {
         producers.record(
             m.producer_id,
             m.epoch,

@@ -81,7 +81,19 @@ error_codes! {
     InvalidProducerEpoch = 47,
     /// WriteTxnMarkers from a transaction coordinator older than one that wrote a marker for
     /// the producer since.
+    /// A transactional request of a state the transaction is not in (EndTxn with nothing
+    /// open, a commit after an abort).
+    InvalidTxnState = 48,
+    /// The producer id is not the one the transactional id holds.
+    InvalidProducerIdMapping = 49,
+    /// `transaction.timeout.ms` above `transaction.max.timeout.ms`, or not positive.
+    InvalidTransactionTimeout = 50,
+    /// The transaction is being ended (markers being written): retry.
+    ConcurrentTransactions = 51,
     TransactionCoordinatorFenced = 52,
+    TransactionalIdAuthorizationFailed = 53,
+    /// A request of a transactional id the coordinator does not know.
+    TransactionalIdNotFound = 105,
     /// DescribeLogDirs: a data directory that cannot be read.
     KafkaStorageError = 56,
     UnknownProducerId = 59,
@@ -93,6 +105,10 @@ error_codes! {
     /// The leader epoch a request names is newer than this broker knows of yet.
     UnknownLeaderEpoch = 75,
     UnsupportedCompressionType = 76,
+    /// Another producer took the transactional id (a higher epoch): this one is done (KIP-588).
+    ProducerFenced = 90,
+    /// A partition of the request was not attempted, because another was refused.
+    OperationNotAttempted = 55,
     NonEmptyGroup = 68,
     GroupIdNotFound = 69,
     MemberIdRequired = 79,
@@ -109,6 +125,9 @@ error_codes! {
     /// OffsetDelete of a topic the group still subscribes to.
     GroupSubscribedToTopic = 86,
     InvalidRecord = 87,
+    /// OffsetFetch with `require_stable`: the partition has an offset pending in an open
+    /// transaction.
+    UnstableOffsetCommit = 88,
     /// KIP-599: the client's `controller_mutation_rate` is used up; retry after the
     /// answer's throttle time.
     ThrottlingQuotaExceeded = 89,

@@ -139,11 +139,10 @@ impl<'a> Decode<'a> for OffsetCommitResponse {
 pub struct OffsetFetchRequest {
     pub group_id: String,
     pub topics: Option<Vec<(String, Vec<i32>)>>,
+    /// v7 (KIP-447): a partition with an offset pending in an open transaction is answered
+    /// UNSTABLE_OFFSET_COMMIT, for the consumer to ask again, rather than its older offset.
+    pub require_stable: bool,
 }
-
-/// OffsetFetch v7's `require_stable`: wait for pending transactional commits. gregor has no
-/// transactions, so every commit is stable and the flag changes nothing.
-const REQUIRE_STABLE_DEFAULT: bool = false;
 
 impl<'a> Decode<'a> for OffsetFetchRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
@@ -157,9 +156,13 @@ impl<'a> Decode<'a> for OffsetFetchRequest {
         } else {
             Some(read_topics(r, 4, |r| r.i32("partition"))?)
         };
-        r.skip_since(7, |r| r.bool("require_stable"))?;
+        let require_stable = r.since(7, false, |r| r.bool("require_stable"))?;
         r.tags()?;
-        Ok(OffsetFetchRequest { group_id, topics })
+        Ok(OffsetFetchRequest {
+            group_id,
+            topics,
+            require_stable,
+        })
     }
 }
 
@@ -170,7 +173,7 @@ impl Encode for OffsetFetchRequest {
             Some(t) => out.put_topics(t, |o, p| o.put_i32(*p)),
             None => out.put_len(None),
         }
-        out.since(7, |o| o.put_i8(i8::from(REQUIRE_STABLE_DEFAULT)));
+        out.since(7, |o| o.put_i8(i8::from(self.require_stable)));
         out.put_tags();
     }
 }

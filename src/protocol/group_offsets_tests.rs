@@ -70,6 +70,7 @@ fn fetch_round_trips_and_null_topics_mean_all() {
         let req = OffsetFetchRequest {
             group_id: "g".into(),
             topics: Some(vec![("t".into(), vec![0, 1])]),
+            require_stable: false,
         };
         round_trip_at(&req, OFFSET_FETCH, v);
         let resp = OffsetFetchResponse {
@@ -90,6 +91,7 @@ fn fetch_round_trips_and_null_topics_mean_all() {
     let all = OffsetFetchRequest {
         group_id: "g".into(),
         topics: None,
+        require_stable: false,
     };
     round_trip_at(&all, OFFSET_FETCH, 2);
     // v1 has no null array.
@@ -151,6 +153,7 @@ fn flexible_commit_and_fetch_match_the_schemas_byte_for_byte() {
     let all = OffsetFetchRequest {
         group_id: "g".into(),
         topics: None,
+        require_stable: false,
     };
     encode_body(&all, &mut b, OFFSET_FETCH, 7);
     assert_eq!(

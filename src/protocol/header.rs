@@ -27,7 +27,11 @@ pub const DELETE_TOPICS: i16 = 20;
 pub const DELETE_RECORDS: i16 = 21;
 pub const INIT_PRODUCER_ID: i16 = 22;
 pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
+pub const ADD_PARTITIONS_TO_TXN: i16 = 24;
+pub const ADD_OFFSETS_TO_TXN: i16 = 25;
+pub const END_TXN: i16 = 26;
 pub const WRITE_TXN_MARKERS: i16 = 27;
+pub const TXN_OFFSET_COMMIT: i16 = 28;
 pub const DESCRIBE_ACLS: i16 = 29;
 pub const CREATE_ACLS: i16 = 30;
 pub const DELETE_ACLS: i16 = 31;
@@ -142,7 +146,11 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DELETE_RECORDS, "DeleteRecords", 0, 2, 2),
     api(INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2),
     api(OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderEpoch", 2, 4, 4).throttle(ThrottleField::First(2)),
+    api(ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 3, 3),
+    api(ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 3, 3),
+    api(END_TXN, "EndTxn", 0, 3, 3),
     from_brokers(WRITE_TXN_MARKERS, "WriteTxnMarkers", 0, 1, 1),
+    api(TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 3, 3),
     // v0 (no pattern type) is not served, as in Kafka 4.
     api(DESCRIBE_ACLS, "DescribeAcls", 1, 3, 2),
     api(CREATE_ACLS, "CreateAcls", 1, 3, 2),

@@ -129,7 +129,9 @@ impl Encode for MetadataResponse {
             out.put_i16(t.error_code);
             out.put_str(&t.topic);
             out.since(10, |o| o.extend_from_slice(&t.topic_id));
-            out.since(1, |o| o.put_i8(0)); // is_internal: gregor keeps offsets in ZooKeeper, not a topic
+            // is_internal: the transaction coordinators' topic (group offsets are in ZooKeeper).
+            let internal = t.topic == crate::config::transactions::TRANSACTION_STATE_TOPIC;
+            out.since(1, |o| o.put_i8(i8::from(internal)));
             out.put_len(Some(t.partitions.len()));
             for p in &t.partitions {
                 out.put_i16(p.error_code);

@@ -42,6 +42,7 @@ pub mod sasl;
 pub mod scram_credentials;
 mod topic_partition;
 pub mod txn_markers;
+pub mod txn_requests;
 
 pub use errors::ErrorCode;
 pub use file_slice::FileSlice;

@@ -21,6 +21,7 @@ pub mod session;
 pub mod stats;
 pub mod topic_config;
 pub mod topic_node;
+pub mod txn_offsets;
 
 pub use client::{SessionListener, ZkClient, until_connected};
 pub use election::{ElectionListener, ZkElection};

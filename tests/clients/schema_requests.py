@@ -254,3 +254,32 @@ for v in served(61):
     T = DescribeProducersRequest.TopicRequest
     out(61, v, DescribeProducersRequest(version=v, topics=[
         T(name="t", partition_indexes=[0, 3]), T(name="u", partition_indexes=[])]))
+
+from kafka.protocol.producer import AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest
+
+for v in served(24):
+    T = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+    out(24, v, AddPartitionsToTxnRequest(version=v, v3_and_below_transactional_id="tx",
+                                         v3_and_below_producer_id=4001,
+                                         v3_and_below_producer_epoch=3,
+                                         v3_and_below_topics=[T(name="t", partitions=[0, 2]),
+                                                              T(name="u", partitions=[1])]))
+for v in served(25):
+    out(25, v, AddOffsetsToTxnRequest(version=v, transactional_id="tx", producer_id=4001,
+                                      producer_epoch=3, group_id="g"))
+for v in served(26):
+    out(26, v, EndTxnRequest(version=v, transactional_id="tx", producer_id=4001,
+                             producer_epoch=3, committed=True))
+
+from kafka.protocol.producer import TxnOffsetCommitRequest
+
+for v in served(28):
+    T = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    P = T.TxnOffsetCommitRequestPartition
+    kw = dict(generation_id=7, member_id="m-1", group_instance_id=None) if v >= 3 else {}
+    out(28, v, TxnOffsetCommitRequest(version=v, transactional_id="tx", group_id="g",
+                                      producer_id=4001, producer_epoch=3, topics=[
+        T(name="t", partitions=[P(partition_index=0, committed_offset=42,
+                                  committed_leader_epoch=5, committed_metadata="meta"),
+                                P(partition_index=1, committed_offset=7,
+                                  committed_leader_epoch=-1, committed_metadata=None)])], **kw))

@@ -358,3 +358,25 @@ for v in served(61):
                   current_txn_start_offset=12)]),
             P(partition_index=3, error_code=6, error_message="not the leader",
               active_producers=[])])]))
+
+from kafka.protocol.producer import AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse
+
+for v in served(24):
+    T = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+    P = T.AddPartitionsToTxnPartitionResult
+    out(24, v, AddPartitionsToTxnResponse(version=v, throttle_time_ms=0, results_by_topic_v3_and_below=[
+        T(name="t", results_by_partition=[P(partition_index=0, partition_error_code=0),
+                                          P(partition_index=2, partition_error_code=51)])]))
+for v in served(25):
+    out(25, v, AddOffsetsToTxnResponse(version=v, throttle_time_ms=0, error_code=90))
+for v in served(26):
+    out(26, v, EndTxnResponse(version=v, throttle_time_ms=0, error_code=48))
+
+from kafka.protocol.producer import TxnOffsetCommitResponse
+
+for v in served(28):
+    T = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+    P = T.TxnOffsetCommitResponsePartition
+    out(28, v, TxnOffsetCommitResponse(version=v, throttle_time_ms=0, topics=[
+        T(name="t", partitions=[P(partition_index=0, error_code=0),
+                                P(partition_index=1, error_code=16)])]))

@@ -15,14 +15,19 @@ use crate::protocol::group_offsets::{
 };
 use crate::protocol::{ErrorCode, map_topics};
 use crate::security::acl::{Operation, ResourceType};
-use crate::zk::{ZkClient, paths};
+use crate::zk::{ZkClient, paths, txn_offsets};
 
 /// Kafka's `offset.metadata.max.bytes`.
-const OFFSET_METADATA_MAX_BYTES: usize = 4096;
+pub(super) const OFFSET_METADATA_MAX_BYTES: usize = 4096;
 
 impl KafkaApis {
     /// Why a group's offset for `topic`-`partition` cannot be read or written, if it cannot.
-    fn offset_target_error(&self, group: &str, topic: &str, partition: i32) -> Option<ErrorCode> {
+    pub(super) fn offset_target_error(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Option<ErrorCode> {
         if !crate::coordinator::valid_name(group) {
             Some(ErrorCode::InvalidGroupId)
         } else if !self.metadata_cache.contains_partition(topic, partition) {
@@ -34,18 +39,35 @@ impl KafkaApis {
 
     /// The error every partition of a commit gets from the group check, if any.
     fn commit_group_error(&self, req: &OffsetCommitRequest) -> Option<ErrorCode> {
-        if !crate::coordinator::valid_name(&req.group_id) {
-            return Some(ErrorCode::InvalidGroupId);
-        }
-        let managed = req.generation_id >= 0 || !req.member_id.is_empty();
-        if !managed && !self.coordinator.is_coordinator() {
-            return None;
-        }
-        match self.coordinator.check_offset_commit(
+        self.group_commit_error(
             &req.group_id,
             req.generation_id,
             &req.member_id,
             req.group_instance_id.as_deref(),
+        )
+    }
+
+    /// A commit's group check (OffsetCommit, TxnOffsetCommit): the generation and member,
+    /// when given, must be the group's.
+    pub(super) fn group_commit_error(
+        &self,
+        group: &str,
+        generation_id: i32,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+    ) -> Option<ErrorCode> {
+        if !crate::coordinator::valid_name(group) {
+            return Some(ErrorCode::InvalidGroupId);
+        }
+        let managed = generation_id >= 0 || !member_id.is_empty();
+        if !managed && !self.coordinator.is_coordinator() {
+            return None;
+        }
+        match self.coordinator.check_offset_commit(
+            group,
+            generation_id,
+            member_id,
+            group_instance_id,
         ) {
             ErrorCode::None => None,
             // Outside group management, a broker that is not (yet) the coordinator still
@@ -205,6 +227,20 @@ impl KafkaApis {
         } else {
             topics
         };
+        // Partitions with an offset pending in an open transaction, for `require_stable`.
+        let unstable = if req.require_stable && group_allowed {
+            txn_offsets::pending_partitions(&self.zk, &req.group_id).unwrap_or_else(|e| {
+                log::error!(
+                    "[Broker {}] reading {}'s pending offsets: {e:?}",
+                    self.broker_id,
+                    req.group_id
+                );
+                error_code = ErrorCode::UnknownServerError;
+                Default::default()
+            })
+        } else {
+            Default::default()
+        };
         let topics = map_topics(&topics, |topic, &partition| {
             let (offset, metadata, code) = if !group_allowed {
                 (-1, String::new(), ErrorCode::GroupAuthorizationFailed)
@@ -212,6 +248,8 @@ impl KafkaApis {
                 (-1, String::new(), ErrorCode::TopicAuthorizationFailed)
             } else if let Some(e) = self.offset_target_error(&req.group_id, topic, partition) {
                 (-1, String::new(), e)
+            } else if unstable.contains(&(topic.to_owned(), partition)) {
+                (-1, String::new(), ErrorCode::UnstableOffsetCommit)
             } else {
                 match paths::committed(&self.zk, &req.group_id, topic, partition) {
                     Ok(Some((o, m))) => (o, m, ErrorCode::None),

@@ -1,5 +1,6 @@
 //! Kafka's group APIs as a broker receives them: FindCoordinator (answered by every broker
-//! with the coordinator elected at `/consumers/coordinator`), and JoinGroup, SyncGroup,
+//! with the coordinator elected at `/consumers/coordinator`; for a transactional id,
+//! `transactions`), and JoinGroup, SyncGroup,
 //! Heartbeat, LeaveGroup, DescribeGroups, ListGroups and DeleteGroups, which the coordinator
 //! serves (any other broker answers NOT_COORDINATOR). Version differences are the codec's;
 //! these functions hand the request over and answer.
@@ -33,7 +34,9 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let resp = if req.key_type == KEY_TYPE_GROUP
+        let resp = if req.key_type == KEY_TYPE_TRANSACTION {
+            self.find_transaction_coordinator(&req.key, cx)
+        } else if req.key_type == KEY_TYPE_GROUP
             && !self.allowed(cx, Operation::Describe, ResourceType::Group, &req.key)
         {
             FindCoordinatorResponse {
@@ -226,15 +229,8 @@ impl KafkaApis {
             host: String::new(),
             port: -1,
         };
-        match req.key_type {
-            KEY_TYPE_GROUP => {}
-            KEY_TYPE_TRANSACTION => {
-                return fail(
-                    ErrorCode::InvalidRequest,
-                    "gregor has no transaction coordinator (transactions are not supported)",
-                );
-            }
-            _ => return fail(ErrorCode::InvalidRequest, "unknown key_type"),
+        if req.key_type != KEY_TYPE_GROUP {
+            return fail(ErrorCode::InvalidRequest, "unknown key_type");
         }
         if !crate::coordinator::valid_name(&req.key) {
             return fail(ErrorCode::InvalidGroupId, "not a legal group id");

@@ -25,7 +25,10 @@ mod producer_ids;
 mod replicas;
 mod sasl;
 mod topics;
+mod transactions;
 mod txn_markers;
+
+pub(crate) use produce::wait_replicated;
 mod user_credentials;
 
 use std::sync::Arc;
@@ -126,8 +129,10 @@ pub struct KafkaApis {
     pub controller: Arc<KafkaController>,
     /// Takes over connections that register a consumer.
     pub coordinator: Arc<Coordinator>,
-    /// Gives idempotent producers their ids.
-    pub producer_ids: ProducerIdManager,
+    /// Gives idempotent producers their ids (and the transaction coordinator its).
+    pub producer_ids: Arc<ProducerIdManager>,
+    /// Serves the transactional ids whose `__transaction_state` partition this broker leads.
+    pub txn_coordinator: Arc<crate::broker::txn_coordinator::TransactionCoordinator>,
     /// Bounds the produce data inflated at once across connections.
     pub inflation: crate::broker::inflation::InflationSlots,
     /// The client quotas, and the measures they are held to.
@@ -261,6 +266,14 @@ impl RequestHandler for KafkaApis {
             }
             header::INIT_PRODUCER_ID => self.serve(body, &cx, out, Self::handle_init_producer_id),
             header::WRITE_TXN_MARKERS => self.serve(body, &cx, out, Self::handle_write_txn_markers),
+            header::ADD_PARTITIONS_TO_TXN => {
+                self.serve(body, &cx, out, Self::handle_add_partitions_to_txn)
+            }
+            header::ADD_OFFSETS_TO_TXN => {
+                self.serve(body, &cx, out, Self::handle_add_offsets_to_txn)
+            }
+            header::END_TXN => self.serve(body, &cx, out, Self::handle_end_txn),
+            header::TXN_OFFSET_COMMIT => self.serve(body, &cx, out, Self::handle_txn_offset_commit),
             header::DESCRIBE_PRODUCERS => {
                 self.serve(body, &cx, out, Self::handle_describe_producers)
             }

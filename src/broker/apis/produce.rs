@@ -34,10 +34,13 @@ impl KafkaApis {
         let mut results: Vec<Appended> = Vec::new();
         let refuse_all = if !matches!(req.acks, -1..=1) {
             Some(Appended::failed(ErrorCode::InvalidRequiredAcks, None))
-        } else if req.transactional_id.is_some() {
+        } else if let Some(id) = &req.transactional_id
+            && !self.allowed(cx, Operation::Write, ResourceType::TransactionalId, id)
+        {
+            // A transactional producer writes under its id (Kafka's ACL rule).
             Some(Appended::failed(
-                ErrorCode::InvalidRequest,
-                Some("transactions are not supported by gregor"),
+                ErrorCode::TransactionalIdAuthorizationFailed,
+                None,
             ))
         } else {
             None
@@ -302,6 +305,21 @@ impl Appended {
             batch: None,
         }
     }
+}
+
+/// Waits until `first..=last`, appended to `part` as its leader, is replicated to the ISR
+/// (an acks=all produce's wait), or the deadline passes: the transaction coordinator's
+/// state writes.
+pub(crate) fn wait_replicated(
+    rm: &ReplicaManager,
+    part: Arc<Partition>,
+    first: i64,
+    last: i64,
+    deadline: Instant,
+) -> ErrorCode {
+    let mut results = [Appended::ok(part, first, last, None)];
+    wait_for_acks_all(rm, &mut results, deadline);
+    results[0].error
 }
 
 /// Parks until every appended partition's high watermark passes its last offset, the

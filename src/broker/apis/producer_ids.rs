@@ -1,7 +1,7 @@
 //! InitProducerId (key 22) for idempotent producers: an id from the broker's
 //! `ProducerIdManager`, or the same id with the next epoch when a producer re-initialises
-//! (KIP-360). The transaction coordinator is not served: a transactional id gets
-//! INVALID_REQUEST. DescribeProducers (61): what a partition's leader knows of its producers.
+//! (KIP-360); with a transactional id, the transaction coordinator's (`transactions`).
+//! DescribeProducers (61): what a partition's leader knows of its producers.
 
 use super::{KafkaApis, RequestContext};
 use crate::broker::partition::Role;
@@ -34,13 +34,12 @@ impl KafkaApis {
         };
         let resp = if req.transactional_id.is_none() && !may() {
             answer(ErrorCode::ClusterAuthorizationFailed, -1, -1)
-        } else if req.transactional_id.is_some() {
-            log::info!(
-                "[Broker {}] refused InitProducerId for transactional id {:?}: transactions are not supported",
-                self.broker_id,
-                req.transactional_id
-            );
-            answer(ErrorCode::InvalidRequest, -1, -1)
+        } else if let Some(id) = &req.transactional_id {
+            let expected = (req.producer_id >= 0).then_some((req.producer_id, req.producer_epoch));
+            match self.init_transactional_producer(id, req.transaction_timeout_ms, expected, cx) {
+                Ok((producer_id, epoch)) => answer(ErrorCode::None, producer_id, epoch),
+                Err(e) => answer(e, -1, -1),
+            }
         } else if req.producer_id >= 0
             && req.producer_epoch >= 0
             && req.producer_epoch < i16::MAX - 1
