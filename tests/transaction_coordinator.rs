@@ -13,11 +13,12 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use common::cluster::Cluster;
+use common::java::JavaProgram;
 use common::run_with_deadline;
 use gregor::broker::txn_coordinator::state::partition_for;
 use gregor::protocol::ErrorCode;
@@ -148,15 +149,9 @@ struct Copier {
 }
 
 impl Copier {
-    fn start(bootstrap: &str) -> Copier {
-        let mut cmd = common::python();
-        cmd.arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/clients/txn_client.py"
-        ))
-        .args(["copy", bootstrap, "copier", "copier", "cp-in", "cp-out"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+    /// Runs `cmd`, a copier printing `progress K` and `done` lines.
+    fn start(mut cmd: Command) -> Copier {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
         common::die_with_parent(&mut cmd);
         let mut child = cmd.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -190,39 +185,46 @@ impl Copier {
     }
 }
 
-#[test]
-fn consume_transform_produce_copies_exactly_once_across_kill_9s() {
-    const N: usize = 3000;
-    let mut cluster = Cluster::start("txn-copy", 3, &settings());
-    cluster.create_topic("cp-in", 3, 3);
-    cluster.create_topic("cp-out", 3, 3);
-    cluster.wait_all_led("cp-in");
-    cluster.wait_all_led("cp-out");
+/// Copies `{prefix}-in` to `{prefix}-out` with copiers `copier(bootstrap)` makes (transactional
+/// id and group `{prefix}`), killing the first with kill -9, then under the second an output
+/// partition's leader and the transactional id's coordinator; then checks as Kafka's
+/// `transactions_test.py` does: the output is the input, each record once, in order.
+fn copies_exactly_once(
+    cluster: &mut Cluster,
+    prefix: &str,
+    n: usize,
+    copier: impl Fn(&str) -> Command,
+) {
+    let (input, output) = (format!("{prefix}-in"), format!("{prefix}-out"));
+    cluster.create_topic(&input, 3, 3);
+    cluster.create_topic(&output, 3, 3);
+    cluster.wait_all_led(&input);
+    cluster.wait_all_led(&output);
     let b = cluster.bootstrap();
     assert_eq!(
-        txn_client(&["fill", &b, "cp-in", &N.to_string()]),
-        format!("filled {N}\n")
+        txn_client(&["fill", &b, &input, &n.to_string()]),
+        format!("filled {n}\n")
     );
 
     // The copier dies by kill -9 in the middle of its work ...
-    let mut first = Copier::start(&b);
-    first.wait_for(N / 5);
+    let mut first = Copier::start(copier(&b));
+    first.wait_for(n / 5);
     first.kill9();
     // ... its successor loses an output partition's leader (back before the next kill: two
     // of three brokers down would leave `min.insync.replicas` unmet), then its transaction
     // coordinator.
-    let mut second = Copier::start(&b);
-    second.wait_for(N / 2);
-    let out_leader = cluster.leader("cp-out", 0);
+    let mut second = Copier::start(copier(&b));
+    second.wait_for(n / 2);
+    let out_leader = cluster.leader(&output, 0);
     cluster.kill9(out_leader);
-    let line = second.wait_for(N * 3 / 5);
+    let line = second.wait_for(n * 3 / 5);
     cluster.restart(out_leader);
     let coordinator = cluster.leader(
         "__transaction_state",
-        partition_for("copier", STATE_PARTITIONS),
+        partition_for(prefix, STATE_PARTITIONS),
     );
     let mut killed = None;
-    if line != "done" && second.wait_for(N * 2 / 3) != "done" {
+    if line != "done" && second.wait_for(n * 2 / 3) != "done" {
         cluster.kill9(coordinator);
         killed = Some(coordinator);
     }
@@ -231,22 +233,76 @@ fn consume_transform_produce_copies_exactly_once_across_kill_9s() {
     if let Some(id) = killed {
         cluster.restart(id);
     }
-    eprintln!("killed the copier, broker {out_leader} (output leader), coordinator {killed:?}");
+    eprintln!(
+        "{prefix}: killed the copier, broker {out_leader} (output leader), coordinator {killed:?}"
+    );
 
-    // Kafka's check: the output is the input, each record once, in each partition's order.
-    let input = read_partitions(&b, "cp-in", "read_committed");
-    let output = read_partitions(&b, "cp-out", "read_committed");
-    assert_eq!(input.values().map(Vec::len).sum::<usize>(), N);
+    let input = read_partitions(&b, &input, "read_committed");
+    let output = read_partitions(&b, &output, "read_committed");
+    assert_eq!(input.values().map(Vec::len).sum::<usize>(), n);
     for (p, values) in &input {
         let copied: Vec<String> = values.iter().map(|v| format!("copy:{v}")).collect();
         let got = output.get(p).cloned().unwrap_or_default();
         assert_eq!(
             got.len(),
             copied.len(),
-            "partition {p}: a record lost or duplicated"
+            "{prefix} partition {p}: a record lost or duplicated"
         );
-        assert_eq!(got, copied, "partition {p}");
+        assert_eq!(got, copied, "{prefix} partition {p}");
     }
+}
+
+fn python_copier(prefix: &'static str) -> impl Fn(&str) -> Command {
+    move |bootstrap| {
+        let mut cmd = common::python();
+        cmd.arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/clients/txn_client.py"
+        ))
+        .args(["copy", bootstrap, prefix, prefix])
+        .arg(format!("{prefix}-in"))
+        .arg(format!("{prefix}-out"));
+        cmd
+    }
+}
+
+#[test]
+fn confluent_consume_transform_produce_copies_exactly_once_across_kill_9s() {
+    let mut cluster = Cluster::start("txn-copy", 3, &settings());
+    copies_exactly_once(&mut cluster, "copier", 3000, python_copier("copier"));
+}
+
+/// The Java client (kafka-clients 4.3.0): transactions committed and aborted, read back by
+/// librdkafka at read_committed; then its consume-transform-produce loop under kill -9s.
+#[test]
+fn java_transactions_commit_abort_and_copy_exactly_once_across_kill_9s() {
+    let mut cluster = Cluster::start("txn-java", 3, &settings());
+    cluster.create_topic(TOPIC, 3, 3);
+    cluster.wait_all_led(TOPIC);
+    let b = cluster.bootstrap();
+    let java = JavaProgram::compile("Transactions");
+    let plan = "commit:j1:20;abort:j2:20;commit:j3:20";
+    let (ok, out, err) = java.run(
+        &[&b, "produce", "java-a", TOPIC, plan],
+        Duration::from_secs(120),
+    );
+    assert!(ok, "{out}\n{err}");
+    assert_eq!(out, "committed j1\naborted j2\ncommitted j3\n");
+    assert_exactly(
+        &read(&b, "read_committed"),
+        &[values("j1", 20), values("j3", 20)],
+    );
+
+    copies_exactly_once(&mut cluster, "jcopier", 1500, |bootstrap| {
+        java.command(&[
+            bootstrap,
+            "copy",
+            "jcopier",
+            "jcopier",
+            "jcopier-in",
+            "jcopier-out",
+        ])
+    });
 }
 
 fn find_coordinator(c: &mut common::Client, id: &str) -> FindCoordinatorResponse {

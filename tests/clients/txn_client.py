@@ -17,7 +17,7 @@ usage:
       Writes `v-0` … `v-(N-1)` (key i) with an idempotent producer. Prints `filled N`.
   txn_client.py copy BOOTSTRAP TXN_ID GROUP IN OUT
       Consume-transform-produce: reads IN at read_committed in group GROUP, writes each value
-      to OUT (same key, value `copy:<value>`) and the consumed offsets with
+      to OUT (same key and partition, value `copy:<value>`) and the consumed offsets with
       send_offsets_to_transaction, one transaction per poll. Prints `progress K` (records
       copied in committed transactions) after each, and `done` once it owns every partition
       of IN and has read each to its end.
@@ -127,7 +127,7 @@ def copy(bootstrap, txn_id, group, source, sink):
         p.begin_transaction()
         try:
             for m in msgs:
-                p.produce(sink, key=m.key(), value=b"copy:" + m.value())
+                p.produce(sink, key=m.key(), value=b"copy:" + m.value(), partition=m.partition())
                 p.poll(0)
             positions = c.position(c.assignment())
             retrying(lambda: p.send_offsets_to_transaction(
