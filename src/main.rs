@@ -37,6 +37,8 @@ enum Command {
     Configs(cli::configs::ConfigsArgs),
     /// Add, remove and list ACLs (kafka-acls.sh).
     Acls(cli::acls::AclsArgs),
+    /// List and describe transactions, abort a hanging one (kafka-transactions.sh).
+    Transactions(cli::transactions::TransactionsArgs),
     /// Measure produce or consume throughput and latency.
     #[command(subcommand)]
     Perf(cli::perf::PerfCommand),
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Command::Consume(a) => ("consume", cli::consume::consume(a)),
         Command::Status(a) => ("status", cli::console::status(a)),
         Command::Groups(a) => ("groups", cli::groups::run(a)),
+        Command::Transactions(a) => ("transactions", cli::transactions::run(a)),
         Command::Configs(a) => ("configs", cli::configs::run(a)),
         Command::Acls(a) => ("acls", cli::acls::run(a)),
     };

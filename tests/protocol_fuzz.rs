@@ -264,6 +264,14 @@ fn decode_request_and_response(b: &[u8], key: i16, v: i16) {
             dec::<gregor::protocol::txn_requests::TxnOffsetCommitRequest>(b, key, v),
             dec::<gregor::protocol::txn_requests::TxnOffsetCommitResponse>(b, key, v),
         ),
+        header::DESCRIBE_TRANSACTIONS => (
+            dec::<gregor::protocol::txn_admin::DescribeTransactionsRequest>(b, key, v),
+            dec::<gregor::protocol::txn_admin::DescribeTransactionsResponse>(b, key, v),
+        ),
+        header::LIST_TRANSACTIONS => (
+            dec::<gregor::protocol::txn_admin::ListTransactionsRequest>(b, key, v),
+            dec::<gregor::protocol::txn_admin::ListTransactionsResponse>(b, key, v),
+        ),
         header::END_TXN => (
             dec::<gregor::protocol::txn_requests::EndTxnRequest>(b, key, v),
             dec::<gregor::protocol::txn_requests::TxnErrorResponse>(b, key, v),
@@ -476,6 +484,14 @@ fn samples() -> Vec<Vec<u8>> {
             )],
         };
         encode_body(&req, b, header::TXN_OFFSET_COMMIT, 3)
+    });
+    push(&|b| {
+        let req = gregor::protocol::txn_admin::ListTransactionsRequest {
+            state_filters: vec!["Ongoing".into()],
+            producer_id_filters: vec![3],
+            duration_filter_ms: 10,
+        };
+        encode_body(&req, b, header::LIST_TRANSACTIONS, 1)
     });
     push(&|b| {
         let req = gregor::protocol::txn_requests::EndTxnRequest {

@@ -98,6 +98,8 @@ fn reencode(key: i16, v: i16, body: &[u8]) -> Result<Vec<u8>, String> {
         61 => {
             again::<gregor::protocol::describe_producers::DescribeProducersResponse>(key, v, body)
         }
+        65 => again::<gregor::protocol::txn_admin::DescribeTransactionsResponse>(key, v, body),
+        66 => again::<gregor::protocol::txn_admin::ListTransactionsResponse>(key, v, body),
         k => Err(format!("no case for api {k}")),
     }
 }

@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::java::JavaProgram;
-use common::run_with_deadline;
+use common::txn::{read_partitions, txn_client, values};
 use gregor::broker::txn_coordinator::state::partition_for;
 use gregor::protocol::ErrorCode;
 use gregor::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
@@ -43,18 +43,6 @@ fn settings() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-fn txn_client(args: &[&str]) -> String {
-    let mut cmd = common::python();
-    cmd.arg(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/txn_client.py"
-    ))
-    .args(args);
-    let (ok, out, err) = run_with_deadline(&mut cmd, "", Duration::from_secs(180));
-    assert!(ok, "txn_client {args:?}: {out}\n{err}");
-    out
-}
-
 /// The values a consumer at `isolation` reads from every partition, after checking it reached
 /// each partition's end.
 fn read(bootstrap: &str, isolation: &str) -> Vec<String> {
@@ -62,24 +50,6 @@ fn read(bootstrap: &str, isolation: &str) -> Vec<String> {
         .into_values()
         .flatten()
         .collect()
-}
-
-/// Each partition's values in offset order.
-fn read_partitions(bootstrap: &str, topic: &str, isolation: &str) -> BTreeMap<i32, Vec<String>> {
-    let out = txn_client(&["read", bootstrap, topic, isolation]);
-    assert_eq!(out.lines().last(), Some("end"), "{isolation}: {out}");
-    let mut parts: BTreeMap<i32, Vec<String>> = BTreeMap::new();
-    for l in out.lines().filter_map(|l| l.strip_prefix("rec ")) {
-        let mut f = l.splitn(3, ' ');
-        let p = f.next().unwrap().parse().unwrap();
-        let value = f.nth(1).unwrap().to_owned();
-        parts.entry(p).or_default().push(value);
-    }
-    parts
-}
-
-fn values(prefix: &str, n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}-{i}")).collect()
 }
 
 /// Each expected value read exactly once, and nothing else.

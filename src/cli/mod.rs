@@ -16,6 +16,7 @@ pub mod perf_idle;
 mod scram;
 pub mod topics;
 mod topics_wire;
+pub mod transactions;
 
 /// Where the tools look for a broker when not told (`--bootstrap-server`), as Kafka's do.
 pub const BOOTSTRAP: &str = "127.0.0.1:9092";

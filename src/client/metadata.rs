@@ -66,9 +66,19 @@ pub fn find_coordinator(
     group: &str,
     client_id: &str,
 ) -> Result<FindCoordinatorResponse, String> {
+    find_coordinator_of(bootstrap, group, 0, client_id)
+}
+
+/// The coordinator of a group (`key_type` 0) or of a transactional id (1).
+pub fn find_coordinator_of(
+    bootstrap: &str,
+    key: &str,
+    key_type: i8,
+    client_id: &str,
+) -> Result<FindCoordinatorResponse, String> {
     let req = FindCoordinatorRequest {
-        key: group.to_owned(),
-        key_type: 0,
+        key: key.to_owned(),
+        key_type,
     };
     ask_each(bootstrap, client_id, &ClientSecurity::default(), |c| {
         let r: FindCoordinatorResponse = c

@@ -52,6 +52,8 @@ pub const DESCRIBE_USER_SCRAM_CREDENTIALS: i16 = 50;
 pub const ALTER_USER_SCRAM_CREDENTIALS: i16 = 51;
 pub const DESCRIBE_CLUSTER: i16 = 60;
 pub const DESCRIBE_PRODUCERS: i16 = 61;
+pub const DESCRIBE_TRANSACTIONS: i16 = 65;
+pub const LIST_TRANSACTIONS: i16 = 66;
 
 /// One API this broker serves: its key, Kafka's name for it (`ApiKeys`, as request metrics
 /// are labelled), the versions served, the first version that uses the flexible encoding
@@ -202,6 +204,8 @@ pub const SUPPORTED_APIS: &[Api] = &[
     ),
     api(DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
     api(DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0, 0),
+    api(DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0, 0),
+    api(LIST_TRANSACTIONS, "ListTransactions", 0, 1, 0),
 ];
 
 /// Kafka's name of an API, as its request metrics are labelled.

@@ -41,6 +41,7 @@ pub mod records;
 pub mod sasl;
 pub mod scram_credentials;
 mod topic_partition;
+pub mod txn_admin;
 pub mod txn_markers;
 pub mod txn_requests;
 

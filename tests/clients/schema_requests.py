@@ -283,3 +283,12 @@ for v in served(28):
                                   committed_leader_epoch=5, committed_metadata="meta"),
                                 P(partition_index=1, committed_offset=7,
                                   committed_leader_epoch=-1, committed_metadata=None)])], **kw))
+
+from kafka.protocol.admin import DescribeTransactionsRequest, ListTransactionsRequest
+
+for v in served(65):
+    out(65, v, DescribeTransactionsRequest(version=v, transactional_ids=["tx", "ty"]))
+for v in served(66):
+    kw = dict(duration_filter=60000) if v >= 1 else {}
+    out(66, v, ListTransactionsRequest(version=v, state_filters=["Ongoing"],
+                                       producer_id_filters=[4001], **kw))

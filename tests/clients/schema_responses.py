@@ -380,3 +380,21 @@ for v in served(28):
     out(28, v, TxnOffsetCommitResponse(version=v, throttle_time_ms=0, topics=[
         T(name="t", partitions=[P(partition_index=0, error_code=0),
                                 P(partition_index=1, error_code=16)])]))
+
+from kafka.protocol.admin import DescribeTransactionsResponse, ListTransactionsResponse
+
+for v in served(65):
+    S = DescribeTransactionsResponse.TransactionState
+    T = S.TopicData
+    out(65, v, DescribeTransactionsResponse(version=v, throttle_time_ms=0, transaction_states=[
+        S(error_code=0, transactional_id="tx", transaction_state="Ongoing",
+          transaction_timeout_ms=60000, transaction_start_time_ms=1700000000000,
+          producer_id=4001, producer_epoch=3, topics=[T(topic="t", partitions=[0, 2])]),
+        S(error_code=105, transactional_id="ty", transaction_state="",
+          transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
+          producer_epoch=-1, topics=[])]))
+for v in served(66):
+    S = ListTransactionsResponse.TransactionState
+    out(66, v, ListTransactionsResponse(version=v, throttle_time_ms=0, error_code=0,
+                                        unknown_state_filters=["Bogus"], transaction_states=[
+        S(transactional_id="tx", producer_id=4001, transaction_state="Ongoing")]))

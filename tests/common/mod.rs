@@ -21,6 +21,7 @@ pub mod raw_client;
 pub mod requests;
 pub mod schema;
 pub mod secure;
+pub mod txn;
 pub mod zookeeper;
 
 pub use brokers::*;

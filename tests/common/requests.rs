@@ -117,6 +117,8 @@ pub fn decode_and_reencode(key: i16, v: i16, body: &[u8]) -> Result<(Vec<u8>, us
         }
         60 => again::<DescribeClusterRequest>(r, out)?,
         61 => again::<gregor::protocol::describe_producers::DescribeProducersRequest>(r, out)?,
+        65 => again::<gregor::protocol::txn_admin::DescribeTransactionsRequest>(r, out)?,
+        66 => again::<gregor::protocol::txn_admin::ListTransactionsRequest>(r, out)?,
         k => return Err(format!("no case for api {k}")),
     }
     Ok((buf, r.remaining()))

@@ -26,6 +26,7 @@ mod replicas;
 mod sasl;
 mod topics;
 mod transactions;
+mod txn_admin;
 mod txn_markers;
 
 pub(crate) use produce::wait_replicated;
@@ -274,6 +275,10 @@ impl RequestHandler for KafkaApis {
             }
             header::END_TXN => self.serve(body, &cx, out, Self::handle_end_txn),
             header::TXN_OFFSET_COMMIT => self.serve(body, &cx, out, Self::handle_txn_offset_commit),
+            header::DESCRIBE_TRANSACTIONS => {
+                self.serve(body, &cx, out, Self::handle_describe_transactions)
+            }
+            header::LIST_TRANSACTIONS => self.serve(body, &cx, out, Self::handle_list_transactions),
             header::DESCRIBE_PRODUCERS => {
                 self.serve(body, &cx, out, Self::handle_describe_producers)
             }

@@ -9,6 +9,7 @@
 //! client is answered or anything else is done, as Kafka's `TransactionStateManager` does;
 //! requests of one transactional id are carried out one at a time (its `Slot` lock).
 
+mod admin;
 mod markers;
 mod requests;
 pub mod state;
