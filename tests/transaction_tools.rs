@@ -9,6 +9,7 @@ mod common;
 use common::cluster::Cluster;
 use common::gregor_ok;
 use common::java::run_kafka_tool;
+use common::prometheus::scrape;
 use common::raw_client::{Client, init_producer};
 use common::txn::{read_partitions, txn_client, values};
 use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
@@ -54,6 +55,7 @@ fn kafka_transactions_and_gregor_transactions_list_describe_and_abort() {
         &[
             ("transaction.state.log.num.partitions", "2"),
             ("transaction.state.log.replication.factor", "1"),
+            ("metrics.listener", "127.0.0.1:0"),
         ],
     );
     for t in ["tools", "hang"] {
@@ -109,6 +111,25 @@ fn kafka_transactions_and_gregor_transactions_list_describe_and_abort() {
 
     // Transactions left open in `hang` by producers no coordinator knows: Kafka's
     // find-hanging names them; Kafka's abort ends the first, gregor's the second.
+    // The metrics: one id committed, one open; the open transaction in `tools`.
+    let m = scrape(cluster.metrics_addr(1));
+    let ids = "gregor_transaction_coordinator_transactional_ids";
+    assert_eq!(m.get(ids, &[("state", "Ongoing")]), Some(1.0));
+    assert_eq!(m.get(ids, &[("state", "CompleteCommit")]), Some(1.0));
+    assert_eq!(m.get("gregor_log_open_transactions", &[]), Some(1.0));
+    // tool-b's 10 records and nothing after them: the LSO is 10 behind the high watermark.
+    assert_eq!(
+        m.get("gregor_log_last_stable_offset_lag_max", &[]),
+        Some(10.0)
+    );
+    assert!(
+        m.get(
+            "kafka_server_transaction_coordinator_metrics_partition_load_time_max",
+            &[]
+        )
+        .is_some()
+    );
+
     let mut c = cluster.client(1);
     let first = leave_hanging(&mut c, "hang", "h1");
     let second = leave_hanging(&mut c, "hang", "h2");

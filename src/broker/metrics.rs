@@ -23,6 +23,11 @@ pub struct PartitionCounts {
     pub under_replicated: usize,
     /// Led here with an ISR below `min.insync.replicas`.
     pub under_min_isr: usize,
+    /// Transactions open in the partitions led here.
+    pub open_transactions: usize,
+    /// The largest distance from a led partition's last stable offset to its high watermark:
+    /// how far read_committed consumers are held behind read_uncommitted ones.
+    pub lso_lag_max: i64,
 }
 
 impl ReplicaManager {
@@ -46,6 +51,11 @@ impl ReplicaManager {
             if st.isr.len() < p.min_insync_replicas(self.min_insync_replicas) {
                 c.under_min_isr += 1;
             }
+            drop(st);
+            c.open_transactions += p.log.open_transactions();
+            c.lso_lag_max = c
+                .lso_lag_max
+                .max(p.high_watermark() - p.log.last_stable_offset());
         }
         c
     }
@@ -61,6 +71,7 @@ pub(super) fn register_samplers(broker: &Arc<Broker>) {
     metrics.add_sampler(sampler(&weak, network_families));
     metrics.add_sampler(sampler(&weak, zookeeper_families));
     metrics.add_sampler(sampler(&weak, super::group_lag::lag_families));
+    metrics.add_sampler(sampler(&weak, transaction_families));
 }
 
 fn sampler(
@@ -98,10 +109,43 @@ fn replica_families(b: &Broker, out: &mut Vec<MetricFamily>) {
             "Partitions led here whose ISR is below min.insync.replicas",
             c.under_min_isr,
         ),
+        (
+            "gregor_log_open_transactions",
+            "Transactions open in the partitions led here (their markers not written yet)",
+            c.open_transactions,
+        ),
     ] {
         out.push(Family::gauge(name, help).single(v as f64));
     }
+    out.push(
+        Family::gauge(
+            "gregor_log_last_stable_offset_lag_max",
+            "The most a led partition's last stable offset is behind its high watermark (offsets)",
+        )
+        .single(c.lso_lag_max as f64),
+    );
     purgatory_families(&b.replica_manager.purgatory, out);
+}
+
+/// The transaction coordinator: its transactional ids by state, and Kafka's
+/// `transaction-coordinator-metrics` load time.
+fn transaction_families(b: &Broker, out: &mut Vec<MetricFamily>) {
+    let tc = &b.txn_coordinator;
+    let mut by_state = Family::gauge(
+        "gregor_transaction_coordinator_transactional_ids",
+        "Transactional ids this broker coordinates, by state",
+    );
+    for (state, n) in tc.count_by_state() {
+        by_state.add(&[("state", state)], n as f64);
+    }
+    out.push(by_state.done());
+    out.push(
+        Family::gauge(
+            "kafka_server_transaction_coordinator_metrics_partition_load_time_max",
+            "The longest load of a __transaction_state partition by this broker (ms)",
+        )
+        .single(tc.load_time_max_ms() as f64),
+    );
 }
 
 /// The parked requests, with Kafka's `DelayedOperationPurgatory` names.

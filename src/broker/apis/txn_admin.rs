@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{KafkaApis, RequestContext};
+use crate::broker::txn_coordinator::admin::STATES;
 use crate::broker::txn_coordinator::state::{TxnMetadata, TxnState};
 use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
@@ -13,16 +14,6 @@ use crate::protocol::txn_admin::{
     ListTransactionsRequest, ListTransactionsResponse,
 };
 use crate::security::acl::{Operation, ResourceType};
-
-/// Every state a filter may name (`Dead` is never listed: it is not kept).
-const STATES: [TxnState; 6] = [
-    TxnState::Empty,
-    TxnState::Ongoing,
-    TxnState::PrepareCommit,
-    TxnState::PrepareAbort,
-    TxnState::CompleteCommit,
-    TxnState::CompleteAbort,
-];
 
 impl KafkaApis {
     pub(super) fn handle_describe_transactions(

@@ -2,11 +2,22 @@
 //! of the transactional ids it coordinates, read without changing anything.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use super::state::{TxnMetadata, TxnState};
 use super::{Owned, TransactionCoordinator, now_ms};
 use crate::config::transactions::TRANSACTION_STATE_TOPIC;
 use crate::protocol::ErrorCode;
+
+/// The states a transactional id is kept in (`Dead` is not kept).
+pub const STATES: [TxnState; 6] = [
+    TxnState::Empty,
+    TxnState::Ongoing,
+    TxnState::PrepareCommit,
+    TxnState::PrepareAbort,
+    TxnState::CompleteCommit,
+    TxnState::CompleteAbort,
+];
 
 impl TransactionCoordinator {
     /// The state of a transactional id this broker coordinates.
@@ -50,8 +61,27 @@ impl TransactionCoordinator {
         out
     }
 
-    /// Transactions open now, for the metrics.
-    pub fn open_transactions(&self) -> usize {
-        self.list(-1, |_, m| m.state == TxnState::Ongoing).len()
+    /// How many transactional ids this broker coordinates in each state (the metrics), read
+    /// from the partitions already loaded.
+    pub fn count_by_state(&self) -> Vec<(&'static str, usize)> {
+        let mut counts = [0usize; 7];
+        let owned: Vec<Arc<Owned>> = self.owned.read().values().cloned().collect();
+        for o in owned {
+            let slots: Vec<_> = o.txns.lock().values().cloned().collect();
+            for s in slots {
+                if let Some(m) = s.lock().as_ref() {
+                    counts[m.state as usize] += 1;
+                }
+            }
+        }
+        STATES
+            .iter()
+            .map(|s| (s.name(), counts[*s as usize]))
+            .collect()
+    }
+
+    /// The longest load of a partition so far, in ms.
+    pub fn load_time_max_ms(&self) -> u64 {
+        self.load_time_max_ms.load(Ordering::Relaxed)
     }
 }

@@ -9,14 +9,14 @@
 //! client is answered or anything else is done, as Kafka's `TransactionStateManager` does;
 //! requests of one transactional id are carried out one at a time (its `Slot` lock).
 
-mod admin;
+pub mod admin;
 mod markers;
 mod requests;
 pub mod state;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
@@ -67,6 +67,8 @@ pub struct TransactionCoordinator {
     stopping: AtomicBool,
     last_abort_scan: Mutex<Instant>,
     last_expiry_scan: Mutex<Instant>,
+    /// `partition-load-time-max`, ms.
+    load_time_max_ms: AtomicU64,
 }
 
 impl TransactionCoordinator {
@@ -96,6 +98,7 @@ impl TransactionCoordinator {
             stopping: AtomicBool::new(false),
             last_abort_scan: Mutex::new(Instant::now()),
             last_expiry_scan: Mutex::new(Instant::now()),
+            load_time_max_ms: AtomicU64::new(0),
         }
     }
 
@@ -200,6 +203,8 @@ impl TransactionCoordinator {
                 break; // nothing whole: a torn tail
             }
         }
+        self.load_time_max_ms
+            .fetch_max(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         log::info!(
             "[TransactionCoordinator {}] loaded {} transactional ids of {TRANSACTION_STATE_TOPIC}-{partition} (epoch {leader_epoch}) in {:?}",
             self.broker_id,
