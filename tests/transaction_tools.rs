@@ -96,8 +96,16 @@ fn kafka_transactions_and_gregor_transactions_list_describe_and_abort() {
         "{described}"
     );
     assert_eq!(cols.last(), Some(&"tools-0"), "{described}");
+    // Kafka's spelling works too.
     let ours = gregor_ok(
-        &["transactions", "--bootstrap", &b, "--describe", "tool-b"],
+        &[
+            "transactions",
+            "--bootstrap-server",
+            &b,
+            "describe",
+            "--transactional-id",
+            "tool-b",
+        ],
         "",
     );
     let our_cols: Vec<&str> = ours.lines().nth(1).unwrap().split_whitespace().collect();

@@ -161,11 +161,14 @@ impl MetadataCache {
                     error_code: ErrorCode::UnknownTopicOrPartition.code(),
                     topic: name,
                     topic_id: [0; 16],
+                    is_internal: false,
                     partitions: Vec::new(),
                 },
                 Some(parts) => TopicMetadata {
                     error_code: 0,
                     topic_id: c.topic_ids.get(&name).copied().unwrap_or_default(),
+                    // The transaction coordinators' topic (group offsets are in ZooKeeper).
+                    is_internal: name == crate::config::transactions::TRANSACTION_STATE_TOPIC,
                     topic: name,
                     partitions: parts
                         .iter()

@@ -31,6 +31,13 @@ pub struct TransactionsArgs {
     /// The brokers to start from, host:port,... (also `--bootstrap`, and kcat's `-b`).
     #[arg(long = "bootstrap-server", visible_alias = "bootstrap", short = 'b', default_value = super::BOOTSTRAP, value_name = "HOST:PORT")]
     bootstrap: String,
+    /// kafka-transactions.sh's spelling of the action: `list`, `describe`
+    /// (with --transactional-id), `describe-producers`, `abort`.
+    #[arg(value_parser = ["list", "describe", "describe-producers", "abort"], value_name = "COMMAND")]
+    command: Option<String>,
+    /// With `describe`: the transactional id.
+    #[arg(long = "transactional-id")]
+    transactional_id: Option<String>,
     /// Every transactional id the coordinators know: id, coordinator, producer id, state.
     #[arg(long, group = "action")]
     list: bool,
@@ -53,7 +60,20 @@ pub struct TransactionsArgs {
     start_offset: Option<i64>,
 }
 
-pub fn run(a: TransactionsArgs) -> Result<(), String> {
+pub fn run(mut a: TransactionsArgs) -> Result<(), String> {
+    match a.command.as_deref() {
+        Some("list") => a.list = true,
+        Some("describe") => {
+            a.describe = Some(
+                a.transactional_id
+                    .clone()
+                    .ok_or("--transactional-id is required")?,
+            )
+        }
+        Some("describe-producers") => a.describe_producers = true,
+        Some("abort") => a.abort = true,
+        _ => {}
+    }
     if a.list {
         list(&a.bootstrap)
     } else if let Some(id) = &a.describe {

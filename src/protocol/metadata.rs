@@ -92,6 +92,8 @@ pub struct TopicMetadata {
     pub topic: String,
     /// v10+: the topic's UUID (all zero when unknown).
     pub topic_id: [u8; 16],
+    /// v1+: a topic of the brokers' own (`__transaction_state`).
+    pub is_internal: bool,
     pub partitions: Vec<PartitionMetadata>,
 }
 
@@ -129,9 +131,7 @@ impl Encode for MetadataResponse {
             out.put_i16(t.error_code);
             out.put_str(&t.topic);
             out.since(10, |o| o.extend_from_slice(&t.topic_id));
-            // is_internal: the transaction coordinators' topic (group offsets are in ZooKeeper).
-            let internal = t.topic == crate::config::transactions::TRANSACTION_STATE_TOPIC;
-            out.since(1, |o| o.put_i8(i8::from(internal)));
+            out.since(1, |o| o.put_i8(i8::from(t.is_internal)));
             out.put_len(Some(t.partitions.len()));
             for p in &t.partitions {
                 out.put_i16(p.error_code);
@@ -177,7 +177,7 @@ impl<'a> Decode<'a> for MetadataResponse {
             if version >= 10 {
                 topic_id.copy_from_slice(r.bytes_exact(16, "topic_id")?);
             }
-            r.skip_since(1, |r| r.bool("is_internal"))?;
+            let is_internal = r.since(1, false, |r| r.bool("is_internal"))?;
             let partitions = read_array(r, "partition_metadata", 18, |r| {
                 let error_code = r.i16("partition.error_code")?;
                 let partition = r.i32("partition")?;
@@ -204,6 +204,7 @@ impl<'a> Decode<'a> for MetadataResponse {
                 error_code,
                 topic,
                 topic_id,
+                is_internal,
                 partitions,
             })
         })?;
@@ -241,6 +242,7 @@ mod tests {
                 error_code: 0,
                 topic: "t".into(),
                 topic_id: if version >= 10 { [7; 16] } else { [0; 16] },
+                is_internal: version >= 1,
                 partitions: vec![PartitionMetadata {
                     error_code: 9,
                     partition: 0,

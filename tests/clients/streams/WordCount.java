@@ -2,8 +2,8 @@
 // words, re-keyed by word (a repartition topic), counted in a state store backed by a
 // changelog topic (compacted), each new count written to <output> as a decimal string. Streams
 // creates both internal topics itself. Prints `state NEW_STATE` at each state change; stops
-// cleanly when its stdin closes.
-//   java -cp <target/streams/*>:. WordCount <bootstrap> <application.id> <input> <output> <state.dir>
+// cleanly when its stdin closes. The processing guarantee is at_least_once unless given.
+//   java -cp <target/streams/*>:. WordCount <bootstrap> <application.id> <input> <output> <state.dir> [guarantee]
 
 import java.util.Arrays;
 import java.util.Properties;
@@ -23,7 +23,8 @@ public class WordCount {
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+            args.length > 5 ? args[5] : StreamsConfig.AT_LEAST_ONCE);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);

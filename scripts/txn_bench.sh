@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# What transactions cost (doc/transactions.md, "Measured"): three release brokers from
+# scripts/cluster.sh in a temporary GREGOR_HOME (__transaction_state with replication 3,
+# min.insync.replicas 2), topic `tb` (3 partitions, replication 3), then through librdkafka:
+#   1. TBENCH_ROUNDS (default 2) rounds, each alternating an idempotent producer with
+#      transactional ones committing every 1, 100 and 10,000 messages (TBENCH_N messages of
+#      100 bytes, default 200,000; 20,000 for transactions of 1) — each as a ratio to the
+#      idempotent run of its round;
+#   2. end-to-end latency of a read_committed reader at 10,000 msg/s with 100 ms transactions;
+#   3. TBENCH_OPEN (default 1,000) transactions left open by abandoned producers (timeout
+#      TBENCH_OPEN_TIMEOUT_MS, default 120,000, longer than opening them all takes), then
+#      broker 1 killed with kill -9: how long its successors took to load its
+#      __transaction_state partitions, and how long after the last transaction's timeout
+#      passed none was left Ongoing (the coordinators look every second here:
+#      transaction.abort.timed.out.transaction.cleanup.interval.ms=1000).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+cd "$here/.."
+ensure_packages zookeeper
+ensure_python_clients
+cargo build --release --quiet
+G=$PWD/target/release/gregor
+py=$PYTHON_VENV/bin/python
+n=${TBENCH_N:-200000}
+rounds=${TBENCH_ROUNDS:-2}
+export GREGOR_HOME
+GREGOR_HOME=$(mktemp -d /tmp/gregor-tbench.XXXXXX)
+export ZK_PORT=${ZK_PORT:-43181} BASE_PORT=${BASE_PORT:-50092} METRICS_BASE_PORT=off GREGOR_BIN=$G
+export BROKER_PROPERTIES="transaction.abort.timed.out.transaction.cleanup.interval.ms=1000"
+cleanup() { "$here/cluster.sh" stop >/dev/null 2>&1 || true; rm -rf "$GREGOR_HOME"; }
+trap cleanup EXIT
+"$here/cluster.sh" start 3 >/dev/null
+zk=127.0.0.1:$ZK_PORT/gregor
+b=127.0.0.1:$BASE_PORT
+"$G" topics --zookeeper "$zk" --create --topic tb --partitions 3 --replication-factor 3 >/dev/null
+"$G" topics --zookeeper "$zk" --create --topic tlat --partitions 3 --replication-factor 3 >/dev/null
+rate() { sed -E 's/.* rate ([0-9]+).*/\1/'; }
+for r in $(seq 1 "$rounds"); do
+  echo "== round $r"
+  idem=$("$py" scripts/txn_bench.py throughput "$b" tb "$n" 0); echo "$idem"
+  for size in 1 100 10000; do
+    m=$n; [ "$size" = 1 ] && m=$((n / 10))
+    t=$("$py" scripts/txn_bench.py throughput "$b" tb "$m" "$size"); echo "$t"
+    awk -v a="$(echo "$idem" | rate)" -v b="$(echo "$t" | rate)" -v s="$size" \
+      'BEGIN { printf "  transactions of %s / idempotent: %.3f\n", s, b / a }'
+  done
+done
+echo "== read_committed end-to-end latency, 10,000 msg/s, 100 ms transactions, 10 s"
+"$py" scripts/txn_bench.py latency-consumer "$b" tlat 10000 10 >"$GREGOR_HOME/lat.txt" &
+c=$!
+sleep 3
+"$py" scripts/txn_bench.py latency-producer "$b" tlat 10000 10 100
+wait "$c"
+cat "$GREGOR_HOME/lat.txt"
+open=${TBENCH_OPEN:-1000}
+timeout_ms=${TBENCH_OPEN_TIMEOUT_MS:-120000}
+echo "== $open transactions left open (timeout $timeout_ms ms), then kill -9 of broker 1"
+"$G" topics --zookeeper "$zk" --create --topic topen --partitions 3 --replication-factor 3 >/dev/null
+t_open=$(date +%s.%N)
+for first in $(seq 0 100 $((open - 1))); do
+  "$py" scripts/txn_bench.py leave-open "$b" topen "$first" 100 "$timeout_ms" >/dev/null
+done
+t_last=$(date +%s.%N)
+ongoing() { "$G" transactions -b "$b" --list 2>/dev/null | awk '$4 == "Ongoing"' | wc -l; }
+echo "opened in $(awk -v a="$t_open" -v b="$t_last" 'BEGIN { printf "%.1f", b - a }') s; ongoing: $(ongoing)"
+ours=$("$G" transactions -b "$b" --list | awk '$2 == 1 && $4 == "Ongoing"' | wc -l)
+kill -9 "$(cat "$GREGOR_HOME/broker-1/pid")"
+t_kill=$(date +%s.%N)
+b=127.0.0.1:$((BASE_PORT + 1))
+# New leaders for broker 1's partitions of __transaction_state first (until then its
+# transactions are listed by nobody), then all its transactions listed again, then none left
+# Ongoing.
+while "$G" topics --zookeeper "$zk" --describe --topic __transaction_state |
+  grep -qE "Leader: (1|-1)\s"; do sleep 0.2; done
+while [ "$(ongoing)" -lt "$open" ] && [ "$(date +%s)" -lt $(( ${t_last%.*} + timeout_ms / 1000 )) ]; do
+  sleep 0.2
+done
+t_taken=$(date +%s.%N)
+while [ "$(ongoing)" != 0 ]; do sleep 0.2; done
+t_zero=$(date +%s.%N)
+awk -v k="$t_kill" -v t="$t_taken" -v z="$t_zero" -v l="$t_last" -v to="$timeout_ms" -v n="$ours" \
+  'BEGIN { printf "%d transactions coordinated by broker 1: listed by its successors %.1f s after the kill -9; none Ongoing %.1f s after the last timeout passed\n", n, t - k, z - (l + to / 1000) }'
+grep -h "loaded .* transactional ids" "$GREGOR_HOME"/broker-[23]/broker.log | tail -20
