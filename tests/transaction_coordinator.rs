@@ -116,6 +116,8 @@ fn confluent_transactions_commit_abort_fence_time_out_and_survive_the_coordinato
 struct Copier {
     child: Child,
     progress: mpsc::Receiver<String>,
+    /// Its last lines, for a failure's message.
+    said: Vec<String>,
 }
 
 impl Copier {
@@ -133,15 +135,27 @@ impl Copier {
                 }
             }
         });
-        Copier { child, progress }
+        Copier {
+            child,
+            progress,
+            said: Vec::new(),
+        }
     }
 
     /// Waits for a `progress K` line with K ≥ `at_least`, or `done`; returns the line.
     fn wait_for(&mut self, at_least: usize) -> String {
         loop {
             let Ok(line) = self.progress.recv_timeout(Duration::from_secs(120)) else {
-                panic!("the copier went silent: {:?}", self.child.try_wait());
+                panic!(
+                    "the copier went silent (exit: {:?}); it said last:\n{}",
+                    self.child.try_wait(),
+                    self.said.join("\n")
+                );
             };
+            if self.said.len() == 20 {
+                self.said.remove(0);
+            }
+            self.said.push(line.clone());
             let k = line.strip_prefix("progress ").and_then(|k| k.parse().ok());
             if line == "done" || k.is_some_and(|k: usize| k >= at_least) {
                 return line;
@@ -189,6 +203,9 @@ fn copies_exactly_once(
     cluster.kill9(out_leader);
     let line = second.wait_for(n * 3 / 5);
     cluster.restart(out_leader);
+    for topic in [&input, &output, "__transaction_state"] {
+        cluster.wait_in_isr(topic, out_leader);
+    }
     let coordinator = cluster.leader(
         "__transaction_state",
         partition_for(prefix, STATE_PARTITIONS),

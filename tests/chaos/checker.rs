@@ -54,6 +54,9 @@ pub struct Report {
     /// (partition, leader epoch) pairs that more than one broker led.
     pub shared_leader_epochs: usize,
     pub longest_unavailable_ms: Vec<u128>,
+    /// Transactions read_committed saw wrong (`transactions.rs`): an aborted one, part of one,
+    /// a committed one missing or twice.
+    pub transaction_violations: usize,
     /// One line per violation (capped), for the failure message.
     pub problems: Vec<String>,
 }
@@ -72,6 +75,7 @@ impl Report {
             && self.producer_fatal == 0
             && self.group_offset_regressions == 0
             && self.shared_leader_epochs == 0
+            && self.transaction_violations == 0
     }
 
     /// The Kafka-protocol group's misses, counted, and explained per partition left unread

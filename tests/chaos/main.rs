@@ -1,7 +1,7 @@
 //! The fault-injection run: ZooKeeper and brokers as processes, a topic of 6 partitions with
 //! replication factor 3 and `min.insync.replicas=2`, producers with acks=all (gregor's, and
-//! librdkafka's idempotent one), a consumer group, and faults chosen by a seed; then the
-//! checker (`checker.rs`). Two topologies: ZooKeeper and 3 brokers on 127.0.0.1 (`env.rs`), or
+//! librdkafka's idempotent one), a consumer group, a transactional producer on a topic of its
+//! own (`transactions.rs`), and faults chosen by a seed; then the checker (`checker.rs`). Two topologies: ZooKeeper and 3 brokers on 127.0.0.1 (`env.rs`), or
 //! with `CHAOS_HOSTS=1` a 3-node ensemble and 5 brokers on hosts of their own, where faults
 //! are also made in the network (`hosts_env.rs`).
 //!
@@ -23,6 +23,7 @@ mod faults;
 mod group_offsets;
 mod group_stall;
 mod hosts_env;
+mod transactions;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -52,10 +53,12 @@ fn run(seed: u64, duration: Duration, hosts: bool) {
     };
     let env = env_box.as_mut();
     admin::create_topic(env.zk(), TOPIC, PARTITIONS, 3, None).unwrap();
+    admin::create_topic(env.zk(), transactions::TXN_TOPIC, 3, 3, None).unwrap();
     if let Err(e) = wait_healthy(env, Duration::from_secs(60)) {
         panic!("the cluster never became healthy: {e}");
     }
     let mut work = Workload::start(&env.bootstrap(), 2, 2, hosts);
+    let mut txns = transactions::TxnWorkload::start(&env.bootstrap());
     assert!(
         poll_until(Duration::from_secs(60), Duration::from_millis(100), || {
             work.acks.lock().len() >= 200
@@ -112,6 +115,7 @@ fn run(seed: u64, duration: Duration, hosts: bool) {
         std::thread::sleep(rng.millis(500, 2000));
     }
     work.stop_producers();
+    txns.stop();
     let end = Instant::now();
     let healed = wait_healthy(env, Duration::from_secs(120));
     let acks = work.acks.lock().clone();
@@ -153,6 +157,14 @@ fn run(seed: u64, duration: Duration, hosts: bool) {
         report.add_kafka_group(&acks, k, &members, &committed);
     }
     report.add_group_offsets(&group_offsets);
+    let txn_summary = if healed.is_ok() {
+        let (problems, summary) = txns.check(&env.bootstrap());
+        report.transaction_violations = problems.len();
+        report.problems.extend(problems);
+        summary
+    } else {
+        String::from("txn_unchecked")
+    };
     report.add_shared_epochs(epochs::shared_epochs(env.dir(), &env.broker_ids()));
     let net_partitions: usize = counts
         .iter()
@@ -165,7 +177,7 @@ fn run(seed: u64, duration: Duration, hosts: bool) {
         .unwrap_or(0);
     let line = format!(
         "chaos seed={seed} topology={} seconds={} episodes={episodes} unhealed={} broker_exits={} \
-         net_partitions={net_partitions} zk_quorum_losses={zk_quorum_losses} {}",
+         net_partitions={net_partitions} zk_quorum_losses={zk_quorum_losses} {} {txn_summary}",
         if hosts { "hosts" } else { "loopback" },
         duration.as_secs(),
         unhealed.len(),

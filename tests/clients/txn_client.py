@@ -175,10 +175,13 @@ def caught_up(c, partitions):
     owned = c.assignment()
     if len(owned) < partitions:
         return False
-    for tp in c.position(owned):
-        _, high = c.get_watermark_offsets(tp, timeout=10)
-        if tp.offset < high:
-            return False
+    try:
+        for tp in c.position(owned):
+            _, high = c.get_watermark_offsets(tp, timeout=10)
+            if tp.offset < high:
+                return False
+    except KafkaException:
+        return False  # a broker going away: ask again on the next empty poll
     return True
 
 

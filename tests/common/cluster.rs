@@ -290,6 +290,25 @@ impl Cluster {
         self.state(topic, partition).map_or(-1, |s| s.leader)
     }
 
+    /// Waits until `broker` is back in the ISR of every partition of `topic` it replicates
+    /// (after a restart, before another broker may be stopped without leaving partitions
+    /// below `min.insync.replicas`).
+    pub fn wait_in_isr(&self, topic: &str, broker: i32) {
+        let assignment = paths::topic_assignment(&self.zk, topic).unwrap().unwrap();
+        wait_until(
+            Duration::from_secs(60),
+            &format!("broker {broker} back in the ISRs of {topic}"),
+            || {
+                assignment.iter().all(|(p, replicas)| {
+                    !replicas.contains(&broker)
+                        || self
+                            .state(topic, *p)
+                            .is_some_and(|s| s.isr.contains(&broker))
+                })
+            },
+        );
+    }
+
     /// Waits until every partition of `topic` has a live leader that answers produce.
     pub fn wait_all_led(&self, topic: &str) {
         let n = paths::topic_assignment(&self.zk, topic)

@@ -121,11 +121,15 @@ public class Transactions {
         if (owned.size() < partitions) {
             return false;
         }
-        Map<TopicPartition, Long> ends = consumer.endOffsets(owned);
-        for (TopicPartition tp : owned) {
-            if (consumer.position(tp) < ends.get(tp)) {
-                return false;
+        try {
+            Map<TopicPartition, Long> ends = consumer.endOffsets(owned);
+            for (TopicPartition tp : owned) {
+                if (consumer.position(tp) < ends.get(tp)) {
+                    return false;
+                }
             }
+        } catch (KafkaException e) {
+            return false; // a broker going away: ask again on the next empty poll
         }
         return true;
     }
