@@ -4,11 +4,12 @@
 # min.insync.replicas 2), topic `tb` (3 partitions, replication 3), then through librdkafka:
 #   1. TBENCH_ROUNDS (default 2) rounds, each alternating an idempotent producer with
 #      transactional ones committing every 1, 100 and 10,000 messages (TBENCH_N messages of
-#      100 bytes, default 200,000; 20,000 for transactions of 1) — each as a ratio to the
-#      idempotent run of its round;
+#      100 bytes, default 1,000,000; a hundredth for transactions of 1, a fifth for those of
+#      100), connections made before the timing starts — each as a ratio to the idempotent
+#      run of its round;
 #   2. end-to-end latency of a read_committed reader at 10,000 msg/s with 100 ms transactions;
 #   3. TBENCH_OPEN (default 1,000) transactions left open by abandoned producers (timeout
-#      TBENCH_OPEN_TIMEOUT_MS, default 120,000, longer than opening them all takes), then
+#      TBENCH_OPEN_TIMEOUT_MS, default 240,000, longer than opening them all takes), then
 #      broker 1 killed with kill -9: how long its successors took to load its
 #      __transaction_state partitions, and how long after the last transaction's timeout
 #      passed none was left Ongoing (the coordinators look every second here:
@@ -22,7 +23,7 @@ ensure_python_clients
 cargo build --release --quiet
 G=$PWD/target/release/gregor
 py=$PYTHON_VENV/bin/python
-n=${TBENCH_N:-200000}
+n=${TBENCH_N:-1000000}
 rounds=${TBENCH_ROUNDS:-2}
 export GREGOR_HOME
 GREGOR_HOME=$(mktemp -d /tmp/gregor-tbench.XXXXXX)
@@ -40,12 +41,14 @@ for r in $(seq 1 "$rounds"); do
   echo "== round $r"
   idem=$("$py" scripts/txn_bench.py throughput "$b" tb "$n" 0); echo "$idem"
   for size in 1 100 10000; do
-    m=$n; [ "$size" = 1 ] && m=$((n / 10))
+    m=$n; [ "$size" = 1 ] && m=$((n / 100)); [ "$size" = 100 ] && m=$((n / 5))
     t=$("$py" scripts/txn_bench.py throughput "$b" tb "$m" "$size"); echo "$t"
     awk -v a="$(echo "$idem" | rate)" -v b="$(echo "$t" | rate)" -v s="$size" \
       'BEGIN { printf "  transactions of %s / idempotent: %.3f\n", s, b / a }'
   done
 done
+# TBENCH_ONLY=throughput: part 1 alone.
+[ "${TBENCH_ONLY:-}" = throughput ] && exit 0
 echo "== read_committed end-to-end latency, 10,000 msg/s, 100 ms transactions, 10 s"
 "$py" scripts/txn_bench.py latency-consumer "$b" tlat 10000 10 >"$GREGOR_HOME/lat.txt" &
 c=$!
@@ -54,7 +57,7 @@ sleep 3
 wait "$c"
 cat "$GREGOR_HOME/lat.txt"
 open=${TBENCH_OPEN:-1000}
-timeout_ms=${TBENCH_OPEN_TIMEOUT_MS:-120000}
+timeout_ms=${TBENCH_OPEN_TIMEOUT_MS:-240000}
 echo "== $open transactions left open (timeout $timeout_ms ms), then kill -9 of broker 1"
 "$G" topics --zookeeper "$zk" --create --topic topen --partitions 3 --replication-factor 3 >/dev/null
 t_open=$(date +%s.%N)
@@ -63,7 +66,8 @@ for first in $(seq 0 100 $((open - 1))); do
 done
 t_last=$(date +%s.%N)
 ongoing() { "$G" transactions -b "$b" --list 2>/dev/null | awk '$4 == "Ongoing"' | wc -l; }
-echo "opened in $(awk -v a="$t_open" -v b="$t_last" 'BEGIN { printf "%.1f", b - a }') s; ongoing: $(ongoing)"
+before=$(ongoing)
+echo "opened in $(awk -v a="$t_open" -v b="$t_last" 'BEGIN { printf "%.1f", b - a }') s; ongoing: $before"
 ours=$("$G" transactions -b "$b" --list | awk '$2 == 1 && $4 == "Ongoing"' | wc -l)
 kill -9 "$(cat "$GREGOR_HOME/broker-1/pid")"
 t_kill=$(date +%s.%N)
@@ -73,7 +77,7 @@ b=127.0.0.1:$((BASE_PORT + 1))
 # Ongoing.
 while "$G" topics --zookeeper "$zk" --describe --topic __transaction_state |
   grep -qE "Leader: (1|-1)\s"; do sleep 0.2; done
-while [ "$(ongoing)" -lt "$open" ] && [ "$(date +%s)" -lt $(( ${t_last%.*} + timeout_ms / 1000 )) ]; do
+while [ "$(ongoing)" -lt "$before" ] && [ "$(date +%s)" -lt $(( ${t_last%.*} + timeout_ms / 1000 )) ]; do
   sleep 0.2
 done
 t_taken=$(date +%s.%N)

@@ -93,17 +93,21 @@ impl TransactionCoordinator {
             for gone in by_leader.remove(&-1).unwrap_or_default() {
                 pending.remove(&gone);
             }
-            for (leader, partitions) in by_leader {
-                let entry = TxnMarkerEntry {
-                    producer_id: m.producer_id,
-                    producer_epoch: m.producer_epoch,
-                    commit,
-                    topics: by_topic(&partitions),
-                    coordinator_epoch: owned.leader_epoch,
-                };
-                for done in self.send_markers(leader, entry) {
-                    pending.remove(&done);
-                }
+            let entries: Vec<(i32, TxnMarkerEntry)> = by_leader
+                .into_iter()
+                .map(|(leader, partitions)| {
+                    let entry = TxnMarkerEntry {
+                        producer_id: m.producer_id,
+                        producer_epoch: m.producer_epoch,
+                        commit,
+                        topics: by_topic(&partitions),
+                        coordinator_epoch: owned.leader_epoch,
+                    };
+                    (leader, entry)
+                })
+                .collect();
+            for done in self.send_to_leaders(entries) {
+                pending.remove(&done);
             }
             if pending.is_empty() {
                 return Ok(());
@@ -113,6 +117,24 @@ impl TransactionCoordinator {
             }
             std::thread::sleep(RETRY_BACKOFF);
         }
+    }
+
+    /// Sends each leader its markers, at once: every leader answers only once its ISR has
+    /// them, and one after the other those waits would add up per transaction.
+    fn send_to_leaders(&self, entries: Vec<(i32, TxnMarkerEntry)>) -> Vec<(String, i32)> {
+        if entries.len() == 1 {
+            let (leader, entry) = entries.into_iter().next().expect("one");
+            return self.send_markers(leader, entry);
+        }
+        std::thread::scope(|s| {
+            let sent: Vec<_> = entries
+                .into_iter()
+                .map(|(leader, entry)| s.spawn(move || self.send_markers(leader, entry)))
+                .collect();
+            sent.into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
     }
 
     /// Sends one transaction's markers to `leader`; returns the partitions that have theirs.
