@@ -143,9 +143,31 @@ impl KafkaApis {
         ) {
             return Err(ErrorCode::TransactionalIdAuthorizationFailed);
         }
-        self.txn_coordinator
+        let outcome = self
+            .txn_coordinator
             .init_producer_id(transactional_id, timeout_ms, expected)
-            .map_err(|e| fenced_as(e, cx.version < 4))
+            .map_err(|e| fenced_as(e, cx.version < 4));
+        let (pid, epoch) = expected.unwrap_or((-1, -1));
+        self.note_refusal("InitProducerId", transactional_id, pid, epoch, &outcome);
+        outcome
+    }
+
+    /// A transactional request refused, at info: rare, and what explains a client that
+    /// stops making progress (a refusal it retries forever).
+    fn note_refusal<T>(
+        &self,
+        api: &str,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        outcome: &Result<T, ErrorCode>,
+    ) {
+        if let Err(e) = outcome {
+            log::info!(
+                "[Broker {}] {api} of {transactional_id} (producer {producer_id} epoch {epoch}) answered {e:?}",
+                self.broker_id
+            );
+        }
     }
 
     pub(super) fn handle_add_partitions_to_txn(
@@ -178,6 +200,13 @@ impl KafkaApis {
                 .add_partitions(id, (req.producer_id, req.producer_epoch), &partitions)
                 .map_err(|e| fenced_as(e, cx.version < 2))
         };
+        self.note_refusal(
+            "AddPartitionsToTxn",
+            id,
+            req.producer_id,
+            req.producer_epoch,
+            &outcome,
+        );
         let code_of = |t: &str, p: i32| match (&outcome, refused.get(&(t.to_owned(), p))) {
             (_, Some(e)) => e.code(),
             (Ok(()), None) => 0,
@@ -208,6 +237,13 @@ impl KafkaApis {
                 .add_offsets(id, (req.producer_id, req.producer_epoch), &req.group_id)
                 .map_err(|e| fenced_as(e, cx.version < 2))
         };
+        self.note_refusal(
+            "AddOffsetsToTxn",
+            id,
+            req.producer_id,
+            req.producer_epoch,
+            &outcome,
+        );
         let error_code = outcome.err().unwrap_or(ErrorCode::None).code();
         cx.answer(out, &TxnErrorResponse { error_code });
         Action::Respond
@@ -227,6 +263,7 @@ impl KafkaApis {
                 .end_txn(id, (req.producer_id, req.producer_epoch), req.committed)
                 .map_err(|e| fenced_as(e, cx.version < 2))
         };
+        self.note_refusal("EndTxn", id, req.producer_id, req.producer_epoch, &outcome);
         let error_code = outcome.err().unwrap_or(ErrorCode::None).code();
         cx.answer(out, &TxnErrorResponse { error_code });
         Action::Respond
@@ -304,6 +341,15 @@ impl KafkaApis {
             for (t, p, _, _) in &pending {
                 codes.insert((t.clone(), *p), ErrorCode::UnknownServerError);
             }
+        }
+        if let Some(e) = codes.values().find(|c| **c != ErrorCode::None) {
+            log::info!(
+                "[Broker {}] TxnOffsetCommit of {} for group {group} (producer {} epoch {}) answered {e:?}",
+                self.broker_id,
+                req.transactional_id,
+                req.producer_id,
+                req.producer_epoch
+            );
         }
         let results = req
             .topics
