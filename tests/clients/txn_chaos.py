@@ -14,6 +14,8 @@ import time
 
 from confluent_kafka import KafkaException, Producer
 
+from txn_client import retrying
+
 bootstrap, topic = sys.argv[1:3]
 stop = threading.Event()
 
@@ -41,16 +43,6 @@ def make():
         except KafkaException as e:
             say("note init", e.args[0])
             time.sleep(0.5)
-
-
-def retrying(call):
-    while True:
-        try:
-            return call()
-        except KafkaException as e:
-            if not e.args[0].retriable():
-                raise
-            time.sleep(0.2)
 
 
 threading.Thread(target=watch_stdin, daemon=True).start()

@@ -209,6 +209,7 @@ def read(bootstrap, topic, isolation):
     say("end" if not left else "stalled")
 
 
-cmd, args = sys.argv[1], sys.argv[2:]
-{"produce": produce, "fenced": fenced, "hang": hang, "read": read, "fill": fill,
- "copy": copy}[cmd](*args)
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {"produce": produce, "fenced": fenced, "hang": hang, "read": read, "fill": fill,
+     "copy": copy}[cmd](*args)

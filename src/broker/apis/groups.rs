@@ -215,6 +215,37 @@ impl KafkaApis {
         Action::Respond
     }
 
+    /// FindCoordinator's answer naming broker `id` as reached on `listener`, or
+    /// COORDINATOR_NOT_AVAILABLE (`missing` says why) when it is not a live broker there.
+    pub(super) fn coordinator_at(
+        &self,
+        id: i32,
+        listener: &str,
+        missing: &str,
+    ) -> FindCoordinatorResponse {
+        match self
+            .metadata_cache
+            .live_brokers(listener)
+            .into_iter()
+            .find(|b| b.id == id)
+        {
+            Some(b) => FindCoordinatorResponse {
+                error_code: 0,
+                error_message: None,
+                node_id: b.id,
+                host: b.host,
+                port: b.port,
+            },
+            None => FindCoordinatorResponse {
+                error_code: ErrorCode::CoordinatorNotAvailable.code(),
+                error_message: Some(missing.to_owned()),
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+            },
+        }
+    }
+
     /// The elected coordinator, for any group: one broker coordinates them all.
     /// The coordinator as reached on `listener`, the one the request came in on.
     fn find_coordinator(
@@ -243,23 +274,10 @@ impl KafkaApis {
                 return fail(ErrorCode::CoordinatorNotAvailable, "ZooKeeper unavailable");
             }
         };
-        match self
-            .metadata_cache
-            .live_brokers(listener)
-            .into_iter()
-            .find(|b| b.id == elected)
-        {
-            Some(b) => FindCoordinatorResponse {
-                error_code: 0,
-                error_message: None,
-                node_id: b.id,
-                host: b.host,
-                port: b.port,
-            },
-            None => fail(
-                ErrorCode::CoordinatorNotAvailable,
-                "the coordinator is not in this broker's metadata yet",
-            ),
-        }
+        self.coordinator_at(
+            elected,
+            listener,
+            "the coordinator is not in this broker's metadata yet",
+        )
     }
 }

@@ -63,24 +63,11 @@ impl KafkaApis {
             .metadata_cache
             .leader_of(TRANSACTION_STATE_TOPIC, partition)
             .unwrap_or(-1);
-        match self
-            .metadata_cache
-            .live_brokers(&cx.conn.listener)
-            .into_iter()
-            .find(|b| b.id == leader)
-        {
-            Some(b) => FindCoordinatorResponse {
-                error_code: 0,
-                error_message: None,
-                node_id: b.id,
-                host: b.host,
-                port: b.port,
-            },
-            None => fail(
-                ErrorCode::CoordinatorNotAvailable,
-                format!("{TRANSACTION_STATE_TOPIC}-{partition} has no leader yet"),
-            ),
-        }
+        self.coordinator_at(
+            leader,
+            &cx.conn.listener,
+            &format!("{TRANSACTION_STATE_TOPIC}-{partition} has no leader yet"),
+        )
     }
 
     /// Creates `__transaction_state` (compacted, `transaction.state.log.*`) once enough
@@ -227,26 +214,23 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let id = &req.transactional_id;
-        let outcome = if !self.allowed(cx, Operation::Write, ResourceType::TransactionalId, id) {
-            Err(ErrorCode::TransactionalIdAuthorizationFailed)
-        } else if !self.allowed(cx, Operation::Read, ResourceType::Group, &req.group_id) {
-            Err(ErrorCode::GroupAuthorizationFailed)
-        } else {
-            self.txn_coordinator
-                .add_offsets(id, (req.producer_id, req.producer_epoch), &req.group_id)
-                .map_err(|e| fenced_as(e, cx.version < 2))
-        };
-        self.note_refusal(
+        let producer = (req.producer_id, req.producer_epoch);
+        let group_allowed = self.allowed(cx, Operation::Read, ResourceType::Group, &req.group_id);
+        self.answer_txn_request(
             "AddOffsetsToTxn",
-            id,
-            req.producer_id,
-            req.producer_epoch,
-            &outcome,
-        );
-        let error_code = outcome.err().unwrap_or(ErrorCode::None).code();
-        cx.answer(out, &TxnErrorResponse { error_code });
-        Action::Respond
+            &req.transactional_id,
+            producer,
+            cx,
+            out,
+            || {
+                if !group_allowed {
+                    return Err(ErrorCode::GroupAuthorizationFailed);
+                }
+                let group = &req.group_id;
+                self.txn_coordinator
+                    .add_offsets(&req.transactional_id, producer, group)
+            },
+        )
     }
 
     pub(super) fn handle_end_txn(
@@ -255,15 +239,30 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let id = &req.transactional_id;
+        let producer = (req.producer_id, req.producer_epoch);
+        self.answer_txn_request("EndTxn", &req.transactional_id, producer, cx, out, || {
+            self.txn_coordinator
+                .end_txn(&req.transactional_id, producer, req.committed)
+        })
+    }
+
+    /// AddOffsetsToTxn and EndTxn: Write on the TransactionalId, then `act`; one error code
+    /// answered (PRODUCER_FENCED as the version knows it), a refusal logged.
+    fn answer_txn_request(
+        &self,
+        api: &str,
+        id: &str,
+        (producer_id, epoch): (i64, i16),
+        cx: &RequestContext<'_>,
+        out: &mut Response,
+        act: impl FnOnce() -> Result<(), ErrorCode>,
+    ) -> Action {
         let outcome = if !self.allowed(cx, Operation::Write, ResourceType::TransactionalId, id) {
             Err(ErrorCode::TransactionalIdAuthorizationFailed)
         } else {
-            self.txn_coordinator
-                .end_txn(id, (req.producer_id, req.producer_epoch), req.committed)
-                .map_err(|e| fenced_as(e, cx.version < 2))
+            act().map_err(|e| fenced_as(e, cx.version < 2))
         };
-        self.note_refusal("EndTxn", id, req.producer_id, req.producer_epoch, &outcome);
+        self.note_refusal(api, id, producer_id, epoch, &outcome);
         let error_code = outcome.err().unwrap_or(ErrorCode::None).code();
         cx.answer(out, &TxnErrorResponse { error_code });
         Action::Respond

@@ -40,13 +40,7 @@ impl TransactionCoordinator {
         let now = now_ms();
         let mut out = Vec::new();
         for owned in led {
-            let slots: Vec<_> = owned
-                .txns
-                .lock()
-                .iter()
-                .map(|(id, s)| (id.clone(), s.clone()))
-                .collect();
-            for (id, slot) in slots {
+            for (id, slot) in owned.slots() {
                 let Some(m) = slot.lock().clone() else {
                     continue;
                 };
@@ -65,13 +59,9 @@ impl TransactionCoordinator {
     /// from the partitions already loaded.
     pub fn count_by_state(&self) -> Vec<(&'static str, usize)> {
         let mut counts = [0usize; 7];
-        let owned: Vec<Arc<Owned>> = self.owned.read().values().cloned().collect();
-        for o in owned {
-            let slots: Vec<_> = o.txns.lock().values().cloned().collect();
-            for s in slots {
-                if let Some(m) = s.lock().as_ref() {
-                    counts[m.state as usize] += 1;
-                }
+        for (_, _, s) in self.slots_of_owned() {
+            if let Some(m) = s.lock().as_ref() {
+                counts[m.state as usize] += 1;
             }
         }
         STATES

@@ -46,6 +46,18 @@ struct Owned {
     txns: Mutex<HashMap<String, Slot>>,
 }
 
+impl Owned {
+    /// Its transactional ids and their slots, taken out of the map's lock (each slot is
+    /// locked on its own afterwards).
+    fn slots(&self) -> Vec<(String, Slot)> {
+        self.txns
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
 /// How long a state write waits for the ISR before the request fails.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -317,13 +329,7 @@ impl TransactionCoordinator {
         let owned: Vec<Arc<Owned>> = self.owned.read().values().cloned().collect();
         let mut out = Vec::new();
         for o in owned {
-            let txns: Vec<(String, Slot)> = o
-                .txns
-                .lock()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            out.extend(txns.into_iter().map(|(k, v)| (o.clone(), k, v)));
+            out.extend(o.slots().into_iter().map(|(k, v)| (o.clone(), k, v)));
         }
         out
     }
@@ -332,13 +338,7 @@ impl TransactionCoordinator {
     /// died between Prepare* and Complete*, or a partition had no leader while the markers
     /// were written. (A partition that has the marker already takes its copy as a no-op.)
     fn finish_decided(&self, owned: &Arc<Owned>) {
-        let slots: Vec<(String, Slot)> = owned
-            .txns
-            .lock()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (id, slot) in slots {
+        for (id, slot) in owned.slots() {
             let Some(mut g) = slot.try_lock() else {
                 continue; // a request is at work on it
             };
