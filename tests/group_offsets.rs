@@ -79,11 +79,9 @@ fn offsets_are_committed_and_fetched_in_zookeeper() {
         elected().is_some()
     });
     for asked in [1, 2] {
-        let req = FindCoordinatorRequest {
-            key: "g".into(),
-            key_type: 0,
-        };
+        let req = FindCoordinatorRequest::one("g", 0);
         let gc: FindCoordinatorResponse = c.client(asked).chan.send(10, 0, &req).unwrap();
+        let gc = &gc.coordinators[0];
         let id = elected().unwrap();
         assert_eq!(
             (gc.error_code, gc.node_id, gc.port),

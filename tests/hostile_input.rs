@@ -358,10 +358,7 @@ fn group_api_requests(
     for ver in served(10) {
         let mut b = Vec::new();
         encode_body(
-            &FindCoordinatorRequest {
-                key: "hg".into(),
-                key_type: 0,
-            },
+            &FindCoordinatorRequest::one("hg", 0),
             &mut b,
             header::FIND_COORDINATOR,
             ver,

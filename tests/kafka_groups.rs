@@ -225,19 +225,30 @@ fn join_sync_heartbeat_leave_commit_and_every_error_code() {
         code(ErrorCode::NotCoordinator)
     );
     let find = |key_type: i8| {
-        let r = FindCoordinatorRequest {
-            key: "g".into(),
-            key_type,
-        };
-        c.client(other)
+        let r = FindCoordinatorRequest::one("g", key_type);
+        let found = c
+            .client(other)
             .chan
-            .send::<FindCoordinatorResponse>(10, 1, &r)
-            .unwrap()
+            .send::<FindCoordinatorResponse>(10, 1, &r);
+        found.unwrap().coordinators.remove(0)
     };
     wait_until(Duration::from_secs(20), "FindCoordinator to answer", || {
         find(0).error_code == 0
     });
     assert_eq!(find(0).node_id, id);
+    // v4 (KIP-699) asks for several keys at once; each is answered under its own name.
+    let batch = FindCoordinatorRequest {
+        key_type: 0,
+        keys: vec!["g".into(), "h".into(), String::new()],
+    };
+    let found: FindCoordinatorResponse = c.client(other).chan.send(10, 4, &batch).unwrap();
+    let answers: Vec<_> = found
+        .coordinators
+        .iter()
+        .map(|f| (f.key.as_str(), f.error_code, f.node_id))
+        .collect();
+    let invalid = code(ErrorCode::InvalidGroupId);
+    assert_eq!(answers, [("g", 0, id), ("h", 0, id), ("", invalid, -1)]);
     // A transactional id's coordinator is another matter: `__transaction_state`'s leader,
     // which a cluster smaller than its replication factor (3) cannot have.
     let txn = find(1);

@@ -490,8 +490,9 @@ fn samples() -> Vec<Vec<u8>> {
             state_filters: vec!["Ongoing".into()],
             producer_id_filters: vec![3],
             duration_filter_ms: 10,
+            transactional_id_pattern: Some("tx-.*".into()),
         };
-        encode_body(&req, b, header::LIST_TRANSACTIONS, 1)
+        encode_body(&req, b, header::LIST_TRANSACTIONS, 2)
     });
     push(&|b| {
         let req = gregor::protocol::txn_requests::EndTxnRequest {

@@ -22,11 +22,15 @@ use common::java::JavaProgram;
 use common::txn::{read_partitions, txn_client, values};
 use gregor::broker::txn_coordinator::state::partition_for;
 use gregor::protocol::ErrorCode;
-use gregor::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
+use gregor::protocol::group_offsets::{
+    Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
+};
 use gregor::protocol::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+use gregor::protocol::record_batch::{BatchBuilder, NewRecord};
 use gregor::protocol::txn_requests::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, EndTxnRequest, TxnErrorResponse,
 };
+use gregor::zk::paths;
 
 const TOPIC: &str = "txn-out";
 const STATE_PARTITIONS: i32 = 3;
@@ -169,15 +173,27 @@ impl Copier {
     }
 }
 
-/// Copies `{prefix}-in` to `{prefix}-out` with copiers `copier(bootstrap)` makes (transactional
-/// id and group `{prefix}`), killing the first with kill -9, then under the second an output
+/// Which brokers die under the copier's successor.
+#[derive(Clone, Copy, PartialEq)]
+enum Kills {
+    /// Output partition 0's leader, then the transactional id's coordinator, whatever else
+    /// they are.
+    Any,
+    /// An output partition's leader and the transactional id's coordinator, neither of them
+    /// the group coordinator (librdkafka's need, below).
+    SparingTheGroupCoordinator,
+}
+
+/// Copies `{prefix}-in` to `{prefix}-out` with copiers `copier(bootstrap, transactional id)`
+/// makes (group `{prefix}`), killing the first with kill -9, then under the second an output
 /// partition's leader and the transactional id's coordinator; then checks as Kafka's
 /// `transactions_test.py` does: the output is the input, each record once, in order.
 fn copies_exactly_once(
     cluster: &mut Cluster,
     prefix: &str,
     n: usize,
-    copier: impl Fn(&str) -> Command,
+    kills: Kills,
+    copier: impl Fn(&str, &str) -> Command,
 ) {
     let (input, output) = (format!("{prefix}-in"), format!("{prefix}-out"));
     cluster.create_topic(&input, 3, 3);
@@ -189,27 +205,27 @@ fn copies_exactly_once(
         txn_client(&["fill", &b, &input, &n.to_string()]),
         format!("filled {n}\n")
     );
+    let (victim, id) = match kills {
+        Kills::Any => (cluster.leader(&output, 0), prefix.to_owned()),
+        Kills::SparingTheGroupCoordinator => roles_apart(cluster, &output, prefix),
+    };
 
     // The copier dies by kill -9 in the middle of its work ...
-    let mut first = Copier::start(copier(&b));
+    let mut first = Copier::start(copier(&b, &id));
     first.wait_for(n / 5);
     first.kill9();
     // ... its successor loses an output partition's leader (back before the next kill: two
     // of three brokers down would leave `min.insync.replicas` unmet), then its transaction
     // coordinator.
-    let mut second = Copier::start(copier(&b));
+    let mut second = Copier::start(copier(&b, &id));
     second.wait_for(n / 2);
-    let out_leader = cluster.leader(&output, 0);
-    cluster.kill9(out_leader);
+    cluster.kill9(victim);
     let line = second.wait_for(n * 3 / 5);
-    cluster.restart(out_leader);
+    cluster.restart(victim);
     for topic in [&input, &output, "__transaction_state"] {
-        cluster.wait_in_isr(topic, out_leader);
+        cluster.wait_in_isr(topic, victim);
     }
-    let coordinator = cluster.leader(
-        "__transaction_state",
-        partition_for(prefix, STATE_PARTITIONS),
-    );
+    let coordinator = cluster.leader("__transaction_state", partition_for(&id, STATE_PARTITIONS));
     let mut killed = None;
     if line != "done" && second.wait_for(n * 2 / 3) != "done" {
         cluster.kill9(coordinator);
@@ -221,7 +237,7 @@ fn copies_exactly_once(
         cluster.restart(id);
     }
     eprintln!(
-        "{prefix}: killed the copier, broker {out_leader} (output leader), coordinator {killed:?}"
+        "{prefix}: killed the copier, broker {victim} (output leader), coordinator {killed:?}"
     );
 
     let input = read_partitions(&b, &input, "read_committed");
@@ -239,33 +255,73 @@ fn copies_exactly_once(
     }
 }
 
-fn python_copier(prefix: &'static str) -> impl Fn(&str) -> Command {
-    move |bootstrap| {
+/// Three brokers, three roles: the group coordinator G, an output partition's leader V ≠ G to
+/// kill first, and a transactional id (`{prefix}`, `{prefix}-1`, ...) whose coordinator is
+/// the third broker — so neither kill touches G, and the first does not move the second's
+/// role. Returns V and the id.
+fn roles_apart(cluster: &Cluster, output: &str, prefix: &str) -> (i32, String) {
+    // `__transaction_state` is created by the first FindCoordinator for a transactional id.
+    let mut c = cluster.client(1);
+    common::wait_until(Duration::from_secs(30), "a transaction coordinator", || {
+        find_coordinator(&mut c, prefix).error_code == 0
+    });
+    let elected = paths::read_json::<paths::ElectedBroker>(&cluster.zk, paths::COORDINATOR);
+    let group_coordinator = elected.unwrap().expect("a group coordinator").brokerid;
+    let victim = (0..3)
+        .map(|p| cluster.leader(output, p))
+        .find(|l| *l != group_coordinator)
+        .expect("an output partition led away from the group coordinator");
+    let third = (1..=3)
+        .find(|b| *b != group_coordinator && *b != victim)
+        .unwrap();
+    let id = (0..1000)
+        .map(|i| {
+            if i == 0 {
+                prefix.to_owned()
+            } else {
+                format!("{prefix}-{i}")
+            }
+        })
+        .find(|id| {
+            cluster.leader("__transaction_state", partition_for(id, STATE_PARTITIONS)) == third
+        })
+        .expect("a transactional id coordinated by the third broker");
+    (victim, id)
+}
+
+fn python_copier(prefix: &'static str) -> impl Fn(&str, &str) -> Command {
+    move |bootstrap, transactional_id| {
         let mut cmd = common::python();
         cmd.arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/clients/txn_client.py"
         ))
-        .args(["copy", bootstrap, prefix, prefix])
+        .args(["copy", bootstrap, transactional_id, prefix])
         .arg(format!("{prefix}-in"))
         .arg(format!("{prefix}-out"));
         cmd
     }
 }
 
-/// Ignored for now: under the full suite's load in CI (twice, 2026-12-07; never in 10 local runs,
-/// alone or at --test-threads=4 beside two busy loops) the librdkafka copier stopped for
-/// 120 s after the kill -9 of a broker that was at once the output partition's leader, the
-/// transactional id's coordinator and the group coordinator: the new coordinator loaded the
-/// id, the copier's next transaction wrote its records to the new leader and then never
-/// ended (aborted at its 60 s timeout), so send_offsets_to_transaction or commit_transaction
-/// never completed. Under investigation (#35); the Java copier's run of the same scenario
-/// passes, and the chaos run's transactional check covers librdkafka under faults.
+/// librdkafka 2.16's copier, killed, then under its successor an output partition's leader and
+/// the transactional id's coordinator — neither of them the group coordinator. When the group
+/// coordinator dies while `send_offsets_to_transaction` is under way, librdkafka (since 2.14)
+/// decommissions the broker it has cached as the group's coordinator once the broker leaves
+/// the cluster's metadata, then waits for a state change of that broker that never comes, past
+/// its own timeout (confluentinc/librdkafka#5511 and #5456, open): caught here three times,
+/// the client's log showing AddOffsetsToTxn answered and no TxnOffsetCommit after it for
+/// 117 s, whether or not the broker was restarted. The Java copier's test kills the group
+/// coordinator too whenever it holds the other roles.
 #[test]
-#[ignore = "librdkafka copier stalls in CI after the kill of the broker holding all three coordinating roles; #35"]
 fn confluent_consume_transform_produce_copies_exactly_once_across_kill_9s() {
     let mut cluster = Cluster::start("txn-copy", 3, &settings());
-    copies_exactly_once(&mut cluster, "copier", 3000, python_copier("copier"));
+    copies_exactly_once(
+        &mut cluster,
+        "copier",
+        3000,
+        Kills::SparingTheGroupCoordinator,
+        python_copier("copier"),
+    );
 }
 
 /// The Java client (kafka-clients 4.3.0): transactions committed and aborted, read back by
@@ -289,24 +345,28 @@ fn java_transactions_commit_abort_and_copy_exactly_once_across_kill_9s() {
         &[values("j1", 20), values("j3", 20)],
     );
 
-    copies_exactly_once(&mut cluster, "jcopier", 1500, |bootstrap| {
-        java.command(&[
-            bootstrap,
-            "copy",
-            "jcopier",
-            "jcopier",
-            "jcopier-in",
-            "jcopier-out",
-        ])
-    });
+    copies_exactly_once(
+        &mut cluster,
+        "jcopier",
+        1500,
+        Kills::Any,
+        |bootstrap, transactional_id| {
+            java.command(&[
+                bootstrap,
+                "copy",
+                transactional_id,
+                "jcopier",
+                "jcopier-in",
+                "jcopier-out",
+            ])
+        },
+    );
 }
 
-fn find_coordinator(c: &mut common::Client, id: &str) -> FindCoordinatorResponse {
-    let req = FindCoordinatorRequest {
-        key: id.into(),
-        key_type: 1,
-    };
-    c.chan.send(10, 3, &req).unwrap()
+fn find_coordinator(c: &mut common::Client, id: &str) -> Coordinator {
+    let req = FindCoordinatorRequest::one(id, 1);
+    let found: FindCoordinatorResponse = c.chan.send(10, 3, &req).unwrap();
+    found.coordinators.into_iter().next().unwrap()
 }
 
 fn init(c: &mut common::Client, id: &str, timeout_ms: i32) -> InitProducerIdResponse {
@@ -341,6 +401,78 @@ fn end(c: &mut common::Client, id: &str, pid: i64, epoch: i16, commit: bool) -> 
     resp.error_code
 }
 
+/// The coordinator's broker killed between Prepare and Complete, made certain: the
+/// transaction's only partition has no leader when EndTxn comes, so the decision
+/// (PrepareCommit) is durable and its marker cannot be written. EndTxn is answered (the
+/// decision stands); meanwhile the id answers CONCURRENT_TRANSACTIONS (51) to a new
+/// transaction, to InitProducerId and to the same EndTxn again, INVALID_TXN_STATE to the
+/// opposite one. Then the coordinator dies, the partition comes back, and the next coordinator
+/// completes the commit: the record is read at read_committed, the id takes a new epoch.
+#[test]
+fn a_decided_transaction_outlives_its_coordinator_and_completes() {
+    let mut cluster = Cluster::start("txn-decided", 3, &settings());
+    let id = "decided";
+    let mut c = cluster.client(1);
+    let mut found = find_coordinator(&mut c, id);
+    common::wait_until(Duration::from_secs(30), "a transaction coordinator", || {
+        found = find_coordinator(&mut c, id);
+        found.error_code == 0
+    });
+    let coordinator = found.node_id;
+    let holder = (1..=3).find(|b| *b != coordinator).unwrap();
+    cluster.create_topic_on(TOPIC, &holder.to_string());
+    cluster.wait_all_led(TOPIC);
+    let mut co = cluster.client(coordinator);
+    let first = init(&mut co, id, 60_000);
+    assert_eq!(first.error_code, 0);
+    let (pid, epoch) = (first.producer_id, first.producer_epoch);
+    assert_eq!(add(&mut co, id, pid, epoch, 3), 0);
+    let mut batch = BatchBuilder::new()
+        .idempotent(pid, epoch, 0)
+        .transactional();
+    batch.push(&NewRecord {
+        timestamp: common::now_ms(),
+        key: None,
+        value: Some(b"decided"),
+        headers: &[],
+    });
+    let written = cluster
+        .client(holder)
+        .produce_v(8, -1, TOPIC, 0, &batch.finish(0).unwrap());
+    assert_eq!(written.error_code, 0);
+
+    cluster.kill9(holder);
+    assert_eq!(end(&mut co, id, pid, epoch, true), 0);
+    let concurrent = ErrorCode::ConcurrentTransactions.code();
+    assert_eq!(add(&mut co, id, pid, epoch, 3), concurrent);
+    assert_eq!(end(&mut co, id, pid, epoch, true), concurrent);
+    assert_eq!(
+        end(&mut co, id, pid, epoch, false),
+        ErrorCode::InvalidTxnState.code()
+    );
+    assert_eq!(init(&mut co, id, 60_000).error_code, concurrent);
+
+    cluster.kill9(coordinator);
+    cluster.restart(holder);
+    let p = partition_for(id, STATE_PARTITIONS);
+    let next = cluster.wait_leader_serving("__transaction_state", p, |l| l != coordinator);
+    let mut nc = cluster.client(next);
+    let mut again = init(&mut nc, id, 60_000);
+    common::wait_until(
+        Duration::from_secs(60),
+        "the next coordinator to complete the commit",
+        || {
+            again = init(&mut nc, id, 60_000);
+            again.error_code == 0
+        },
+    );
+    assert_eq!(again.producer_id, pid);
+    assert!(again.producer_epoch > epoch);
+    cluster.restart(coordinator);
+    let read = read_partitions(&cluster.bootstrap(), TOPIC, "read_committed");
+    assert_eq!(read.get(&0), Some(&vec!["decided".to_owned()]));
+}
+
 #[test]
 fn the_coordinator_answers_each_misuse_with_kafkas_error() {
     let cluster = Cluster::start(
@@ -362,6 +494,19 @@ fn the_coordinator_answers_each_misuse_with_kafkas_error() {
         found.error_code == 0
     });
     assert_eq!(found.node_id, 1);
+    // v4 batches transactional ids; an empty one is refused alone.
+    let batch = FindCoordinatorRequest {
+        key_type: 1,
+        keys: vec!["t".into(), String::new(), "u".into()],
+    };
+    let found: FindCoordinatorResponse = c.chan.send(10, 4, &batch).unwrap();
+    let answers: Vec<_> = found
+        .coordinators
+        .iter()
+        .map(|f| (f.key.as_str(), f.error_code, f.node_id))
+        .collect();
+    let invalid = ErrorCode::InvalidRequest.code();
+    assert_eq!(answers, [("t", 0, 1), ("", invalid, -1), ("u", 0, 1)]);
     let other = cluster.client(1);
     let mut c2 = other;
 

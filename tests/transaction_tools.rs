@@ -80,6 +80,46 @@ fn kafka_transactions_and_gregor_transactions_list_describe_and_abort() {
     assert_eq!(row(&ours, "tool-a")[3], "CompleteCommit", "{ours}");
     assert_eq!(row(&ours, "tool-b")[3], "Ongoing", "{ours}");
     assert_eq!(row(&ours, "tool-b")[2], row(&listed, "tool-b")[2]);
+    // KIP-1152's pattern (ListTransactions v2) matches the whole id, as Kafka's RE2J
+    // `matches()` does: `tool-.` lists both, `.-a` only tool-a, `tool` neither; a pattern
+    // that does not compile is refused with INVALID_REGULAR_EXPRESSION.
+    let ids = |listing: &str| -> Vec<String> {
+        let rows = listing.lines().skip(1);
+        rows.filter_map(|l| Some(l.split_whitespace().next()?.to_owned()))
+            .collect()
+    };
+    for (pattern, want) in [
+        ("tool-.", &["tool-a", "tool-b"][..]),
+        (".*-a", &["tool-a"][..]),
+        ("tool", &[][..]),
+    ] {
+        let theirs = kafka_transactions(&b, &["list", "--transactional-id-pattern", pattern]);
+        assert_eq!(ids(&theirs), want, "{pattern}: {theirs}");
+        let ours = gregor_ok(
+            &[
+                "transactions",
+                "-b",
+                &b,
+                "--list",
+                "--transactional-id-pattern",
+                pattern,
+            ],
+            "",
+        );
+        assert_eq!(ids(&ours), want, "{pattern}: {ours}");
+    }
+    let (ok, _, err) = common::gregor_cli(
+        &[
+            "transactions",
+            "-b",
+            &b,
+            "--list",
+            "--transactional-id-pattern",
+            "tool-(",
+        ],
+        "",
+    );
+    assert!(!ok && err.contains("InvalidRegularExpression"), "{err}");
 
     // CoordinatorId TransactionalId ProducerId ProducerEpoch TransactionState ...
     // TopicPartitions.

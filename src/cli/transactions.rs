@@ -58,6 +58,12 @@ pub struct TransactionsArgs {
     /// --describe-producers shows).
     #[arg(long = "start-offset")]
     start_offset: Option<i64>,
+    /// With --list: only transactions open longer than this many ms.
+    #[arg(long = "duration-filter", value_name = "MS")]
+    duration_filter: Option<i64>,
+    /// With --list: only transactional ids this regular expression matches whole.
+    #[arg(long = "transactional-id-pattern", value_name = "REGEX")]
+    transactional_id_pattern: Option<String>,
 }
 
 pub fn run(mut a: TransactionsArgs) -> Result<(), String> {
@@ -75,7 +81,13 @@ pub fn run(mut a: TransactionsArgs) -> Result<(), String> {
         _ => {}
     }
     if a.list {
-        list(&a.bootstrap)
+        let req = ListTransactionsRequest {
+            state_filters: Vec::new(),
+            producer_id_filters: Vec::new(),
+            duration_filter_ms: a.duration_filter.unwrap_or(-1),
+            transactional_id_pattern: a.transactional_id_pattern,
+        };
+        list(&a.bootstrap, &req)
     } else if let Some(id) = &a.describe {
         describe(&a.bootstrap, id)
     } else if a.describe_producers || a.abort {
@@ -117,21 +129,16 @@ fn connect(host: &str, port: i32) -> Result<BlockingChannel, String> {
         .map_err(|e| format!("{host}:{port}: {e}"))
 }
 
-fn list(bootstrap: &str) -> Result<(), String> {
+fn list(bootstrap: &str, req: &ListTransactionsRequest) -> Result<(), String> {
     let meta = fetch_metadata_with(bootstrap, &[], CLIENT_ID, false)?;
     println!(
         "{:<32} {:<12} {:<12} TransactionState",
         "TransactionalId", "Coordinator", "ProducerId"
     );
-    let req = ListTransactionsRequest {
-        state_filters: Vec::new(),
-        producer_id_filters: Vec::new(),
-        duration_filter_ms: -1,
-    };
     let mut failed = Vec::new();
     for b in &meta.brokers {
         let answer = connect(&b.host, b.port).and_then(|mut c| {
-            c.send::<ListTransactionsResponse>(header::LIST_TRANSACTIONS, 1, &req)
+            c.send::<ListTransactionsResponse>(header::LIST_TRANSACTIONS, 2, req)
                 .map_err(|e| e.to_string())
         });
         match answer {

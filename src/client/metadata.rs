@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use crate::network::{BlockingChannel, ClientSecurity};
 use crate::protocol::ErrorCode;
-use crate::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
+use crate::protocol::group_offsets::{
+    Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
+};
 use crate::protocol::header::{FIND_COORDINATOR, METADATA};
 use crate::protocol::metadata::{MetadataRequest, MetadataResponse};
 
@@ -65,7 +67,7 @@ pub fn find_coordinator(
     bootstrap: &str,
     group: &str,
     client_id: &str,
-) -> Result<FindCoordinatorResponse, String> {
+) -> Result<Coordinator, String> {
     find_coordinator_of(bootstrap, group, 0, client_id)
 }
 
@@ -75,15 +77,17 @@ pub fn find_coordinator_of(
     key: &str,
     key_type: i8,
     client_id: &str,
-) -> Result<FindCoordinatorResponse, String> {
-    let req = FindCoordinatorRequest {
-        key: key.to_owned(),
-        key_type,
-    };
+) -> Result<Coordinator, String> {
+    let req = FindCoordinatorRequest::one(key, key_type);
     ask_each(bootstrap, client_id, &ClientSecurity::default(), |c| {
         let r: FindCoordinatorResponse = c
             .send(FIND_COORDINATOR, 1, &req)
             .map_err(|e| e.to_string())?;
+        let r = r
+            .coordinators
+            .into_iter()
+            .next()
+            .ok_or("no coordinator in the answer")?;
         match r.error_code {
             0 => Ok(r),
             code => Err(r

@@ -142,6 +142,8 @@ error_codes! {
     /// DescribeAcls, CreateAcls, DeleteAcls on a broker without an authorizer.
     SecurityDisabled = 54,
     UnknownTopicId = 100,
+    /// ListTransactions v2: a transactional id pattern that is not a regular expression.
+    InvalidRegularExpression = 128,
     UnsupportedEndpointType = 114,
 }
 

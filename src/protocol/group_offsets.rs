@@ -3,7 +3,7 @@
 //!
 //! A field's versions are written beside it, as the published JSON schemas give them.
 
-use super::{Decode, DecodeResult, Encode, Out, Reader, read_topics, read_topics_n};
+use super::{Decode, DecodeResult, Encode, Out, Reader, read_array, read_topics, read_topics_n};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitPartition {
@@ -235,20 +235,40 @@ impl<'a> Decode<'a> for OffsetFetchResponse {
     }
 }
 
-/// FindCoordinator v0–v2 (v0 is 0.8's GroupCoordinator). `key_type` (v1+): 0 a group, 1 a
-/// transactional id.
+/// FindCoordinator v0–v4 (v0 is 0.8's GroupCoordinator). `key_type` (v1+): 0 a group, 1 a
+/// transactional id. Up to v3 a request names one key; v4 (KIP-699) names any number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FindCoordinatorRequest {
-    pub key: String,
     pub key_type: i8,
+    /// Exactly one before v4.
+    pub keys: Vec<String>,
+}
+
+impl FindCoordinatorRequest {
+    /// A request for one key.
+    pub fn one(key: &str, key_type: i8) -> Self {
+        FindCoordinatorRequest {
+            key_type,
+            keys: vec![key.to_owned()],
+        }
+    }
 }
 
 impl<'a> Decode<'a> for FindCoordinatorRequest {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         let version = r.version();
-        let req = FindCoordinatorRequest {
-            key: r.string("key")?.to_owned(),
-            key_type: if version >= 1 { r.i8("key_type")? } else { 0 },
+        let req = if version >= 4 {
+            FindCoordinatorRequest {
+                key_type: r.i8("key_type")?,
+                keys: r.string_array("coordinator_keys")?,
+            }
+        } else {
+            let key = r.string("key")?.to_owned();
+            let key_type = r.since(1, 0, |r| r.i8("key_type"))?;
+            FindCoordinatorRequest {
+                key_type,
+                keys: vec![key],
+            }
         };
         r.tags()?;
         Ok(req)
@@ -257,14 +277,22 @@ impl<'a> Decode<'a> for FindCoordinatorRequest {
 
 impl Encode for FindCoordinatorRequest {
     fn encode(&self, out: &mut Out<'_>) {
-        out.put_str(&self.key);
-        out.since(1, |o| o.put_i8(self.key_type));
+        if out.version() >= 4 {
+            out.put_i8(self.key_type);
+            out.put_strs(&self.keys);
+        } else {
+            out.put_str(self.keys.first().map_or("", String::as_str));
+            out.since(1, |o| o.put_i8(self.key_type));
+        }
         out.put_tags();
     }
 }
 
+/// One key's coordinator, or why there is none.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FindCoordinatorResponse {
+pub struct Coordinator {
+    /// The key asked about (v4+; empty when decoded from an earlier version).
+    pub key: String,
     pub error_code: i16,
     /// v1+.
     pub error_message: Option<String>,
@@ -273,14 +301,46 @@ pub struct FindCoordinatorResponse {
     pub port: i32,
 }
 
+impl Coordinator {
+    /// No coordinator for `key`: `error` and why.
+    pub fn refused(key: &str, error_code: i16, why: String) -> Self {
+        Coordinator {
+            key: key.to_owned(),
+            error_code,
+            error_message: Some(why),
+            node_id: -1,
+            host: String::new(),
+            port: -1,
+        }
+    }
+}
+
+/// One coordinator per key asked; before v4 exactly one, written without its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindCoordinatorResponse {
+    pub coordinators: Vec<Coordinator>,
+}
+
 impl Encode for FindCoordinatorResponse {
     fn encode(&self, out: &mut Out<'_>) {
-        out.since(1, |o| o.put_i32(0));
-        out.put_i16(self.error_code);
-        out.since(1, |o| o.put_nstr(self.error_message.as_deref()));
-        out.put_i32(self.node_id);
-        out.put_str(&self.host);
-        out.put_i32(self.port);
+        out.since(1, |o| o.put_i32(0)); // throttle_time_ms
+        if out.version() >= 4 {
+            out.put_array(&self.coordinators, |o, c| {
+                o.put_str(&c.key);
+                o.put_i32(c.node_id);
+                o.put_str(&c.host);
+                o.put_i32(c.port);
+                o.put_i16(c.error_code);
+                o.put_nstr(c.error_message.as_deref());
+                o.put_tags();
+            });
+        } else if let Some(c) = self.coordinators.first() {
+            out.put_i16(c.error_code);
+            out.since(1, |o| o.put_nstr(c.error_message.as_deref()));
+            out.put_i32(c.node_id);
+            out.put_str(&c.host);
+            out.put_i32(c.port);
+        }
         out.put_tags();
     }
 }
@@ -288,17 +348,33 @@ impl Encode for FindCoordinatorResponse {
 impl<'a> Decode<'a> for FindCoordinatorResponse {
     fn decode(r: &mut Reader<'a>) -> DecodeResult<Self> {
         r.skip_since(1, |r| r.i32("throttle_time_ms"))?;
-        let error_code = r.i16("error_code")?;
-        let error_message = r.since(1, None, |r| r.nullable_owned("error_message"))?;
-        let resp = FindCoordinatorResponse {
-            error_code,
-            error_message,
-            node_id: r.i32("node_id")?,
-            host: r.string("host")?.to_owned(),
-            port: r.i32("port")?,
+        let coordinators = if r.version() >= 4 {
+            read_array(r, "coordinators", 15, |r| {
+                let c = Coordinator {
+                    key: r.string("key")?.to_owned(),
+                    node_id: r.i32("node_id")?,
+                    host: r.string("host")?.to_owned(),
+                    port: r.i32("port")?,
+                    error_code: r.i16("error_code")?,
+                    error_message: r.nullable_owned("error_message")?,
+                };
+                r.tags()?;
+                Ok(c)
+            })?
+        } else {
+            let error_code = r.i16("error_code")?;
+            let error_message = r.since(1, None, |r| r.nullable_owned("error_message"))?;
+            vec![Coordinator {
+                key: String::new(),
+                error_code,
+                error_message,
+                node_id: r.i32("node_id")?,
+                host: r.string("host")?.to_owned(),
+                port: r.i32("port")?,
+            }]
         };
         r.tags()?;
-        Ok(resp)
+        Ok(FindCoordinatorResponse { coordinators })
     }
 }
 

@@ -102,21 +102,72 @@ fn fetch_round_trips_and_null_topics_mean_all() {
 
 #[test]
 fn find_coordinator_round_trips() {
-    for v in 0..=3 {
-        let req = FindCoordinatorRequest {
-            key: "g".into(),
-            key_type: 0,
-        };
+    for v in 0..=4 {
+        let req = FindCoordinatorRequest::one("g", (v >= 1).into());
         round_trip_at(&req, FIND_COORDINATOR, v);
         let resp = FindCoordinatorResponse {
-            error_code: 0,
-            error_message: (v >= 1).then(|| "ok".into()),
-            node_id: 2,
-            host: "127.0.0.1".into(),
-            port: 9092,
+            coordinators: vec![Coordinator {
+                key: if v >= 4 { "g".into() } else { String::new() },
+                error_code: 0,
+                error_message: (v >= 1).then(|| "ok".into()),
+                node_id: 2,
+                host: "127.0.0.1".into(),
+                port: 9092,
+            }],
         };
         round_trip_at(&resp, FIND_COORDINATOR, v);
     }
+    // v4 (KIP-699) batches keys, each answered with its own coordinator or error.
+    let req = FindCoordinatorRequest {
+        key_type: 1,
+        keys: vec!["t1".into(), "t2".into(), "t3".into()],
+    };
+    round_trip_at(&req, FIND_COORDINATOR, 4);
+    let resp = FindCoordinatorResponse {
+        coordinators: vec![
+            Coordinator::refused("t1", 15, "none yet".into()),
+            Coordinator {
+                key: "t2".into(),
+                error_code: 0,
+                error_message: None,
+                node_id: 1,
+                host: "h".into(),
+                port: 1,
+            },
+        ],
+    };
+    round_trip_at(&resp, FIND_COORDINATOR, 4);
+}
+
+/// FindCoordinator v4 as its schema lays it out: key type, then a compact array of keys; the
+/// answer per key in schema order (key, node, host, port, error, message).
+#[test]
+fn find_coordinator_v4_matches_the_schema_byte_for_byte() {
+    let mut b = Vec::new();
+    encode_body(
+        &FindCoordinatorRequest {
+            key_type: 0,
+            keys: vec!["ab".into()],
+        },
+        &mut b,
+        FIND_COORDINATOR,
+        4,
+    );
+    assert_eq!(b, [0, 2, 3, b'a', b'b', 0]);
+    let mut b = Vec::new();
+    let resp = FindCoordinatorResponse {
+        coordinators: vec![Coordinator::refused("k", 15, "x".into())],
+    };
+    encode_body(&resp, &mut b, FIND_COORDINATOR, 4);
+    #[rustfmt::skip]
+    let want = [
+        0, 0, 0, 0, // throttle_time_ms
+        2, // one coordinator
+        2, b'k', 255, 255, 255, 255, 1, 255, 255, 255, 255, // key, node_id, empty host, port
+        0, 15, 2, b'x', 0, // error_code, error_message, tags
+        0,
+    ];
+    assert_eq!(b, want);
 }
 
 /// OffsetCommit v8 (flexible) and OffsetFetch v7 as the schemas lay them out.

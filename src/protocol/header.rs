@@ -132,7 +132,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     from_brokers(CONTROLLED_SHUTDOWN, "ControlledShutdown", 0, 1, NEVER),
     api(OFFSET_COMMIT, "OffsetCommit", 0, 8, 8).throttle(ThrottleField::First(3)),
     api(OFFSET_FETCH, "OffsetFetch", 0, 7, 6).throttle(ThrottleField::First(3)),
-    api(FIND_COORDINATOR, "FindCoordinator", 0, 3, 3).throttle(ThrottleField::First(1)),
+    api(FIND_COORDINATOR, "FindCoordinator", 0, 4, 3).throttle(ThrottleField::First(1)),
     api(JOIN_GROUP, "JoinGroup", 0, 9, 6).throttle(ThrottleField::First(2)),
     api(HEARTBEAT, "Heartbeat", 0, 4, 4).throttle(ThrottleField::First(1)),
     api(LEAVE_GROUP, "LeaveGroup", 0, 5, 4).throttle(ThrottleField::First(1)),
@@ -205,7 +205,7 @@ pub const SUPPORTED_APIS: &[Api] = &[
     api(DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0),
     api(DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0, 0),
     api(DESCRIBE_TRANSACTIONS, "DescribeTransactions", 0, 0, 0),
-    api(LIST_TRANSACTIONS, "ListTransactions", 0, 1, 0),
+    api(LIST_TRANSACTIONS, "ListTransactions", 0, 2, 0),
 ];
 
 /// Kafka's name of an API, as its request metrics are labelled.

@@ -1,5 +1,5 @@
 //! What `kafka-transactions.sh` asks of transaction coordinators (KIP-664):
-//! DescribeTransactions (65, v0) and ListTransactions (66, v0–1). Flexible at every version.
+//! DescribeTransactions (65, v0) and ListTransactions (66, v0–2). Flexible at every version.
 
 use super::{Decode, DecodeResult, Encode, Out, Reader, read_array, read_topics};
 
@@ -91,6 +91,9 @@ pub struct ListTransactionsRequest {
     pub producer_id_filters: Vec<i64>,
     /// v1+: only transactions open longer than this (ms); -1 none.
     pub duration_filter_ms: i64,
+    /// v2+ (KIP-1152): only transactional ids this regular expression matches whole; null
+    /// or empty: every id.
+    pub transactional_id_pattern: Option<String>,
 }
 
 impl Encode for ListTransactionsRequest {
@@ -98,6 +101,7 @@ impl Encode for ListTransactionsRequest {
         out.put_strs(&self.state_filters);
         out.put_array(&self.producer_id_filters, |o, p| o.put_i64(*p));
         out.since(1, |o| o.put_i64(self.duration_filter_ms));
+        out.since(2, |o| o.put_nstr(self.transactional_id_pattern.as_deref()));
         out.put_tags();
     }
 }
@@ -108,11 +112,14 @@ impl<'a> Decode<'a> for ListTransactionsRequest {
         let producer_id_filters =
             read_array(r, "producer_id_filters", 8, |r| r.i64("producer_id"))?;
         let duration_filter_ms = r.since(1, -1, |r| r.i64("duration_filter"))?;
+        let transactional_id_pattern =
+            r.since(2, None, |r| r.nullable_owned("transactional_id_pattern"))?;
         r.tags()?;
         Ok(ListTransactionsRequest {
             state_filters,
             producer_id_filters,
             duration_filter_ms,
+            transactional_id_pattern,
         })
     }
 }
@@ -191,11 +198,12 @@ mod tests {
             round_trip_at(&described, DESCRIBE_TRANSACTIONS, 0),
             described
         );
-        for v in 0..=1 {
+        for v in 0..=2 {
             let l = ListTransactionsRequest {
                 state_filters: vec!["Ongoing".into()],
                 producer_id_filters: vec![4],
                 duration_filter_ms: if v >= 1 { 1000 } else { -1 },
+                transactional_id_pattern: (v >= 2).then(|| "a.*".into()),
             };
             assert_eq!(round_trip_at(&l, LIST_TRANSACTIONS, v), l);
             let listed = ListTransactionsResponse {

@@ -41,7 +41,10 @@ for v in served(9):
     topics = [OffsetFetchRequest.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]
     out(9, v, OffsetFetchRequest(version=v, group_id="g", topics=topics, require_stable=False))
 for v in served(10):
-    out(10, v, FindCoordinatorRequest(version=v, key="g", key_type=0))
+    if v >= 4:
+        out(10, v, FindCoordinatorRequest(version=v, key_type=1, coordinator_keys=["g", "h"]))
+    else:
+        out(10, v, FindCoordinatorRequest(version=v, key="g", key_type=0))
 for v in served(11):
     P = JoinGroupRequest.JoinGroupRequestProtocol
     out(11, v, JoinGroupRequest(version=v, group_id="g", session_timeout_ms=10000,

@@ -99,9 +99,16 @@ for v in served(9):
                                   topics=[T(name="t", partitions=parts)], error_code=0))
 
 for v in served(10):
-    out(10, v, FindCoordinatorResponse(version=v, throttle_time_ms=0, error_code=0,
-                                       error_message=None, node_id=2, host="127.0.0.1",
-                                       port=9093))
+    if v >= 4:
+        C = FindCoordinatorResponse.Coordinator
+        found = [C(key="g", node_id=2, host="127.0.0.1", port=9093, error_code=0,
+                   error_message=None),
+                 C(key="h", node_id=-1, host="", port=-1, error_code=15, error_message="none")]
+        out(10, v, FindCoordinatorResponse(version=v, throttle_time_ms=0, coordinators=found))
+    else:
+        out(10, v, FindCoordinatorResponse(version=v, throttle_time_ms=0, error_code=0,
+                                           error_message=None, node_id=2, host="127.0.0.1",
+                                           port=9093))
 
 for v in served(11):
     M = JoinGroupResponse.JoinGroupResponseMember

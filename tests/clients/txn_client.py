@@ -24,6 +24,9 @@ usage:
   txn_client.py read BOOTSTRAP TOPIC ISOLATION
       Reads every partition from the start to its end (the last stable offset for
       read_committed). Prints `rec PARTITION OFFSET VALUE` for each record, then `end`.
+
+With TXN_CLIENT_DEBUG set (librdkafka debug contexts, e.g. `eos,cgrp`), the copier's producer
+and consumer log those contexts to stderr: what an investigation of a stalled copier needs.
 """
 import os
 import sys
@@ -41,9 +44,15 @@ def producer(bootstrap, txn_id, **extra):
     conf = {"bootstrap.servers": bootstrap, "transactional.id": txn_id,
             "transaction.timeout.ms": 60000, "linger.ms": 5}
     conf.update(extra)
+    conf.update(debugging())
     p = Producer(conf)
     p.init_transactions(60)
     return p
+
+
+def debugging():
+    contexts = os.environ.get("TXN_CLIENT_DEBUG")
+    return {"debug": contexts} if contexts else {}
 
 
 def write(p, topic, prefix, n):
@@ -111,7 +120,7 @@ def copy(bootstrap, txn_id, group, source, sink):
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                   "enable.auto.commit": False, "isolation.level": "read_committed",
                   "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-                  "heartbeat.interval.ms": 1000})
+                  "heartbeat.interval.ms": 1000, **debugging()})
     p = producer(bootstrap, txn_id)
     c.subscribe([source])
     partitions = len(c.list_topics(source, timeout=30).topics[source].partitions)

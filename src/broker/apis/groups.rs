@@ -5,6 +5,8 @@
 //! serves (any other broker answers NOT_COORDINATOR). Version differences are the codec's;
 //! these functions hand the request over and answer.
 
+use std::cell::OnceCell;
+
 use super::{KafkaApis, RequestContext};
 use crate::coordinator::group_protocol::Join;
 use crate::network::{Action, Response};
@@ -19,7 +21,9 @@ use crate::protocol::group_membership::{
     SyncGroupRequest,
 };
 use crate::protocol::group_membership::{JoinGroupResponse, SyncGroupResponse};
-use crate::protocol::group_offsets::{FindCoordinatorRequest, FindCoordinatorResponse};
+use crate::protocol::group_offsets::{
+    Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
+};
 use crate::security::acl::{Operation, ResourceType};
 use crate::zk::paths::{self, COORDINATOR, ElectedBroker};
 
@@ -28,28 +32,41 @@ const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
 impl KafkaApis {
+    /// FindCoordinator: each key's coordinator (one key before v4, any number since).
     pub(super) fn handle_find_coordinator(
         &self,
         req: &FindCoordinatorRequest,
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
-        let resp = if req.key_type == KEY_TYPE_TRANSACTION {
-            self.find_transaction_coordinator(&req.key, cx)
-        } else if req.key_type == KEY_TYPE_GROUP
-            && !self.allowed(cx, Operation::Describe, ResourceType::Group, &req.key)
-        {
-            FindCoordinatorResponse {
-                error_code: ErrorCode::GroupAuthorizationFailed.code(),
-                error_message: Some(format!("not authorized to describe group {}", req.key)),
-                node_id: -1,
-                host: String::new(),
-                port: -1,
-            }
-        } else {
-            self.find_coordinator(req, &cx.conn.listener)
-        };
-        cx.answer(out, &resp);
+        // One ZooKeeper read for all the groups of a batched request.
+        let elected = OnceCell::new();
+        let coordinators = req
+            .keys
+            .iter()
+            .map(|key| match req.key_type {
+                KEY_TYPE_TRANSACTION => self.find_transaction_coordinator(key, cx),
+                KEY_TYPE_GROUP
+                    if !self.allowed(cx, Operation::Describe, ResourceType::Group, key) =>
+                {
+                    Coordinator::refused(
+                        key,
+                        ErrorCode::GroupAuthorizationFailed.code(),
+                        format!("not authorized to describe group {key}"),
+                    )
+                }
+                KEY_TYPE_GROUP => {
+                    let elected = elected.get_or_init(|| self.elected_coordinator());
+                    self.find_group_coordinator(key, elected, &cx.conn.listener)
+                }
+                _ => Coordinator::refused(
+                    key,
+                    ErrorCode::InvalidRequest.code(),
+                    format!("unknown key_type {}", req.key_type),
+                ),
+            })
+            .collect();
+        cx.answer(out, &FindCoordinatorResponse { coordinators });
         Action::Respond
     }
 
@@ -215,69 +232,77 @@ impl KafkaApis {
         Action::Respond
     }
 
-    /// FindCoordinator's answer naming broker `id` as reached on `listener`, or
+    /// FindCoordinator's answer for `key` naming broker `id` as reached on `listener`, or
     /// COORDINATOR_NOT_AVAILABLE (`missing` says why) when it is not a live broker there.
     pub(super) fn coordinator_at(
         &self,
+        key: &str,
         id: i32,
         listener: &str,
         missing: &str,
-    ) -> FindCoordinatorResponse {
+    ) -> Coordinator {
         match self
             .metadata_cache
             .live_brokers(listener)
             .into_iter()
             .find(|b| b.id == id)
         {
-            Some(b) => FindCoordinatorResponse {
+            Some(b) => Coordinator {
+                key: key.to_owned(),
                 error_code: 0,
                 error_message: None,
                 node_id: b.id,
                 host: b.host,
                 port: b.port,
             },
-            None => FindCoordinatorResponse {
-                error_code: ErrorCode::CoordinatorNotAvailable.code(),
-                error_message: Some(missing.to_owned()),
-                node_id: -1,
-                host: String::new(),
-                port: -1,
-            },
+            None => {
+                log::info!(
+                    "[Broker {}] FindCoordinator {key:?}: {missing}",
+                    self.broker_id
+                );
+                Coordinator::refused(
+                    key,
+                    ErrorCode::CoordinatorNotAvailable.code(),
+                    missing.to_owned(),
+                )
+            }
         }
     }
 
-    /// The elected coordinator, for any group: one broker coordinates them all.
-    /// The coordinator as reached on `listener`, the one the request came in on.
-    fn find_coordinator(
-        &self,
-        req: &FindCoordinatorRequest,
-        listener: &str,
-    ) -> FindCoordinatorResponse {
-        let fail = |e: ErrorCode, why: &str| FindCoordinatorResponse {
-            error_code: e.code(),
-            error_message: Some(why.to_owned()),
-            node_id: -1,
-            host: String::new(),
-            port: -1,
-        };
-        if req.key_type != KEY_TYPE_GROUP {
-            return fail(ErrorCode::InvalidRequest, "unknown key_type");
-        }
-        if !crate::coordinator::valid_name(&req.key) {
-            return fail(ErrorCode::InvalidGroupId, "not a legal group id");
-        }
-        let elected = match paths::read_json::<ElectedBroker>(&self.zk, COORDINATOR) {
-            Ok(Some(e)) => e.brokerid,
-            Ok(None) => return fail(ErrorCode::CoordinatorNotAvailable, "no coordinator elected"),
+    /// The broker elected at `/consumers/coordinator`, or why there is none.
+    fn elected_coordinator(&self) -> Result<i32, &'static str> {
+        match paths::read_json::<ElectedBroker>(&self.zk, COORDINATOR) {
+            Ok(Some(e)) => Ok(e.brokerid),
+            Ok(None) => Err("no coordinator elected"),
             Err(e) => {
                 log::warn!("[Broker {}] FindCoordinator: {e:?}", self.broker_id);
-                return fail(ErrorCode::CoordinatorNotAvailable, "ZooKeeper unavailable");
+                Err("ZooKeeper unavailable")
             }
-        };
-        self.coordinator_at(
-            elected,
-            listener,
-            "the coordinator is not in this broker's metadata yet",
-        )
+        }
+    }
+
+    /// The elected coordinator, for any group: one broker coordinates them all, as reached
+    /// on `listener`, the one the request came in on.
+    fn find_group_coordinator(
+        &self,
+        group: &str,
+        elected: &Result<i32, &'static str>,
+        listener: &str,
+    ) -> Coordinator {
+        let fail = |e: ErrorCode, why: &str| Coordinator::refused(group, e.code(), why.to_owned());
+        if !crate::coordinator::valid_name(group) {
+            return fail(ErrorCode::InvalidGroupId, "not a legal group id");
+        }
+        match elected {
+            Ok(id) => self.coordinator_at(
+                group,
+                *id,
+                listener,
+                &format!(
+                    "the elected coordinator, broker {id}, is not in this broker's metadata yet"
+                ),
+            ),
+            Err(why) => fail(ErrorCode::CoordinatorNotAvailable, why),
+        }
     }
 }

@@ -13,7 +13,7 @@ use super::{KafkaApis, RequestContext};
 use crate::config::transactions::TRANSACTION_STATE_TOPIC;
 use crate::network::{Action, Response};
 use crate::protocol::ErrorCode;
-use crate::protocol::group_offsets::FindCoordinatorResponse;
+use crate::protocol::group_offsets::Coordinator;
 use crate::protocol::txn_requests::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, EndTxnRequest,
     TxnErrorResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
@@ -27,14 +27,9 @@ impl KafkaApis {
         &self,
         transactional_id: &str,
         cx: &RequestContext<'_>,
-    ) -> FindCoordinatorResponse {
-        let fail = |e: ErrorCode, why: String| FindCoordinatorResponse {
-            error_code: e.code(),
-            error_message: Some(why),
-            node_id: -1,
-            host: String::new(),
-            port: -1,
-        };
+    ) -> Coordinator {
+        let fail =
+            |e: ErrorCode, why: String| Coordinator::refused(transactional_id, e.code(), why);
         if !self.allowed(
             cx,
             Operation::Describe,
@@ -64,6 +59,7 @@ impl KafkaApis {
             .leader_of(TRANSACTION_STATE_TOPIC, partition)
             .unwrap_or(-1);
         self.coordinator_at(
+            transactional_id,
             leader,
             &cx.conn.listener,
             &format!("{TRANSACTION_STATE_TOPIC}-{partition} has no leader yet"),

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use regex::Regex;
+
 use super::{KafkaApis, RequestContext};
 use crate::broker::txn_coordinator::admin::STATES;
 use crate::broker::txn_coordinator::state::{TxnMetadata, TxnState};
@@ -45,6 +47,23 @@ impl KafkaApis {
         cx: &RequestContext<'_>,
         out: &mut Response,
     ) -> Action {
+        let pattern = match id_pattern(req.transactional_id_pattern.as_deref()) {
+            Ok(p) => p,
+            Err(e) => {
+                log::info!(
+                    "[Broker {}] ListTransactions: pattern {:?} refused: {e}",
+                    self.broker_id,
+                    req.transactional_id_pattern
+                );
+                let refused = ListTransactionsResponse {
+                    error_code: ErrorCode::InvalidRegularExpression.code(),
+                    unknown_state_filters: Vec::new(),
+                    states: Vec::new(),
+                };
+                cx.answer(out, &refused);
+                return Action::Respond;
+            }
+        };
         let (known, unknown): (Vec<&String>, Vec<&String>) = req
             .state_filters
             .iter()
@@ -53,6 +72,7 @@ impl KafkaApis {
             (req.state_filters.is_empty() || known.iter().any(|f| f.as_str() == m.state.name()))
                 && (req.producer_id_filters.is_empty()
                     || req.producer_id_filters.contains(&m.producer_id))
+                && pattern.as_ref().is_none_or(|p| p.is_match(id))
                 && self.allowed(cx, Operation::Describe, ResourceType::TransactionalId, id)
         };
         // Only unknown filters: nothing can match.
@@ -74,6 +94,16 @@ impl KafkaApis {
             },
         );
         Action::Respond
+    }
+}
+
+/// ListTransactions v2's pattern as Kafka applies it (RE2 syntax, matching the whole id); none
+/// when absent or empty.
+fn id_pattern(pattern: Option<&str>) -> Result<Option<Regex>, regex::Error> {
+    match pattern {
+        None | Some("") => Ok(None),
+        // Checked alone first: a pattern unbalanced on its own could balance inside the anchors.
+        Some(p) => Regex::new(p).and_then(|_| Regex::new(&format!("^(?:{p})$")).map(Some)),
     }
 }
 

@@ -18,8 +18,12 @@ use crate::protocol::txn_markers::{
 };
 use crate::zk::txn_offsets;
 
-/// How long one completion keeps trying before it leaves the transaction decided for `tick`.
-const MARKERS_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a request (EndTxn, InitProducerId) keeps trying to complete a decided transaction:
+/// long enough to find a moved leader again. Past it the transaction stays decided and `tick`
+/// tries once a second; meanwhile the id answers CONCURRENT_TRANSACTIONS, as Kafka's does
+/// while its markers are pending, rather than holding the id's lock (and every request for
+/// it) while a partition has no leader.
+pub(super) const PATIENCE_IN_REQUEST: Duration = Duration::from_secs(2);
 /// The pause before trying partitions again whose leader was missing or moving.
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 /// A leader answers once the ISR has the marker (up to 30 s): the channel waits longer.
@@ -42,14 +46,16 @@ impl MarkerChannels {
 
 impl TransactionCoordinator {
     /// Writes the markers of `m`'s data partitions, then ends its groups' pending offsets
-    /// (applied on commit); Ok once every one is written (or its partition is gone).
+    /// (applied on commit); Ok once every one is written (or its partition is gone), trying
+    /// again for `patience` (zero: once).
     pub(super) fn write_markers(
         &self,
         owned: &Owned,
         m: &TxnMetadata,
         commit: bool,
+        patience: Duration,
     ) -> Result<(), ErrorCode> {
-        self.write_partition_markers(owned, m, commit)?;
+        self.write_partition_markers(owned, m, commit, patience)?;
         for group in m.groups() {
             txn_offsets::end_pending(&self.zk, group, m.producer_id, commit).map_err(|e| {
                 log::warn!(
@@ -68,9 +74,10 @@ impl TransactionCoordinator {
         owned: &Owned,
         m: &TxnMetadata,
         commit: bool,
+        patience: Duration,
     ) -> Result<(), ErrorCode> {
         let mut pending: BTreeSet<(String, i32)> = m.data_partitions().cloned().collect();
-        let deadline = Instant::now() + MARKERS_TIMEOUT;
+        let deadline = Instant::now() + patience;
         loop {
             if pending.is_empty() {
                 return Ok(());

@@ -346,7 +346,8 @@ impl TransactionCoordinator {
                 && m.state.is_preparing()
             {
                 let m = m.clone();
-                match self.complete(owned, &id, m) {
+                // One try a tick: the lock is the id's, and its requests wait on it.
+                match self.complete(owned, &id, m, Duration::ZERO) {
                     Ok(done) => *g = Some(done),
                     Err(e) => log::warn!(
                         "[TransactionCoordinator {}] could not finish transaction of {id}: {e:?}",

@@ -3,6 +3,9 @@
 //! the two steps of ending a transaction, `end` (the decision, Prepare*) and `complete` (the
 //! markers, then Complete*).
 
+use std::time::Duration;
+
+use super::markers::PATIENCE_IN_REQUEST;
 use super::state::{TxnMetadata, TxnState, group_entry};
 use super::{Owned, TransactionCoordinator, now_ms};
 use crate::protocol::ErrorCode;
@@ -49,8 +52,11 @@ impl TransactionCoordinator {
         }
         let current = match current.state {
             TxnState::PrepareCommit | TxnState::PrepareAbort => {
-                // Decided, markers not all written: finish first (the lock is ours).
-                let done = self.complete(&owned, transactional_id, current)?;
+                // Decided, markers not all written: finish first (the lock is ours); while a
+                // partition has no leader, the producer is told to come back.
+                let done = self
+                    .complete(&owned, transactional_id, current, PATIENCE_IN_REQUEST)
+                    .map_err(|_| ErrorCode::ConcurrentTransactions)?;
                 *g = Some(done.clone());
                 done
             }
@@ -171,15 +177,20 @@ impl TransactionCoordinator {
             }
             // A retry of an EndTxn already carried out.
             s if s == wanted => Ok(()),
+            // The opposite of what was decided.
+            TxnState::PrepareCommit | TxnState::PrepareAbort
+                if (m.state == TxnState::PrepareCommit) != commit =>
+            {
+                Err(ErrorCode::InvalidTxnState)
+            }
+            // A retry of an EndTxn decided, its markers not all written: Kafka's answer is
+            // CONCURRENT_TRANSACTIONS until they are.
             TxnState::PrepareCommit | TxnState::PrepareAbort => {
-                let same = (m.state == TxnState::PrepareCommit) == commit;
-                let done = self.complete(&owned, transactional_id, m)?;
+                let done = self
+                    .complete(&owned, transactional_id, m, PATIENCE_IN_REQUEST)
+                    .map_err(|_| ErrorCode::ConcurrentTransactions)?;
                 *g = Some(done);
-                if same {
-                    Ok(())
-                } else {
-                    Err(ErrorCode::InvalidTxnState)
-                }
+                Ok(())
             }
             _ => Err(ErrorCode::InvalidTxnState),
         }
@@ -204,7 +215,12 @@ impl TransactionCoordinator {
             ..m
         };
         self.write_state(owned, transactional_id, Some(&prepared))?;
-        match self.complete(owned, transactional_id, prepared.clone()) {
+        match self.complete(
+            owned,
+            transactional_id,
+            prepared.clone(),
+            PATIENCE_IN_REQUEST,
+        ) {
             Ok(done) => Ok(done),
             Err(e) => {
                 log::warn!(
@@ -217,15 +233,16 @@ impl TransactionCoordinator {
     }
 
     /// Has the markers of a decided transaction written (and its groups' offsets applied or
-    /// dropped), then records it complete.
+    /// dropped), trying for `patience`, then records it complete.
     pub(super) fn complete(
         &self,
         owned: &Owned,
         transactional_id: &str,
         prepared: TxnMetadata,
+        patience: Duration,
     ) -> Result<TxnMetadata, ErrorCode> {
         let commit = prepared.state == TxnState::PrepareCommit;
-        self.write_markers(owned, &prepared, commit)?;
+        self.write_markers(owned, &prepared, commit, patience)?;
         let done = TxnMetadata {
             state: if commit {
                 TxnState::CompleteCommit
