@@ -14,17 +14,57 @@
 #      __transaction_state partitions, and how long after the last transaction's timeout
 #      passed none was left Ongoing (the coordinators look every second here:
 #      transaction.abort.timed.out.transaction.cleanup.interval.ms=1000).
+# With --peer kafka, part 1 runs against Apache Kafka 4.4 instead (scripts/peer-kafka.sh, three
+# KRaft nodes, the same replication and min.insync.replicas): the yardstick for the ratios.
+#   scripts/txn_bench.sh [--peer kafka]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 cd "$here/.."
 ensure_packages zookeeper
 ensure_python_clients
-cargo build --release --quiet
-G=$PWD/target/release/gregor
 py=$PYTHON_VENV/bin/python
 n=${TBENCH_N:-1000000}
 rounds=${TBENCH_ROUNDS:-2}
+peer=""
+case "${1:-}" in
+  --peer) [ "${2:-}" = kafka ] || { echo "usage: scripts/txn_bench.sh [--peer kafka]" >&2; exit 2; }
+    peer=kafka ;;
+  "") ;;
+  *) echo "usage: scripts/txn_bench.sh [--peer kafka]" >&2; exit 2 ;;
+esac
+
+# Part 1 of the runs against `b`, topic tb.
+throughput_rounds() {
+  for r in $(seq 1 "$rounds"); do
+    echo "== round $r"
+    idem=$("$py" scripts/txn_bench.py throughput "$b" tb "$n" 0); echo "$idem"
+    for size in 1 100 10000; do
+      m=$n; [ "$size" = 1 ] && m=$((n / 100)); [ "$size" = 100 ] && m=$((n / 5))
+      t=$("$py" scripts/txn_bench.py throughput "$b" tb "$m" "$size"); echo "$t"
+      awk -v a="$(echo "$idem" | rate)" -v b="$(echo "$t" | rate)" -v s="$size" \
+        'BEGIN { printf "  transactions of %s / idempotent: %.3f\n", s, b / a }'
+    done
+  done
+}
+rate() { sed -E 's/.* rate ([0-9]+).*/\1/'; }
+
+if [ "$peer" = kafka ]; then
+  export PEER_HOME=${PEER_HOME:-.gregor/peer-txn-bench} PEER_BASE_PORT=${PEER_BASE_PORT:-19292}
+  export PEER_PROPERTIES="min.insync.replicas=2
+transaction.state.log.min.isr=2"
+  trap '"$here/peer-kafka.sh" stop >/dev/null 2>&1 || true' EXIT
+  "$here/peer-kafka.sh" start 3 >/dev/null
+  b=127.0.0.1:$PEER_BASE_PORT
+  "$here/peer-kafka.sh" tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$b" \
+    --create --topic tb --partitions 3 --replication-factor 3 >/dev/null
+  echo "Apache Kafka 4.4, three KRaft nodes"
+  throughput_rounds
+  exit 0
+fi
+
+cargo build --release --quiet
+G=$PWD/target/release/gregor
 export GREGOR_HOME
 GREGOR_HOME=$(mktemp -d /tmp/gregor-tbench.XXXXXX)
 export ZK_PORT=${ZK_PORT:-43181} BASE_PORT=${BASE_PORT:-50092} METRICS_BASE_PORT=off GREGOR_BIN=$G
@@ -36,17 +76,7 @@ zk=127.0.0.1:$ZK_PORT/gregor
 b=127.0.0.1:$BASE_PORT
 "$G" topics --zookeeper "$zk" --create --topic tb --partitions 3 --replication-factor 3 >/dev/null
 "$G" topics --zookeeper "$zk" --create --topic tlat --partitions 3 --replication-factor 3 >/dev/null
-rate() { sed -E 's/.* rate ([0-9]+).*/\1/'; }
-for r in $(seq 1 "$rounds"); do
-  echo "== round $r"
-  idem=$("$py" scripts/txn_bench.py throughput "$b" tb "$n" 0); echo "$idem"
-  for size in 1 100 10000; do
-    m=$n; [ "$size" = 1 ] && m=$((n / 100)); [ "$size" = 100 ] && m=$((n / 5))
-    t=$("$py" scripts/txn_bench.py throughput "$b" tb "$m" "$size"); echo "$t"
-    awk -v a="$(echo "$idem" | rate)" -v b="$(echo "$t" | rate)" -v s="$size" \
-      'BEGIN { printf "  transactions of %s / idempotent: %.3f\n", s, b / a }'
-  done
-done
+throughput_rounds
 # TBENCH_ONLY=throughput: part 1 alone.
 [ "${TBENCH_ONLY:-}" = throughput ] && exit 0
 echo "== read_committed end-to-end latency, 10,000 msg/s, 100 ms transactions, 10 s"
