@@ -33,6 +33,9 @@ use gregor::protocol::txn_requests::{
 use gregor::zk::paths;
 
 const TOPIC: &str = "txn-out";
+/// A second topic the first transactions also write to: one transaction, several topics.
+const TOPIC2: &str = "txn-out2";
+const BOTH: &str = "txn-out,txn-out2";
 const STATE_PARTITIONS: i32 = 3;
 
 fn settings() -> Vec<(&'static str, &'static str)> {
@@ -47,13 +50,36 @@ fn settings() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// The values a consumer at `isolation` reads from every partition, after checking it reached
-/// each partition's end.
+/// The values a consumer at `isolation` reads from every partition of both topics, after
+/// checking it reached each partition's end.
 fn read(bootstrap: &str, isolation: &str) -> Vec<String> {
-    read_partitions(bootstrap, TOPIC, isolation)
-        .into_values()
+    [TOPIC, TOPIC2]
+        .into_iter()
+        .flat_map(|t| read_partitions(bootstrap, t, isolation).into_values())
         .flatten()
         .collect()
+}
+
+/// TOPIC and TOPIC2, three partitions each, replication 3.
+fn create_both(cluster: &Cluster) {
+    for t in [TOPIC, TOPIC2] {
+        cluster.create_topic(t, 3, 3);
+        cluster.wait_all_led(t);
+    }
+}
+
+/// TOPIC2 at read_committed holds the odd half of each committed transaction of `n` records:
+/// the transactions did span both topics.
+fn assert_second_topic_holds(bootstrap: &str, committed: &[&str], n: usize) {
+    let got: BTreeSet<String> = read_partitions(bootstrap, TOPIC2, "read_committed")
+        .into_values()
+        .flatten()
+        .collect();
+    let want: BTreeSet<String> = committed
+        .iter()
+        .flat_map(|prefix| values(prefix, n).into_iter().skip(1).step_by(2))
+        .collect();
+    assert_eq!(got, want);
 }
 
 /// Each expected value read exactly once, and nothing else.
@@ -67,15 +93,15 @@ fn assert_exactly(read: &[String], expected: &[Vec<String>]) {
 #[test]
 fn confluent_transactions_commit_abort_fence_time_out_and_survive_the_coordinator() {
     let mut cluster = Cluster::start("txn-coordinator", 3, &settings());
-    cluster.create_topic(TOPIC, 3, 3);
-    cluster.wait_all_led(TOPIC);
+    create_both(&cluster);
     let b = cluster.bootstrap();
 
+    // Each transaction spans both topics and their six partitions.
     let out = txn_client(&[
         "produce",
         &b,
         "tx-a",
-        TOPIC,
+        BOTH,
         "commit:c1:30;abort:a2:30;commit:c3:30",
     ]);
     assert_eq!(out, "committed c1\naborted a2\ncommitted c3\n");
@@ -83,6 +109,7 @@ fn confluent_transactions_commit_abort_fence_time_out_and_survive_the_coordinato
         &read(&b, "read_committed"),
         &[values("c1", 30), values("c3", 30)],
     );
+    assert_second_topic_holds(&b, &["c1", "c3"], 30);
     assert_exactly(
         &read(&b, "read_uncommitted"),
         &[values("c1", 30), values("a2", 30), values("c3", 30)],
@@ -329,13 +356,12 @@ fn confluent_consume_transform_produce_copies_exactly_once_across_kill_9s() {
 #[test]
 fn java_transactions_commit_abort_and_copy_exactly_once_across_kill_9s() {
     let mut cluster = Cluster::start("txn-java", 3, &settings());
-    cluster.create_topic(TOPIC, 3, 3);
-    cluster.wait_all_led(TOPIC);
+    create_both(&cluster);
     let b = cluster.bootstrap();
     let java = JavaProgram::compile("Transactions");
     let plan = "commit:j1:20;abort:j2:20;commit:j3:20";
     let (ok, out, err) = java.run(
-        &[&b, "produce", "java-a", TOPIC, plan],
+        &[&b, "produce", "java-a", BOTH, plan],
         Duration::from_secs(120),
     );
     assert!(ok, "{out}\n{err}");
@@ -344,6 +370,7 @@ fn java_transactions_commit_abort_and_copy_exactly_once_across_kill_9s() {
         &read(&b, "read_committed"),
         &[values("j1", 20), values("j3", 20)],
     );
+    assert_second_topic_holds(&b, &["j1", "j3"], 20);
 
     copies_exactly_once(
         &mut cluster,

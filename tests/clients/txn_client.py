@@ -2,9 +2,10 @@
 `tests/transaction_coordinator.rs`.
 
 usage:
-  txn_client.py produce BOOTSTRAP TXN_ID TOPIC PLAN
+  txn_client.py produce BOOTSTRAP TXN_ID TOPICS PLAN
       PLAN: transactions separated by `;`, each `commit|abort:PREFIX:N` — N records valued
-      `PREFIX-i` spread over the topic's partitions by key. Prints `committed PREFIX` or
+      `PREFIX-i`, record i to the i-th of the comma-separated TOPICS in turn, spread over
+      each topic's partitions by key. Prints `committed PREFIX` or
       `aborted PREFIX` as each ends, `fenced` if the producer is fenced.
   txn_client.py fenced BOOTSTRAP TXN_ID TOPIC
       Two producers of one id: the first opens a transaction and writes `zombie-*`; the second
@@ -55,18 +56,20 @@ def debugging():
     return {"debug": contexts} if contexts else {}
 
 
-def write(p, topic, prefix, n):
+def write(p, topics, prefix, n):
+    """Record i to the i-th of the comma-separated `topics` in turn."""
+    topics = topics.split(",")
     for i in range(n):
-        p.produce(topic, key=str(i).encode(), value=f"{prefix}-{i}".encode())
+        p.produce(topics[i % len(topics)], key=str(i).encode(), value=f"{prefix}-{i}".encode())
         p.poll(0)
 
 
-def produce(bootstrap, txn_id, topic, plan):
+def produce(bootstrap, txn_id, topics, plan):
     p = producer(bootstrap, txn_id)
     for step in plan.split(";"):
         how, prefix, n = step.split(":")
         p.begin_transaction()
-        write(p, topic, prefix, int(n))
+        write(p, topics, prefix, int(n))
         if how == "commit":
             p.commit_transaction(60)
             say("committed", prefix)

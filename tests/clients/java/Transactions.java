@@ -1,8 +1,9 @@
 // The official Java client's transactional producer against gregor (kafka-clients 4.3.0),
 // driven by tests/transaction_coordinator.rs:
-//   Transactions <bootstrap> produce <txn id> <topic> <plan>
+//   Transactions <bootstrap> produce <txn id> <topics> <plan>
 //       plan: transactions separated by `;`, each `commit|abort:PREFIX:N`, N records valued
-//       `PREFIX-i` with key i. Prints `committed PREFIX` or `aborted PREFIX` as each ends.
+//       `PREFIX-i` with key i, record i to the i-th of the comma-separated <topics> in turn.
+//       Prints `committed PREFIX` or `aborted PREFIX` as each ends.
 //   Transactions <bootstrap> copy <txn id> <group> <in> <out>
 //       Consume-transform-produce at read_committed: each poll's records written to <out>
 //       (same key and partition, value `copy:<value>`) with the consumed offsets
@@ -43,12 +44,14 @@ public class Transactions {
         }
     }
 
-    static void produce(String bootstrap, String txnId, String topic, String plan) {
+    static void produce(String bootstrap, String txnId, String topicList, String plan) {
+        String[] topics = topicList.split(",");
         try (KafkaProducer<String, String> producer = producer(bootstrap, txnId)) {
             for (String step : plan.split(";")) {
                 String[] f = step.split(":");
                 producer.beginTransaction();
                 for (int i = 0; i < Integer.parseInt(f[2]); i++) {
+                    String topic = topics[i % topics.length];
                     producer.send(new ProducerRecord<>(topic, String.valueOf(i), f[1] + "-" + i));
                 }
                 if (f[0].equals("commit")) {
