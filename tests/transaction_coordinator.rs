@@ -287,11 +287,7 @@ fn copies_exactly_once(
 /// the third broker — so neither kill touches G, and the first does not move the second's
 /// role. Returns V and the id.
 fn roles_apart(cluster: &Cluster, output: &str, prefix: &str) -> (i32, String) {
-    // `__transaction_state` is created by the first FindCoordinator for a transactional id.
-    let mut c = cluster.client(1);
-    common::wait_until(Duration::from_secs(30), "a transaction coordinator", || {
-        find_coordinator(&mut c, prefix).error_code == 0
-    });
+    wait_transaction_coordinator(&mut cluster.client(1), prefix);
     let elected = paths::read_json::<paths::ElectedBroker>(&cluster.zk, paths::COORDINATOR);
     let group_coordinator = elected.unwrap().expect("a group coordinator").brokerid;
     let victim = (0..3)
@@ -396,6 +392,17 @@ fn find_coordinator(c: &mut common::Client, id: &str) -> Coordinator {
     found.coordinators.into_iter().next().unwrap()
 }
 
+/// The coordinator of `id`, once there is one: the first FindCoordinator creates
+/// `__transaction_state`, and until its partition is led the answer is not available.
+fn wait_transaction_coordinator(c: &mut common::Client, id: &str) -> Coordinator {
+    let mut found = find_coordinator(c, id);
+    common::wait_until(Duration::from_secs(30), "a transaction coordinator", || {
+        found = find_coordinator(c, id);
+        found.error_code == 0
+    });
+    found
+}
+
 fn init(c: &mut common::Client, id: &str, timeout_ms: i32) -> InitProducerIdResponse {
     let req = InitProducerIdRequest {
         transactional_id: Some(id.into()),
@@ -439,13 +446,7 @@ fn end(c: &mut common::Client, id: &str, pid: i64, epoch: i16, commit: bool) -> 
 fn a_decided_transaction_outlives_its_coordinator_and_completes() {
     let mut cluster = Cluster::start("txn-decided", 3, &settings());
     let id = "decided";
-    let mut c = cluster.client(1);
-    let mut found = find_coordinator(&mut c, id);
-    common::wait_until(Duration::from_secs(30), "a transaction coordinator", || {
-        found = find_coordinator(&mut c, id);
-        found.error_code == 0
-    });
-    let coordinator = found.node_id;
+    let coordinator = wait_transaction_coordinator(&mut cluster.client(1), id).node_id;
     let holder = (1..=3).find(|b| *b != coordinator).unwrap();
     cluster.create_topic_on(TOPIC, &holder.to_string());
     cluster.wait_all_led(TOPIC);
@@ -514,13 +515,7 @@ fn the_coordinator_answers_each_misuse_with_kafkas_error() {
     cluster.create_topic(TOPIC, 1, 1);
     cluster.wait_all_led(TOPIC);
     let mut c = cluster.client(1);
-    // The first FindCoordinator creates `__transaction_state`; until it is led: not available.
-    let mut found = find_coordinator(&mut c, "t");
-    common::wait_until(Duration::from_secs(30), "a transaction coordinator", || {
-        found = find_coordinator(&mut c, "t");
-        found.error_code == 0
-    });
-    assert_eq!(found.node_id, 1);
+    assert_eq!(wait_transaction_coordinator(&mut c, "t").node_id, 1);
     // v4 batches transactional ids; an empty one is refused alone.
     let batch = FindCoordinatorRequest {
         key_type: 1,

@@ -54,9 +54,7 @@ impl TransactionCoordinator {
             TxnState::PrepareCommit | TxnState::PrepareAbort => {
                 // Decided, markers not all written: finish first (the lock is ours); while a
                 // partition has no leader, the producer is told to come back.
-                let done = self
-                    .complete(&owned, transactional_id, current, PATIENCE_IN_REQUEST)
-                    .map_err(|_| ErrorCode::ConcurrentTransactions)?;
+                let done = self.complete_in_request(&owned, transactional_id, current)?;
                 *g = Some(done.clone());
                 done
             }
@@ -186,9 +184,7 @@ impl TransactionCoordinator {
             // A retry of an EndTxn decided, its markers not all written: Kafka's answer is
             // CONCURRENT_TRANSACTIONS until they are.
             TxnState::PrepareCommit | TxnState::PrepareAbort => {
-                let done = self
-                    .complete(&owned, transactional_id, m, PATIENCE_IN_REQUEST)
-                    .map_err(|_| ErrorCode::ConcurrentTransactions)?;
+                let done = self.complete_in_request(&owned, transactional_id, m)?;
                 *g = Some(done);
                 Ok(())
             }
@@ -230,6 +226,22 @@ impl TransactionCoordinator {
                 Ok(prepared)
             }
         }
+    }
+
+    /// `complete` on behalf of a request that met a decided transaction: markers that cannot
+    /// all be written within the request's patience answer CONCURRENT_TRANSACTIONS (the
+    /// client comes back); any other refusal (NOT_COORDINATOR, …) is the client's to act on.
+    fn complete_in_request(
+        &self,
+        owned: &Owned,
+        transactional_id: &str,
+        prepared: TxnMetadata,
+    ) -> Result<TxnMetadata, ErrorCode> {
+        self.complete(owned, transactional_id, prepared, PATIENCE_IN_REQUEST)
+            .map_err(|e| match e {
+                ErrorCode::RequestTimedOut => ErrorCode::ConcurrentTransactions,
+                other => other,
+            })
     }
 
     /// Has the markers of a decided transaction written (and its groups' offsets applied or
