@@ -337,6 +337,34 @@ fn perf_e2e_sends_a_backlog_after_a_stall_in_requests_the_broker_accepts() {
     assert!(out.contains("60000 received"), "{out}");
 }
 
+/// A leader stalled past its ZooKeeper session loses leadership; when it wakes it answers
+/// NotLeaderForPartition, and perf e2e finds the new leader and sends the batch again, as a
+/// producer retries (the CI failure of 4ad1c84: a 1.5 s stall on a busy machine outlived the
+/// session and the run ended at the first refusal).
+#[test]
+fn perf_e2e_follows_the_leader_when_a_stalled_leader_loses_its_session() {
+    let c = Cluster::start("perf-e2e-moved", 2, &[]);
+    c.create_topic("lat", 1, 2);
+    c.wait_in_isr("lat", 1);
+    c.wait_in_isr("lat", 2);
+    let b = c.bootstrap();
+    let old = c.leader("lat", 0);
+    let (ok, out, err) = std::thread::scope(|s| {
+        let run = s.spawn(|| perf_e2e(&b, "2000", "4"));
+        wait_until(Duration::from_secs(30), "perf e2e to produce", || {
+            c.client(old).list_offsets("lat", 0, -1).1[0] > 0
+        });
+        c.pause(old);
+        wait_until(Duration::from_secs(30), "the other broker to lead", || {
+            ![-1, old].contains(&c.leader("lat", 0))
+        });
+        c.resume(old);
+        run.join().expect("the perf e2e thread")
+    });
+    assert!(ok, "{err}");
+    assert!(out.contains("8000 received"), "{out}");
+}
+
 #[test]
 fn perf_e2e_receives_every_message_it_sends_and_names_bad_flags() {
     let c = Cluster::start("perf-e2e", 2, &[("auto.create.topics.enable", "false")]);

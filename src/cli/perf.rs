@@ -358,7 +358,7 @@ fn produce_thread(
             let r: ProduceResponse = chan
                 .send(PRODUCE, version, &req)
                 .map_err(|e| e.to_string())?;
-            if let Err(e) = partition_outcome(&r, *partition) {
+            if let Err((_, e)) = partition_outcome(&r, *partition) {
                 failed.store(true, Ordering::Relaxed);
                 return Err(e);
             }
@@ -375,19 +375,24 @@ pub(super) fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
-/// The error of a one-partition Produce answer, named for the user.
-pub(super) fn partition_outcome(r: &ProduceResponse, partition: i32) -> Result<(), String> {
+/// The error of a one-partition Produce answer, with its name for the user.
+pub(super) fn partition_outcome(
+    r: &ProduceResponse,
+    partition: i32,
+) -> Result<(), (ErrorCode, String)> {
     let code = r
         .topics
         .first()
         .and_then(|t| t.1.first())
-        .map_or(-1, |p| p.error_code);
-    if code == 0 {
+        .map_or(ErrorCode::UnknownServerError, |p| {
+            ErrorCode::from_code(p.error_code)
+        });
+    if code == ErrorCode::None {
         return Ok(());
     }
-    Err(format!(
-        "partition {partition}: broker answered {:?}",
-        ErrorCode::from_code(code)
+    Err((
+        code,
+        format!("partition {partition}: broker answered {code:?}"),
     ))
 }
 

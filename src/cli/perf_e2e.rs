@@ -78,17 +78,25 @@ pub fn e2e(a: E2eArgs) -> Result<(), String> {
         "gregor-perf-e2e",
         Duration::from_secs(10),
     )?;
-    let leader = leaders
-        .get(&a.partition)
-        .ok_or_else(|| format!("topic `{}` has no partition {}", a.topic, a.partition))?
-        .clone();
+    if !leaders.contains_key(&a.partition) {
+        return Err(format!(
+            "topic `{}` has no partition {}",
+            a.topic, a.partition
+        ));
+    }
+    let link = PartitionLink {
+        bootstrap: a.bootstrap.clone(),
+        topic: a.topic.clone(),
+        partition: a.partition,
+        chan: None,
+    };
     let start = Instant::now();
     let failed = Arc::new(AtomicBool::new(false));
     let producer = {
-        let (topic, failed) = (a.topic.clone(), failed.clone());
-        let (p, rate, size, acks) = (a.partition, a.rate, a.size, a.acks);
+        let failed = failed.clone();
+        let (rate, size, acks) = (a.rate, a.size, a.acks);
         std::thread::spawn(move || {
-            let r = produce_on_schedule(&leader, &topic, p, rate, total, size, acks, start);
+            let r = produce_on_schedule(link, rate, total, size, acks, start);
             if r.is_err() {
                 failed.store(true, Ordering::Release);
             }
@@ -98,6 +106,7 @@ pub fn e2e(a: E2eArgs) -> Result<(), String> {
     let mut hist = super::perf::latency_histogram();
     let deadline = start + Duration::from_secs(a.seconds + 30);
     let mut received = 0u64;
+    let mut last_due = None;
     while received < total && Instant::now() < deadline && !failed.load(Ordering::Acquire) {
         for (_, m) in consumer.poll()?.messages {
             let now = start.elapsed();
@@ -105,6 +114,12 @@ pub fn e2e(a: E2eArgs) -> Result<(), String> {
                 continue;
             };
             let due = u64::from_be_bytes(v[..STAMP].try_into().expect("8 bytes"));
+            // A batch sent again after an answer lost in a leader change may be written twice;
+            // due times only grow, so a copy is a message whose due time was seen already.
+            if last_due.is_some_and(|last| due <= last) {
+                continue;
+            }
+            last_due = Some(due);
             hist.saturating_record((now.as_nanos() as u64).saturating_sub(due) / 1000);
             received += 1;
         }
@@ -134,17 +149,13 @@ pub fn e2e(a: E2eArgs) -> Result<(), String> {
 /// returns the seconds it took to send them all.
 #[allow(clippy::too_many_arguments)]
 fn produce_on_schedule(
-    leader: &str,
-    topic: &str,
-    partition: i32,
+    mut link: PartitionLink,
     rate: u64,
     total: u64,
     size: usize,
     acks: i16,
     start: Instant,
 ) -> Result<f64, String> {
-    let mut chan = BlockingChannel::connect(leader, "gregor-perf-e2e", Duration::from_secs(30))
-        .map_err(|e| format!("{leader}: {e}"))?;
     let mut value = vec![0u8; size];
     let mut sent = 0u64;
     while sent < total {
@@ -162,8 +173,7 @@ fn produce_on_schedule(
         let due = due.min(sent + (BATCH_BYTES / size).max(1) as u64);
         let mut b = BatchBuilder::new();
         for i in sent..due {
-            let at = i * 1_000_000_000 / rate;
-            value[..STAMP].copy_from_slice(&at.to_be_bytes());
+            value[..STAMP].copy_from_slice(&due_nanos(i, rate).to_be_bytes());
             b.push(&NewRecord {
                 timestamp: 0,
                 key: None,
@@ -172,17 +182,91 @@ fn produce_on_schedule(
             });
         }
         let set = b.finish(0).map_err(|e| format!("{e:?}"))?;
-        let topics = [(topic, vec![(partition, &set[..])])];
+        link.send_until_accepted(&set, acks)?;
+        sent = due;
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// When message `i` falls due, in nanoseconds from the start: its value's first bytes.
+fn due_nanos(i: u64, rate: u64) -> u64 {
+    i * 1_000_000_000 / rate
+}
+
+/// How long one batch may go unaccepted — a leader moving, a broker stalled past its
+/// ZooKeeper session — before the run fails, as the producer's `delivery.timeout.ms` bounds it.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The wait before sending a refused batch again, as the producer's `retry.backoff.ms`.
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The producer's way to its partition's leader, found again when the leader changes.
+struct PartitionLink {
+    bootstrap: String,
+    topic: String,
+    partition: i32,
+    chan: Option<BlockingChannel>,
+}
+
+impl PartitionLink {
+    /// Sends one batch until the leader accepts it, finding the leader again after an answer a
+    /// producer retries or a lost connection; any other answer ends the run.
+    fn send_until_accepted(&mut self, set: &[u8], acks: i16) -> Result<(), String> {
+        let deadline = Instant::now() + DELIVERY_TIMEOUT;
+        loop {
+            let refused = match self.send(set, acks)? {
+                Ok(()) => return Ok(()),
+                Err(why) => why,
+            };
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "partition {}: not accepted in {DELIVERY_TIMEOUT:?}: {refused}",
+                    self.partition
+                ));
+            }
+            log::info!("partition {}: {refused}; sending again", self.partition);
+            self.chan = None;
+            std::thread::sleep(RETRY_BACKOFF);
+        }
+    }
+
+    /// One attempt: `Ok(Err(why))` when it may be tried again, `Err` when it may not.
+    fn send(&mut self, set: &[u8], acks: i16) -> Result<Result<(), String>, String> {
+        if let Err(e) = self.connect() {
+            return Ok(Err(e));
+        }
+        let chan = self.chan.as_mut().expect("connected above");
+        let topics = [(self.topic.as_str(), vec![(self.partition, set)])];
         let req = ProduceSets {
             acks,
             timeout_ms: 30_000,
             topics: &topics,
         };
-        let r: ProduceResponse = chan
-            .send(PRODUCE, PRODUCE_VERSION, &req)
-            .map_err(|e| e.to_string())?;
-        super::perf::partition_outcome(&r, partition)?;
-        sent = due;
+        let r: ProduceResponse = match chan.send(PRODUCE, PRODUCE_VERSION, &req) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        match super::perf::partition_outcome(&r, self.partition) {
+            Ok(()) => Ok(Ok(())),
+            Err((code, why)) if code.is_retriable_for_produce() => Ok(Err(why)),
+            Err((_, why)) => Err(why),
+        }
     }
-    Ok(start.elapsed().as_secs_f64())
+
+    fn connect(&mut self) -> Result<(), String> {
+        if self.chan.is_none() {
+            let leaders = partition_leaders(
+                &self.bootstrap,
+                &self.topic,
+                "gregor-perf-e2e",
+                Duration::from_secs(10),
+            )?;
+            let leader = leaders.get(&self.partition).ok_or_else(|| {
+                format!("topic `{}` has no partition {}", self.topic, self.partition)
+            })?;
+            let c = BlockingChannel::connect(leader, "gregor-perf-e2e", Duration::from_secs(30))
+                .map_err(|e| format!("{leader}: {e}"))?;
+            self.chan = Some(c);
+        }
+        Ok(())
+    }
 }

@@ -151,6 +151,21 @@ impl ErrorCode {
     pub fn code(self) -> i16 {
         self as i16
     }
+
+    /// A Produce answer a producer sends again after refreshing its metadata, as Kafka's
+    /// producer retries its `RetriableException`s: leadership moved or is being elected, the
+    /// ISR is short for now, or the request timed out (which may have written it: only the
+    /// idempotent producer's sequence numbers make that retry free of duplicates).
+    pub fn is_retriable_for_produce(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::NotLeaderForPartition
+                | ErrorCode::LeaderNotAvailable
+                | ErrorCode::RequestTimedOut
+                | ErrorCode::UnknownTopicOrPartition
+                | ErrorCode::NotEnoughReplicas
+        )
+    }
 }
 
 #[cfg(test)]

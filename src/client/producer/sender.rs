@@ -371,14 +371,7 @@ impl SenderState {
     /// attempts remain; otherwise fails every record in it.
     fn retry(&mut self, tp: (String, i32), mut batch: Batch, err: ProduceError) {
         let retriable = match &err {
-            ProduceError::Broker(e) => matches!(
-                e,
-                ErrorCode::NotLeaderForPartition
-                    | ErrorCode::LeaderNotAvailable
-                    | ErrorCode::RequestTimedOut
-                    | ErrorCode::UnknownTopicOrPartition
-                    | ErrorCode::NotEnoughReplicas
-            ),
+            ProduceError::Broker(e) => e.is_retriable_for_produce(),
             ProduceError::Unavailable(_) => true,
             _ => false,
         };
