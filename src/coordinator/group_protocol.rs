@@ -413,6 +413,13 @@ impl Term {
                         m.assignment = a.clone();
                     }
                 }
+                // Every member's session starts again now, as Kafka's does when it hands out
+                // the assignment: a follower that waited in SyncGroup longer than its session
+                // could not heartbeat meanwhile, and must not be expired before its answer.
+                let now = Instant::now();
+                for m in d.members.values_mut() {
+                    m.last_heard = now;
+                }
                 d.state = GroupState::Stable;
                 self.store_kafka_group(&g.name, d);
                 log::info!(
