@@ -11,6 +11,7 @@ use std::time::Duration;
 
 pub mod cleaner;
 mod connection_limits;
+pub mod dynamic;
 pub mod keys;
 mod listeners;
 mod props;
@@ -142,6 +143,10 @@ pub struct BrokerConfig {
     pub controller_quota_windows: (usize, Duration),
     /// Every key as the broker runs with it, for DescribeConfigs.
     pub settings: Settings,
+    /// `server.properties` (with `--override`s) as given, under the dynamic layers.
+    pub file: BTreeMap<String, String>,
+    /// The dynamic layers laid over the file (`config::dynamic`); empty at first.
+    pub dynamic: dynamic::Layers,
 }
 
 /// Reads `key=value` lines; `#` and `!` start comments, as in Java properties.
@@ -184,6 +189,7 @@ impl BrokerConfig {
     }
 
     pub fn from_map(map: BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let file = map.clone();
         let mut p = Props::new(map)?;
         let broker_id: i32 = p
             .take("broker.id")?
@@ -307,6 +313,8 @@ impl BrokerConfig {
                 Duration::from_secs(p.get("controller.quota.window.size.seconds")?),
             ),
             settings: Settings::default(),
+            file,
+            dynamic: dynamic::Layers::default(),
         };
         cfg.settings = p.settings();
         Ok(cfg)

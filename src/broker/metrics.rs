@@ -48,7 +48,7 @@ impl ReplicaManager {
             if st.isr.len() < st.replicas.len() {
                 c.under_replicated += 1;
             }
-            if st.isr.len() < p.min_insync_replicas(self.min_insync_replicas) {
+            if st.isr.len() < p.min_insync_replicas(self.default_min_insync_replicas()) {
                 c.under_min_isr += 1;
             }
             drop(st);

@@ -11,6 +11,7 @@ pub mod client_quotas;
 mod controlled_shutdown;
 mod controller_epoch;
 pub mod credentials;
+pub mod dynamic_config;
 mod fetch_budget;
 mod group_lag;
 pub mod inflation;
@@ -66,7 +67,10 @@ impl std::error::Error for StartupError {}
 const TXN_COORDINATOR_TICK: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub struct Broker {
+    /// The configuration the broker started with (its file and the dynamic layers then);
+    /// `dynamic` has the one it runs with now.
     pub config: Arc<BrokerConfig>,
+    pub dynamic: Arc<dynamic_config::DynamicBrokerConfig>,
     pub zk: Arc<ZkClient>,
     pub log_manager: Arc<LogManager>,
     pub replica_manager: Arc<ReplicaManager>,
@@ -95,8 +99,8 @@ impl Broker {
     /// Starts a broker: open and recover the logs, connect to ZooKeeper, delete partitions no
     /// longer assigned here (spec D, broker startup), listen, then register in
     /// `/brokers/ids/[id]`.
-    pub fn start(config: BrokerConfig) -> Result<Arc<Broker>, StartupError> {
-        let config = Arc::new(config);
+    pub fn start(file_config: BrokerConfig) -> Result<Arc<Broker>, StartupError> {
+        let config = Arc::new(file_config.clone());
         let id = config.broker_id;
         // Display, not Debug: "Address already in use (os error 98)", not `Os { code: 98, … }`.
         let err = |what: &str, e: &dyn std::fmt::Display| {
@@ -111,6 +115,13 @@ impl Broker {
                     &e,
                 )
             })?;
+        // The dynamic layers (`/config/brokers/…`) are read before anything else is built from
+        // the configuration, so a value set while the broker was down holds from the start.
+        let dynamic = Arc::new(dynamic_config::DynamicBrokerConfig::new(file_config));
+        crate::zk::until_connected(config.zookeeper_connection_timeout, || dynamic.reload(&zk))
+            .map_err(|e| err("cannot read the dynamic broker configuration", &e))?;
+        let config = dynamic.current();
+        log_manager.reconfigure(&(&*config).into());
         let metrics = BrokerMetrics::new();
         let replica_manager = Arc::new(ReplicaManager::new(
             &config,
@@ -190,6 +201,7 @@ impl Broker {
         let apis = Arc::new(KafkaApis {
             broker_id: id,
             config: config.clone(),
+            dynamic: dynamic.clone(),
             replica_manager: replica_manager.clone(),
             metadata_cache: metadata_cache.clone(),
             zk: zk.clone(),
@@ -239,8 +251,10 @@ impl Broker {
         }
         log_manager.start_maintenance();
         log_manager.start_cleaner();
+        register_reconfigurables(&dynamic, &log_manager, &replica_manager, &quotas);
         let broker = Arc::new(Broker {
             config: config.clone(),
+            dynamic: dynamic.clone(),
             zk: zk.clone(),
             log_manager,
             replica_manager,
@@ -290,6 +304,7 @@ impl Broker {
                 broker.replica_manager.clone(),
                 client_quotas.clone(),
                 credentials.clone(),
+                dynamic.clone(),
             ));
         if let Some(w) = authorizer.start_watcher(zk.clone()) {
             broker.periodic.lock().push(w);
@@ -447,6 +462,23 @@ fn advertised_endpoints(ls: &Listeners, servers: &[SocketServer]) -> Vec<EndPoin
             }),
         })
         .collect()
+}
+
+/// Hands each part of the broker that holds a dynamic key every new configuration: the logs'
+/// defaults, replication's `min.insync.replicas`, the connection limits. (Request handlers
+/// read `DynamicBrokerConfig::current` themselves.)
+fn register_reconfigurables(
+    dynamic: &dynamic_config::DynamicBrokerConfig,
+    log_manager: &Arc<LogManager>,
+    replica_manager: &Arc<ReplicaManager>,
+    quotas: &Arc<ConnectionQuotas>,
+) {
+    let (logs, rm, q) = (log_manager.clone(), replica_manager.clone(), quotas.clone());
+    dynamic.add_reconfigurable(move |c| {
+        logs.reconfigure(&c.into());
+        rm.reconfigure(c);
+        q.reconfigure(c.connection_limits.clone());
+    });
 }
 
 /// The log manager's share of the broker's configuration.

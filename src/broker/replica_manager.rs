@@ -60,7 +60,8 @@ pub enum Payload<'a> {
 
 pub struct ReplicaManager {
     pub broker_id: i32,
-    pub(super) min_insync_replicas: usize,
+    /// `min.insync.replicas` of topics without their own (dynamic: `reconfigure`).
+    min_insync_replicas: std::sync::atomic::AtomicUsize,
     pub(super) replica_lag_time_max: Duration,
     pub log_manager: Arc<LogManager>,
     /// For the leader's conditional ISR writes.
@@ -79,6 +80,20 @@ pub struct ReplicaManager {
 }
 
 impl ReplicaManager {
+    /// The broker's `min.insync.replicas`, for topics that do not set their own.
+    pub(super) fn default_min_insync_replicas(&self) -> usize {
+        self.min_insync_replicas
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Takes the broker's dynamic settings that replication reads.
+    pub(super) fn reconfigure(&self, cfg: &BrokerConfig) {
+        self.min_insync_replicas.store(
+            cfg.min_insync_replicas,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
     pub fn new(
         cfg: &BrokerConfig,
         log_manager: Arc<LogManager>,
@@ -87,7 +102,7 @@ impl ReplicaManager {
     ) -> ReplicaManager {
         ReplicaManager {
             broker_id: cfg.broker_id,
-            min_insync_replicas: cfg.min_insync_replicas,
+            min_insync_replicas: cfg.min_insync_replicas.into(),
             replica_lag_time_max: cfg.replica_lag_time_max,
             log_manager,
             zk: zk.clone(),
@@ -409,7 +424,7 @@ impl ReplicaManager {
         let refusal = if st.role != Role::Leader {
             Some(ErrorCode::NotLeaderForPartition)
         } else if acks == -1
-            && st.isr.len() < partition.min_insync_replicas(self.min_insync_replicas)
+            && st.isr.len() < partition.min_insync_replicas(self.default_min_insync_replicas())
         {
             Some(ErrorCode::NotEnoughReplicas)
         } else {
@@ -501,7 +516,7 @@ impl ReplicaManager {
             };
         }
         if partition.high_watermark() >= required_offset {
-            if st.isr.len() < partition.min_insync_replicas(self.min_insync_replicas) {
+            if st.isr.len() < partition.min_insync_replicas(self.default_min_insync_replicas()) {
                 return Some(ErrorCode::NotEnoughReplicasAfterAppend);
             }
             return Some(ErrorCode::None);

@@ -2,8 +2,9 @@
 //! (`/config/topics/[topic]`, `zk::topic_config`) when the LeaderAndIsr command gives it the
 //! partition, and again whenever a change notification names the topic — Kafka's
 //! `/config/changes` protocol, watched by one thread per broker (which also applies the
-//! notices naming client quota entities, `client_quotas`, and users, whose SCRAM credentials
-//! `credentials` reads again). A change made through any
+//! notices naming client quota entities, `client_quotas`, users, whose SCRAM credentials
+//! `credentials` reads again, and this broker or the brokers' defaults, whose dynamic
+//! configuration `dynamic_config` reads again). A change made through any
 //! broker (IncrementalAlterConfigs, AlterConfigs) so reaches every replica within a
 //! ZooKeeper round trip; a watch lost with a session is made good by a re-read every
 //! `RECHECK`.
@@ -18,9 +19,11 @@ use crossbeam_channel::{Sender, bounded, select, unbounded};
 
 use super::client_quotas::ClientQuotaManager;
 use super::credentials::CredentialCache;
+use super::dynamic_config::DynamicBrokerConfig;
 use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
 use crate::protocol::controller::LeaderAndIsrRequest;
+use crate::zk::broker_config;
 use crate::zk::topic_config::{self, CHANGES, TopicOverrides};
 
 /// How often the listener reads the notifications even without a watch firing.
@@ -90,14 +93,18 @@ pub fn start_config_change_listener(
     rm: Arc<ReplicaManager>,
     quotas: Arc<ClientQuotaManager>,
     credentials: Arc<CredentialCache>,
+    dynamic: Arc<DynamicBrokerConfig>,
 ) -> (Sender<()>, JoinHandle<()>) {
     let (stop_tx, stop_rx) = bounded::<()>(0);
     let handle = std::thread::Builder::new()
         .name(format!("config-changes-{}", rm.broker_id))
         .spawn(move || {
             let (tx, events) = unbounded::<()>();
-            // Notifications from before this start are already in what LeaderAndIsr reads.
+            // Notifications from before this start are already in what LeaderAndIsr reads,
+            // and in the dynamic configuration read at start (read once more here, for a
+            // change made in between).
             let mut last = latest_change(&rm).unwrap_or(-1);
+            reload_broker_config(&rm, &dynamic);
             loop {
                 let tx = tx.clone();
                 let _ = rm.zk.ensure_path(CHANGES);
@@ -109,7 +116,7 @@ pub fn start_config_change_listener(
                         rm.broker_id
                     );
                 }
-                last = apply_changes_after(&rm, &quotas, &credentials, last);
+                last = apply_changes_after(&rm, &quotas, &credentials, &dynamic, last);
                 select! {
                     recv(stop_rx) -> _ => return,
                     recv(events) -> _ => {}
@@ -119,6 +126,20 @@ pub fn start_config_change_listener(
         })
         .expect("spawn the config change listener");
     (stop_tx, handle)
+}
+
+/// Reads the dynamic broker configuration again; false when ZooKeeper could not be read.
+fn reload_broker_config(rm: &ReplicaManager, dynamic: &DynamicBrokerConfig) -> bool {
+    match dynamic.reload(&rm.zk) {
+        Ok(()) => true,
+        Err(e) => {
+            log::warn!(
+                "[Broker {}] cannot read the dynamic broker configuration: {e:?}",
+                rm.broker_id
+            );
+            false
+        }
+    }
 }
 
 fn latest_change(rm: &ReplicaManager) -> Option<i64> {
@@ -131,19 +152,27 @@ fn apply_changes_after(
     rm: &ReplicaManager,
     quotas: &ClientQuotaManager,
     credentials: &CredentialCache,
+    dynamic: &DynamicBrokerConfig,
     mut last: i64,
 ) -> i64 {
     let before = last;
     match topic_config::changes_after(&rm.zk, last) {
         Ok(changes) => {
             let (mut quotas_changed, mut users_changed) = (false, false);
+            let mut brokers_changed = false;
             for (seq, entity_path) in changes {
                 if let Some(topic) = entity_path.strip_prefix("topics/") {
                     rm.apply_topic_config_change(topic);
                 }
                 quotas_changed |= crate::zk::client_quotas::is_quota_path(&entity_path);
                 users_changed |= crate::zk::scram_credentials::is_user_path(&entity_path);
+                // Another broker's layer changes nothing here; the defaults' and ours do.
+                brokers_changed |= broker_config::changed_entity(&entity_path)
+                    .is_some_and(|e| e == broker_config::DEFAULT || e == rm.broker_id.to_string());
                 last = seq;
+            }
+            if brokers_changed && !reload_broker_config(rm, dynamic) {
+                return before;
             }
             // Users are few: their credentials are read again all at once.
             if users_changed && let Err(e) = credentials.reload(&rm.zk) {

@@ -1,4 +1,5 @@
-//! `gregor configs`: kafka-configs.sh for client quotas and users' SCRAM credentials —
+//! `gregor configs`: kafka-configs.sh for client quotas, users' SCRAM credentials and dynamic
+//! broker configuration (`--entity-type brokers`, `broker_configs`) —
 //! `--entity-type clients|users|ips` with `--entity-name` or `--entity-default` (or the
 //! `--client`, `--user`, `--ip` shorthands, `--client-defaults`, `--user-defaults`,
 //! `--ip-defaults`), `--alter` with `--add-config` and `--delete-config`, and `--describe`,
@@ -30,7 +31,8 @@ pub struct ConfigsArgs {
     /// Print the quotas of the entity (or of every entity of the type when none is named).
     #[arg(long, group = "action")]
     describe: bool,
-    /// `clients`, `users` or `ips`; give it twice (`users` and `clients`) for a user's client.
+    /// `clients`, `users`, `ips` or `brokers`; give it twice (`users` and `clients`) for a
+    /// user's client.
     #[arg(long = "entity-type", value_name = "TYPE")]
     entity_type: Vec<String>,
     /// The entity's name, one per --entity-type in the same order.
@@ -54,8 +56,18 @@ pub struct ConfigsArgs {
     client_defaults: bool,
     #[arg(long = "ip-defaults")]
     ip_defaults: bool,
+    /// Shorthand for --entity-type brokers --entity-name ID.
+    #[arg(long, value_name = "ID")]
+    broker: Option<i32>,
+    /// Shorthand for --entity-type brokers --entity-default.
+    #[arg(long = "broker-defaults")]
+    broker_defaults: bool,
+    /// With --describe of a broker: every key with its source, not only the dynamic ones.
+    #[arg(long)]
+    all: bool,
     /// `key=value,key=value`: quotas to set (producer_byte_rate, consumer_byte_rate,
-    /// request_percentage, controller_mutation_rate; connection_creation_rate for ips).
+    /// request_percentage, controller_mutation_rate; connection_creation_rate for ips), or a
+    /// broker's keys (a list value in brackets: `log.cleanup.policy=[compact,delete]`).
     #[arg(long = "add-config", value_name = "K=V,...")]
     add_config: Option<String>,
     /// `key,key`: quotas to remove.
@@ -72,12 +84,15 @@ pub struct ConfigsArgs {
 }
 
 impl ConfigsArgs {
+    fn security(&self) -> Result<gregor::network::ClientSecurity, String> {
+        match &self.command_config {
+            Some(path) => super::command_config::read(path),
+            None => Ok(gregor::network::ClientSecurity::default()),
+        }
+    }
+
     fn connect(&self) -> Result<BlockingChannel, String> {
-        let security = match &self.command_config {
-            Some(path) => super::command_config::read(path)?,
-            None => gregor::network::ClientSecurity::default(),
-        };
-        connect_as(&self.bootstrap_server, &security)
+        connect_as(&self.bootstrap_server, &self.security()?)
     }
 }
 
@@ -88,11 +103,41 @@ fn wire_type(t: &str) -> Result<&'static str, String> {
         "users" => Ok("user"),
         "ips" => Ok("ip"),
         "topics" => Err("topic settings are changed with `gregor topics --alter --config`".into()),
-        "brokers" => Err("gregor has no dynamic broker configuration yet".into()),
         o => Err(format!(
-            "--entity-type must be clients, users or ips, got `{o}`"
+            "--entity-type must be clients, users, ips or brokers, got `{o}`"
         )),
     }
+}
+
+/// What the flags ask of a broker's configuration, when they name a broker or the brokers'
+/// defaults.
+fn broker_action(
+    a: &ConfigsArgs,
+) -> Result<Option<super::broker_configs::BrokerAction<'_>>, String> {
+    let typed = a.entity_type.iter().any(|t| t == "brokers");
+    if !typed && a.broker.is_none() && !a.broker_defaults {
+        return Ok(None);
+    }
+    if a.entity_type.len() > usize::from(typed) {
+        return Err("--entity-type brokers names a broker alone".into());
+    }
+    let broker = match (a.broker, a.entity_name.as_slice(), a.entity_default || a.broker_defaults) {
+        (Some(id), [], false) => Some(id),
+        (None, [name], false) => Some(
+            name.parse()
+                .map_err(|_| format!("a broker is named by its id, got `{name}`"))?,
+        ),
+        (None, [], true) => None,
+        _ => return Err("name one broker (--entity-name ID or --broker ID) or the defaults (--entity-default or --broker-defaults)".into()),
+    };
+    Ok(Some(super::broker_configs::BrokerAction {
+        bootstrap: &a.bootstrap_server,
+        security: a.security()?,
+        broker,
+        add_config: a.add_config.as_deref(),
+        delete_config: a.delete_config.as_deref(),
+        all: a.all,
+    }))
 }
 
 /// The entity named by the flags: (wire type, name or `None` for the default).
@@ -134,6 +179,15 @@ fn entity(a: &ConfigsArgs) -> Result<EntityParts, String> {
 }
 
 pub fn run(a: ConfigsArgs) -> Result<(), String> {
+    if let Some(action) = broker_action(&a)? {
+        return if a.alter {
+            super::broker_configs::alter(&action)
+        } else if a.describe {
+            super::broker_configs::describe(&action)
+        } else {
+            Err("one of --alter, --describe is required".into())
+        };
+    }
     let parts = entity(&a)?;
     if a.alter {
         alter(&a, parts)

@@ -2,6 +2,7 @@
 
 pub mod acls;
 pub mod broker;
+mod broker_configs;
 mod command_config;
 pub mod configs;
 pub mod console;

@@ -66,8 +66,8 @@ pub struct Key {
     pub valid: Valid,
     /// The topic-level key (`/config/topics/[topic]`) that overrides this one for a topic.
     pub topic: Option<&'static str>,
-    /// Whether it may be changed while the broker runs (none may yet: dynamic broker
-    /// configuration is to come).
+    /// Whether it may be changed while the broker runs (`/config/brokers/…`, KIP-226): only
+    /// keys whose every reader takes a change live are marked.
     pub dynamic: bool,
     /// A secret: never logged, and DescribeConfigs reports no value.
     pub sensitive: bool,
@@ -115,6 +115,14 @@ impl Key {
     const fn secret(self) -> Key {
         Key {
             sensitive: true,
+            ..self
+        }
+    }
+
+    /// May be changed while the broker runs (`config::dynamic`).
+    const fn live(self) -> Key {
+        Key {
+            dynamic: true,
             ..self
         }
     }
@@ -242,31 +250,31 @@ pub const BROKER: &[Key] = &[
     key("default.replication.factor", INT, "1", "Replicas of a topic created without a count.").min(1),
     key("auto.create.topics.enable", BOOLEAN, "true", "Whether a Metadata or Produce request for an unknown topic creates it."),
     key("delete.topic.enable", BOOLEAN, "true", "Whether DeleteTopics may delete topics; false answers it TOPIC_DELETION_DISABLED (73)."),
-    key("log.segment.bytes", INT, "1073741824", "The size at which a segment file is rolled.").min(14).topic("segment.bytes"),
-    key("log.retention.hours", INT, "168", "Retention by age in hours, when `log.retention.ms` and `log.retention.minutes` are unset."),
-    derived("log.retention.minutes", INT, "Retention by age in minutes, when `log.retention.ms` is unset; unset by default."),
-    derived("log.retention.ms", LONG, "Retention by age; -1 keeps segments forever. By default `log.retention.minutes`, else `log.retention.hours`.").min(-1).topic("retention.ms"),
-    key("log.retention.bytes", LONG, "-1", "Retention by size per partition; -1 is unlimited.").min(-1).topic("retention.bytes"),
-    key("log.segment.delete.delay.ms", LONG, "60000", "How long the files of a segment that left the log (retention, DeleteRecords, truncation) stay on disk, renamed `.deleted`, before they are unlinked: a reader that still holds one keeps reading it.").min(0).topic("file.delete.delay.ms"),
+    key("log.segment.bytes", INT, "1073741824", "The size at which a segment file is rolled.").min(14).topic("segment.bytes").live(),
+    key("log.retention.hours", INT, "168", "Retention by age in hours, when `log.retention.ms` and `log.retention.minutes` are unset.").live(),
+    derived("log.retention.minutes", INT, "Retention by age in minutes, when `log.retention.ms` is unset; unset by default.").live(),
+    derived("log.retention.ms", LONG, "Retention by age; -1 keeps segments forever. By default `log.retention.minutes`, else `log.retention.hours`.").min(-1).topic("retention.ms").live(),
+    key("log.retention.bytes", LONG, "-1", "Retention by size per partition; -1 is unlimited.").min(-1).topic("retention.bytes").live(),
+    key("log.segment.delete.delay.ms", LONG, "60000", "How long the files of a segment that left the log (retention, DeleteRecords, truncation) stay on disk, renamed `.deleted`, before they are unlinked: a reader that still holds one keeps reading it.").min(0).topic("file.delete.delay.ms").live(),
     key("log.retention.check.interval.ms", LONG, "300000", "How often retention looks for segments to delete.").min(1),
-    key("log.roll.hours", INT, "168", "The active segment is rolled after this many hours even when not full, when `log.roll.ms` is unset.").min(1),
-    derived("log.roll.ms", LONG, "The active segment is rolled after this long even when not full (the cleaner never cleans the active segment); by default `log.roll.hours`.").min(1).topic("segment.ms"),
-    key("log.cleanup.policy", LIST, "delete", "What becomes of old segments: `delete` (retention deletes them), `compact` (the cleaner keeps each key's latest record), or `compact,delete`.").valid(Valid::ListOf(&["delete", "compact"])).topic("cleanup.policy"),
+    key("log.roll.hours", INT, "168", "The active segment is rolled after this many hours even when not full, when `log.roll.ms` is unset.").min(1).live(),
+    derived("log.roll.ms", LONG, "The active segment is rolled after this long even when not full (the cleaner never cleans the active segment); by default `log.roll.hours`.").min(1).topic("segment.ms").live(),
+    key("log.cleanup.policy", LIST, "delete", "What becomes of old segments: `delete` (retention deletes them), `compact` (the cleaner keeps each key's latest record), or `compact,delete`.").valid(Valid::ListOf(&["delete", "compact"])).topic("cleanup.policy").live(),
     key("log.cleaner.enable", BOOLEAN, "true", "Whether the cleaner runs; without it compacted topics grow without bound."),
     key("log.cleaner.threads", INT, "1", "Threads cleaning logs, each its own log at a time.").min(1),
     key("log.cleaner.dedupe.buffer.size", LONG, "134217728", "Memory of the cleaners' key → offset maps, shared by the threads (24 bytes per key): a dirty section with more keys is cleaned in several passes.").min(1024),
     key("log.cleaner.io.buffer.size", INT, "524288", "Bytes the cleaner reads at a time.").min(1024),
     key("log.cleaner.io.max.bytes.per.second", DOUBLE, "1.7976931348623157E308", "The cleaners' reads and writes together are held below this rate.").valid(Valid::Positive),
     key("log.cleaner.backoff.ms", LONG, "15000", "How long a cleaner waits when no log needs cleaning.").min(0),
-    key("log.cleaner.min.cleanable.ratio", DOUBLE, "0.5", "A compacted log is cleaned once this share of its bytes is dirty (not yet cleaned).").valid(Valid::Ratio).topic("min.cleanable.dirty.ratio"),
-    key("log.cleaner.delete.retention.ms", LONG, "86400000", "How long a tombstone (a record with a null value) stays after the clean that first kept it, for consumers reading behind to see it.").min(0).topic("delete.retention.ms"),
-    key("log.cleaner.min.compaction.lag.ms", LONG, "0", "Records younger than this are not compacted: a consumer this close to the head sees every record.").min(0).topic("min.compaction.lag.ms"),
-    key("log.cleaner.max.compaction.lag.ms", LONG, "9223372036854775807", "A log whose oldest dirty record is older than this is cleaned whatever its dirty ratio.").min(1).topic("max.compaction.lag.ms"),
-    key("log.flush.interval.messages", LONG, "9223372036854775807", "Force an fsync after this many appended messages (by default, leave it to the OS and to replication).").min(1),
+    key("log.cleaner.min.cleanable.ratio", DOUBLE, "0.5", "A compacted log is cleaned once this share of its bytes is dirty (not yet cleaned).").valid(Valid::Ratio).topic("min.cleanable.dirty.ratio").live(),
+    key("log.cleaner.delete.retention.ms", LONG, "86400000", "How long a tombstone (a record with a null value) stays after the clean that first kept it, for consumers reading behind to see it.").min(0).topic("delete.retention.ms").live(),
+    key("log.cleaner.min.compaction.lag.ms", LONG, "0", "Records younger than this are not compacted: a consumer this close to the head sees every record.").min(0).topic("min.compaction.lag.ms").live(),
+    key("log.cleaner.max.compaction.lag.ms", LONG, "9223372036854775807", "A log whose oldest dirty record is older than this is cleaned whatever its dirty ratio.").min(1).topic("max.compaction.lag.ms").live(),
+    key("log.flush.interval.messages", LONG, "9223372036854775807", "Force an fsync after this many appended messages (by default, leave it to the OS and to replication).").min(1).live(),
     derived("log.flush.interval.ms", LONG, "Force an fsync of a log written to longer ago than this; unset, leave it to the OS.").min(0),
-    key("log.index.interval.bytes", INT, "4096", "One offset-index entry per this many bytes of log.").min(1),
-    key("message.max.bytes", INT, "1000012", "The largest record batch a producer may send.").min(0).topic("max.message.bytes"),
-    key("log.message.timestamp.type", STRING, "CreateTime", "`CreateTime`, or `LogAppendTime`: format v2 batches get the broker's clock as their timestamp.").valid(Valid::OneOf(TIMESTAMP_TYPES)).topic("message.timestamp.type"),
+    key("log.index.interval.bytes", INT, "4096", "One offset-index entry per this many bytes of log.").min(1).live(),
+    key("message.max.bytes", INT, "1000012", "The largest record batch a producer may send.").min(0).topic("max.message.bytes").live(),
+    key("log.message.timestamp.type", STRING, "CreateTime", "`CreateTime`, or `LogAppendTime`: format v2 batches get the broker's clock as their timestamp.").valid(Valid::OneOf(TIMESTAMP_TYPES)).topic("message.timestamp.type").live(),
     key("producer.id.expiration.ms", INT, "86400000", "How long an idle idempotent producer's state is kept.").min(1),
     key("transaction.state.log.num.partitions", INT, "50", "Partitions of `__transaction_state`, the compacted topic holding the transaction coordinators' state: a transactional id's coordinator is the leader of its partition (Java `hashCode` of the id, modulo this).").min(1),
     key("transaction.state.log.replication.factor", INT, "3", "Replicas of `__transaction_state`; it is created on the first transactional FindCoordinator once this many brokers are alive.").min(1),
@@ -276,7 +284,7 @@ pub const BROKER: &[Key] = &[
     key("transactional.id.expiration.ms", INT, "604800000", "A transactional id with no transaction open that sent nothing for this long is forgotten (its state deleted).").min(1),
     key("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, "10000", "How often each coordinator aborts the transactions open longer than their timeout.").min(1),
     key("transaction.remove.expired.transaction.cleanup.interval.ms", INT, "3600000", "How often each coordinator forgets the transactional ids idle past `transactional.id.expiration.ms`.").min(1),
-    key("min.insync.replicas", INT, "1", "The ISR size an acks=all produce needs, else NOT_ENOUGH_REPLICAS.").min(1).topic("min.insync.replicas"),
+    key("min.insync.replicas", INT, "1", "The ISR size an acks=all produce needs, else NOT_ENOUGH_REPLICAS.").min(1).topic("min.insync.replicas").live(),
     key("auto.leader.rebalance.enable", BOOLEAN, "true", "Whether the controller moves leadership back to preferred replicas (the first assigned) by itself, every `leader.imbalance.check.interval.seconds`, for brokers over `leader.imbalance.per.broker.percentage`."),
     key("leader.imbalance.check.interval.seconds", LONG, "300", "How often the controller looks for brokers that lead too few of the partitions they are preferred for.").min(1),
     key("leader.imbalance.per.broker.percentage", INT, "10", "The share (percent) of a broker's preferred partitions led by others above which the controller elects it back (100 or more: never).").min(0),
@@ -301,10 +309,10 @@ pub const BROKER: &[Key] = &[
     key("num.recovery.threads.per.data.dir", INT, "4", "Threads that open and recover the logs at start-up (Kafka: 1; with 10,000 partitions four restart a broker 2–5× sooner).").min(1),
     key("socket.request.max.bytes", INT, "104857600", "The largest request a client may announce; larger, its connection is closed.").min(1),
     key("queued.max.request.bytes", LONG, "268435456", "Bytes of requests being read that the broker holds (KIP-72); past it connections wait, unread; -1 is unlimited (Kafka's default).").valid(Valid::PositiveOrUnlimited),
-    key("max.connections", INT, "1000", "Client connections per broker; at the limit the least recently used idle one is closed to make room.").min(1),
-    key("max.connections.per.ip", INT, "250", "Connections per source address (Kafka: unlimited); past it new ones are closed at once.").min(1),
-    key("max.connections.per.ip.overrides", STRING, "", "`host:count,…`: other limits for some addresses (a host name counts for every address it resolves to at start)."),
-    key("max.connection.creation.rate", DOUBLE, "2147483647", "New connections per second, broker-wide; the acceptor waits (KIP-612). The default is unlimited.").valid(Valid::Positive),
+    key("max.connections", INT, "1000", "Client connections per broker; at the limit the least recently used idle one is closed to make room.").min(1).live(),
+    key("max.connections.per.ip", INT, "250", "Connections per source address (Kafka: unlimited); past it new ones are closed at once.").min(1).live(),
+    key("max.connections.per.ip.overrides", STRING, "", "`host:count,…`: other limits for some addresses (a host name counts for every address it resolves to at start).").live(),
+    key("max.connection.creation.rate", DOUBLE, "2147483647", "New connections per second, broker-wide; the acceptor waits (KIP-612). The default is unlimited.").valid(Valid::Positive).live(),
     key("max.connection.creation.rate.per.ip", DOUBLE, "1000", "gregor's: new connections per second from one address; past it they are closed at once.").valid(Valid::Positive),
     key("connections.max.idle.ms", LONG, "600000", "An idle connection, or one whose request or answer has been in transit for longer, is closed.").min(1),
     key("quota.window.num", INT, "11", "Client quotas are measured over this many windows (KIP-13).").min(1),
@@ -361,6 +369,28 @@ pub fn listener_key_is_secret(key: &str) -> bool {
     key.ends_with("sasl.jaas.config") || find(key).is_some_and(|k| k.sensitive)
 }
 
+/// Keys that stand in for another when it is unset, the key first (Kafka's
+/// `DynamicBrokerConfig.brokerConfigSynonyms`).
+const SYNONYMS: &[&[&str]] = &[
+    &[
+        "log.retention.ms",
+        "log.retention.minutes",
+        "log.retention.hours",
+    ],
+    &["log.roll.ms", "log.roll.hours"],
+    &["log.dirs", "log.dir"],
+];
+
+/// `name` and the keys that stand in for it, in order of precedence.
+pub fn synonyms(name: &str) -> Vec<&'static str> {
+    for group in SYNONYMS {
+        if let Some(i) = group.iter().position(|k| *k == name) {
+            return group[i..].to_vec();
+        }
+    }
+    find(name).map(|k| vec![k.name]).unwrap_or_default()
+}
+
 /// The broker key a topic-level key overrides.
 pub fn for_topic(topic_key: &str) -> Option<&'static Key> {
     BROKER.iter().find(|k| k.topic == Some(topic_key))
@@ -373,8 +403,9 @@ pub fn topic_keys() -> impl Iterator<Item = &'static str> {
 
 /// The README's table of keys, generated from the one above.
 pub fn markdown_table() -> String {
-    let mut out =
-        String::from("| key | type | default | topic-level key | |\n|---|---|---|---|---|\n");
+    let mut out = String::from(
+        "| key | type | default | topic-level key | dynamic | |\n|---|---|---|---|---|---|\n",
+    );
     for k in BROKER {
         let default = match k.default {
             DefaultIs::Value("") => "(empty)".to_owned(),
@@ -383,8 +414,9 @@ pub fn markdown_table() -> String {
             DefaultIs::Derived => String::new(),
         };
         let topic = k.topic.map_or(String::new(), |t| format!("`{t}`"));
+        let dynamic = if k.dynamic { "yes" } else { "" };
         out.push_str(&format!(
-            "| `{}` | {} | {default} | {topic} | {} |\n",
+            "| `{}` | {} | {default} | {topic} | {dynamic} | {} |\n",
             k.name,
             k.ty.name(),
             k.doc

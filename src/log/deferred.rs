@@ -99,7 +99,7 @@ impl Log {
 
     fn delete_delay(&self) -> Duration {
         self.overrides
-            .file_delete_delay(self.config.file_delete_delay)
+            .file_delete_delay(self.config.file_delete_delay())
     }
 
     /// Unlinks the files of retired segments whose delay has passed (every one when `all`);

@@ -15,7 +15,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded};
 use parking_lot::{Mutex, RwLock};
 
 use super::checkpoint;
-use super::partition_log::{Log, LogConfig, parse_partition_dir, partition_dir};
+use super::log_config::{LogConfig, SharedLogConfig};
+use super::partition_log::{Log, parse_partition_dir, partition_dir};
 use crate::protocol::TopicPartition;
 
 /// What a deleted partition's directory name ends with until it is removed (Kafka's).
@@ -45,8 +46,31 @@ pub struct LogSettings {
     pub cleaner: crate::config::CleanerConfig,
 }
 
+/// The broker's defaults for every log that its dynamic configuration changes, besides
+/// `SharedLogConfig`'s: retention and the cleaner's per-log settings.
+#[derive(Debug, Clone)]
+struct LiveDefaults {
+    retention: Option<Duration>,
+    retention_bytes: Option<u64>,
+    cleaner: crate::config::CleanerConfig,
+}
+
+impl From<&LogSettings> for LiveDefaults {
+    fn from(s: &LogSettings) -> Self {
+        LiveDefaults {
+            retention: s.retention,
+            retention_bytes: s.retention_bytes,
+            cleaner: s.cleaner.clone(),
+        }
+    }
+}
+
 pub struct LogManager {
+    /// As the broker started; what dynamic configuration changes is in `log_config` and `live`.
     settings: LogSettings,
+    /// Every log's segment, roll, index and flush settings, one copy shared by the logs.
+    log_config: Arc<SharedLogConfig>,
+    live: RwLock<LiveDefaults>,
     logs: RwLock<HashMap<TopicPartition, Arc<Log>>>,
     /// High watermarks read from the checkpoint files at startup.
     checkpointed: HashMap<TopicPartition, i64>,
@@ -66,6 +90,7 @@ impl LogManager {
     pub fn open(cfg: &LogSettings) -> io::Result<Arc<LogManager>> {
         let mut logs = HashMap::new();
         let mut checkpointed = HashMap::new();
+        let log_config: Arc<SharedLogConfig> = cfg.log.clone().into();
         for dir in &cfg.dirs {
             std::fs::create_dir_all(dir)?;
             match checkpoint::read(dir, checkpoint::HIGH_WATERMARKS) {
@@ -112,7 +137,7 @@ impl LogManager {
                     .copied();
                 found.push((entry.path(), topic, partition, rp));
             }
-            let opened = open_all(found, &cfg.log, cfg.recovery_threads_per_dir)?;
+            let opened = open_all(found, &log_config, cfg.recovery_threads_per_dir)?;
             for l in opened {
                 // Records deleted by DeleteRecords stay deleted across a restart.
                 if let Some(&start) = starts.get(&TopicPartition::new(l.topic.clone(), l.partition))
@@ -132,6 +157,8 @@ impl LogManager {
         log::info!("loaded {} partition logs from {:?}", logs.len(), cfg.dirs);
         Ok(Arc::new(LogManager {
             settings: cfg.clone(),
+            log_config,
+            live: RwLock::new(cfg.into()),
             logs: RwLock::new(logs),
             checkpointed,
             checkpoint_lock: Mutex::new(()),
@@ -141,6 +168,19 @@ impl LogManager {
             cleaner: Mutex::new(None),
             cleaner_stats: Default::default(),
         }))
+    }
+
+    /// Takes the broker's new defaults (dynamic configuration): every log without a topic
+    /// override of a setting uses the new value from its next append, retention pass or clean.
+    pub fn reconfigure(&self, new: &LogSettings) {
+        self.log_config.set(&new.log);
+        *self.live.write() = new.into();
+    }
+
+    /// The cleaner's settings now (`log.cleanup.policy` and the per-log ones may change
+    /// while the broker runs).
+    pub fn cleaner_defaults(&self) -> crate::config::CleanerConfig {
+        self.live.read().cleaner.clone()
     }
 
     /// The data directories (`log.dirs`).
@@ -178,7 +218,7 @@ impl LogManager {
             partition_dir(dir, topic, partition),
             topic,
             partition,
-            self.settings.log.clone(),
+            self.log_config.clone(),
             None,
         )?;
         log::info!("[{topic}-{partition}] created log in {}", dir.display());
@@ -365,11 +405,12 @@ impl LogManager {
             .unwrap_or_default()
             .saturating_sub(self.settings.producer_id_expiration)
             .as_millis() as i64;
+        let live = self.live.read().clone();
         for l in self.all() {
-            let retention = l.overrides.retention(self.settings.retention);
-            let retention_bytes = l.overrides.retention_bytes(self.settings.retention_bytes);
+            let retention = l.overrides.retention(live.retention);
+            let retention_bytes = l.overrides.retention_bytes(live.retention_bytes);
             // `cleanup.policy=compact` alone: the cleaner, not retention, bounds the log.
-            let deletes = l.overrides.compaction(&self.settings.cleaner).policy.delete;
+            let deletes = l.overrides.compaction(&live.cleaner).policy.delete;
             if deletes && let Err(e) = l.delete_old_segments(retention, retention_bytes) {
                 log::error!("[{}-{}] retention failed: {e}", l.topic, l.partition);
             }
@@ -421,7 +462,7 @@ impl LogManager {
 /// several threads overlap.
 fn open_all(
     found: Vec<(PathBuf, String, i32, Option<i64>)>,
-    config: &LogConfig,
+    config: &Arc<SharedLogConfig>,
     threads: usize,
 ) -> io::Result<Vec<Log>> {
     let next = std::sync::atomic::AtomicUsize::new(0);

@@ -9,6 +9,7 @@ mod deferred;
 mod idempotence;
 pub mod index;
 pub mod leader_epochs;
+pub mod log_config;
 pub mod manager;
 mod offset_lookup;
 pub mod overrides;
@@ -21,6 +22,7 @@ pub mod time_index;
 pub mod transactions;
 pub mod txn_index;
 
+pub use log_config::{LogConfig, SharedLogConfig};
 pub use manager::{LogManager, LogSettings};
-pub use partition_log::{Log, LogConfig, LogError};
+pub use partition_log::{Log, LogError};
 pub use read_limits::FirstEntry;

@@ -15,21 +15,10 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::{Mutex, RwLock};
 
 use super::leader_epochs::LeaderEpochCache;
+use super::log_config::SharedLogConfig;
 use super::producer_state::{Check, ProducerError, ProducerStates};
 use super::segment::{Recovered, Segment};
 use crate::protocol::{message, record_batch};
-
-/// Per-log settings taken from the broker configuration.
-#[derive(Debug, Clone)]
-pub struct LogConfig {
-    pub segment_bytes: u64,
-    pub index_interval_bytes: u32,
-    pub flush_interval_messages: u64,
-    /// `log.segment.delete.delay.ms`: how long a segment's files outlive its leaving the log.
-    pub file_delete_delay: Duration,
-    /// `log.roll.ms`: the longest a segment stays the active one.
-    pub roll: Duration,
-}
 
 #[derive(Debug)]
 pub enum LogError {
@@ -79,7 +68,8 @@ pub struct Log {
     pub topic: String,
     pub partition: i32,
     pub dir: PathBuf,
-    pub(super) config: LogConfig,
+    /// The broker's settings, shared by its logs (`log_config`).
+    pub(super) config: Arc<SharedLogConfig>,
     /// Where the log starts for readers when DeleteRecords moved it past the first
     /// segment's base (-1: the first segment's base).
     pub(super) log_start: AtomicI64,
@@ -130,12 +120,13 @@ impl Log {
         dir: PathBuf,
         topic: &str,
         partition: i32,
-        config: LogConfig,
+        config: impl Into<Arc<SharedLogConfig>>,
         recovery_point: Option<i64>,
     ) -> io::Result<(Log, Recovered)> {
+        let config: Arc<SharedLogConfig> = config.into();
         std::fs::create_dir_all(&dir)?;
         super::deferred::remove_leftovers(&dir)?;
-        super::segment::finish_interrupted_swaps(&dir, config.index_interval_bytes)?;
+        super::segment::finish_interrupted_swaps(&dir, config.index_interval_bytes())?;
         let mut bases: Vec<i64> = Vec::new();
         for entry in std::fs::read_dir(&dir)? {
             let name = entry?.file_name().to_string_lossy().into_owned();
@@ -160,7 +151,7 @@ impl Log {
             segments.push(Arc::new(Segment::open(
                 &dir,
                 *b,
-                config.index_interval_bytes,
+                config.index_interval_bytes(),
             )?));
         }
         let tag = format!("[{topic}-{partition}]");
@@ -374,7 +365,7 @@ impl Log {
         active.append(set, first, last)?;
         self.log_end_offset.store(last + 1, Ordering::Release);
         flush.unflushed_messages += (last - first + 1) as u64;
-        if flush.unflushed_messages >= self.config.flush_interval_messages {
+        if flush.unflushed_messages >= self.config.flush_interval_messages() {
             // The operator asked for an fsync every so many messages, under the lock: the
             // rolled segments owed one come first, so the recovery point may pass them.
             self.flush_rolled()?;
@@ -394,9 +385,9 @@ impl Log {
         producers: &ProducerStates,
     ) -> io::Result<Arc<Segment>> {
         let active = self.segments.read().last().cloned().expect("never empty");
-        let full = active.size() + len > self.overrides.segment_bytes(self.config.segment_bytes);
+        let full = active.size() + len > self.overrides.segment_bytes(self.config.segment_bytes());
         // An active segment is never cleaned: `segment.ms` bounds how long a record waits.
-        let old = active.opened_at().elapsed() >= self.overrides.segment_ms(self.config.roll);
+        let old = active.opened_at().elapsed() >= self.overrides.segment_ms(self.config.roll());
         if active.size() == 0 || !(full || old) {
             return Ok(active);
         }
@@ -409,7 +400,7 @@ impl Log {
         let seg = Arc::new(Segment::open(
             &self.dir,
             next_offset,
-            self.config.index_interval_bytes,
+            self.config.index_interval_bytes(),
         )?);
         log::debug!(
             "[{}-{}] rolled new segment at offset {next_offset}",
@@ -482,7 +473,7 @@ impl Log {
         segs.push(Arc::new(Segment::open(
             &self.dir,
             offset,
-            self.config.index_interval_bytes,
+            self.config.index_interval_bytes(),
         )?));
         self.log_end_offset.store(offset, Ordering::Release);
         self.deferred.truncated_to(offset);

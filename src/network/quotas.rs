@@ -113,7 +113,8 @@ impl Bucket {
 }
 
 pub struct ConnectionQuotas {
-    limits: ConnectionLimits,
+    /// Changed while the broker runs by dynamic configuration (`reconfigure`).
+    limits: parking_lot::RwLock<ConnectionLimits>,
     registry: Mutex<Registry>,
     next_id: AtomicU64,
     started: Instant,
@@ -139,7 +140,7 @@ pub enum Refusal {
 impl ConnectionQuotas {
     pub fn new(limits: ConnectionLimits) -> Arc<ConnectionQuotas> {
         Arc::new(ConnectionQuotas {
-            limits,
+            limits: parking_lot::RwLock::new(limits),
             registry: Mutex::new(Registry::default()),
             next_id: AtomicU64::new(0),
             started: Instant::now(),
@@ -161,11 +162,18 @@ impl ConnectionQuotas {
         r.1.get(&ip)
             .copied()
             .or(r.0)
-            .unwrap_or(self.limits.max_connection_creation_rate_per_ip)
+            .unwrap_or(self.limits.read().max_connection_creation_rate_per_ip)
     }
 
-    pub fn limits(&self) -> &ConnectionLimits {
-        &self.limits
+    /// The limits now.
+    pub fn limits(&self) -> ConnectionLimits {
+        self.limits.read().clone()
+    }
+
+    /// Takes new limits (dynamic broker configuration): the connection counts and rates
+    /// apply to the next connection; open connections stay, as in Kafka.
+    pub fn reconfigure(&self, limits: ConnectionLimits) {
+        *self.limits.write() = limits;
     }
 
     /// How many connections were refused for `why` since start.
@@ -180,17 +188,18 @@ impl ConnectionQuotas {
     }
 
     fn limit_for(&self, ip: IpAddr) -> usize {
-        self.limits
-            .max_connections_per_ip_overrides
+        let l = self.limits.read();
+        l.max_connections_per_ip_overrides
             .get(&ip)
             .copied()
-            .unwrap_or(self.limits.max_connections_per_ip)
+            .unwrap_or(l.max_connections_per_ip)
     }
 
     /// Waits, on the acceptor, while the broker-wide creation rate is used up (Kafka's
     /// throttle). Exempt listeners never wait.
     pub fn throttle_creation(&self, exempt: bool) {
-        let Some(rate) = self.limits.max_connection_creation_rate.filter(|_| !exempt) else {
+        let rate = self.limits.read().max_connection_creation_rate;
+        let Some(rate) = rate.filter(|_| !exempt) else {
             return;
         };
         loop {
@@ -233,7 +242,8 @@ impl ConnectionQuotas {
                     );
                     return Err(Refusal::PerIp);
                 }
-                if r.counted >= self.limits.max_connections {
+                let max_connections = self.limits.read().max_connections;
+                if r.counted >= max_connections {
                     match least_recently_used_idle(&r) {
                         Some(t) => {
                             Self::forget(&mut r, t.id);
@@ -245,8 +255,7 @@ impl ConnectionQuotas {
                                 Refusal::MaxConnections,
                                 Some(ip),
                                 format!(
-                                    "max.connections ({}) reached and none idle",
-                                    self.limits.max_connections
+                                    "max.connections ({max_connections}) reached and none idle"
                                 ),
                             );
                             return Err(Refusal::MaxConnections);
@@ -275,7 +284,7 @@ impl ConnectionQuotas {
                 None,
                 format!(
                     "max.connections ({}) reached: closed the least recently used idle connection (from {}) to make room",
-                    self.limits.max_connections, old.ip
+                    self.limits.read().max_connections, old.ip
                 ),
             );
             let _ = old.stream.shutdown(Shutdown::Both);

@@ -11,6 +11,8 @@ pub const RESOURCE_BROKER: i8 = 4;
 
 /// Kafka's ConfigSource values.
 pub const SOURCE_TOPIC: i8 = 1;
+pub const SOURCE_DYNAMIC_BROKER: i8 = 2;
+pub const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 pub const SOURCE_STATIC_BROKER: i8 = 4;
 pub const SOURCE_DEFAULT: i8 = 5;
 
@@ -95,6 +97,17 @@ pub struct DescribedConfig {
     pub config_type: i8,
     /// v3+.
     pub documentation: Option<String>,
+    /// v1+, when the request asks for them: each value the key could take, most specific
+    /// source first.
+    pub synonyms: Vec<ConfigSynonym>,
+}
+
+/// A key and value from one source: a synonym of a described key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSynonym {
+    pub name: String,
+    pub value: Option<String>,
+    pub source: i8,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +144,14 @@ impl Encode for DescribeConfigsResponse {
                     o.put_i8(c.source);
                 }
                 o.put_i8(c.sensitive as i8);
-                o.since(1, |o| o.put_len(Some(0))); // synonyms: none listed
+                o.since(1, |o| {
+                    o.put_array(&c.synonyms, |o, s| {
+                        o.put_str(&s.name);
+                        o.put_nstr(s.value.as_deref());
+                        o.put_i8(s.source);
+                        o.put_tags();
+                    })
+                });
                 if version >= 3 {
                     o.put_i8(c.config_type);
                     o.put_nstr(c.documentation.as_deref());
@@ -167,15 +187,21 @@ impl<'a> Decode<'a> for DescribeConfigsResponse {
                     r.i8("config_source")?
                 };
                 let sensitive = r.bool("is_sensitive")?;
-                if version >= 1 {
-                    let n = r.array_len("synonyms", 4)?;
-                    for _ in 0..n {
-                        r.string("name")?;
-                        r.nullable_string("value")?;
-                        r.i8("source")?;
+                let synonyms = if version >= 1 {
+                    read_array(r, "synonyms", 4, |r| {
+                        let name = r.string("name")?.to_owned();
+                        let value = r.nullable_owned("value")?;
+                        let source = r.i8("source")?;
                         r.tags()?;
-                    }
-                }
+                        Ok(ConfigSynonym {
+                            name,
+                            value,
+                            source,
+                        })
+                    })?
+                } else {
+                    Vec::new()
+                };
                 let (mut config_type, mut documentation) = (0, None);
                 if version >= 3 {
                     config_type = r.i8("config_type")?;
@@ -190,6 +216,7 @@ impl<'a> Decode<'a> for DescribeConfigsResponse {
                     sensitive,
                     config_type,
                     documentation,
+                    synonyms,
                 })
             })?;
             r.tags()?;

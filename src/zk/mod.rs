@@ -3,6 +3,7 @@
 
 pub mod acls;
 pub mod admin;
+pub mod broker_config;
 pub mod client;
 pub mod client_quotas;
 pub mod election;

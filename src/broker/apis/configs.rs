@@ -2,9 +2,8 @@
 //! configuration is what `/config/topics/[topic]` sets over the broker's defaults, for the
 //! topic-level keys gregor serves (`zk::topic_config`); a change is written there and
 //! announced under `/config/changes`, and every broker holding the topic applies it
-//! (`broker::topic_configs`). Broker configuration is this broker's `server.properties` as it
-//! was read at start: every key of `config::keys`, read-only (gregor has no dynamic broker
-//! configuration yet), with its source (the file, or the default).
+//! (`broker::topic_configs`). Broker resources — dynamic broker configuration — are
+//! `broker_configs`'.
 
 use crate::security::acl::{Operation, ResourceType};
 use std::collections::BTreeMap;
@@ -20,7 +19,7 @@ use crate::protocol::admin_configs::{
 use crate::protocol::admin_describe::{
     ConfigResource, DescribeClusterRequest, DescribeClusterResponse, DescribeConfigsRequest,
     DescribeConfigsResponse, DescribeConfigsResult, DescribedConfig, RESOURCE_BROKER,
-    RESOURCE_TOPIC, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_TOPIC,
+    RESOURCE_TOPIC, SOURCE_DEFAULT, SOURCE_TOPIC,
 };
 use crate::zk::{paths, topic_config};
 
@@ -61,7 +60,11 @@ impl KafkaApis {
                         ))
                     }
                     RESOURCE_TOPIC => self.describe_topic_configs(res),
-                    RESOURCE_BROKER => self.describe_broker_configs(res, req.include_documentation),
+                    RESOURCE_BROKER => self.describe_broker_configs(
+                        res,
+                        req.include_synonyms,
+                        req.include_documentation,
+                    ),
                     t => Err((
                         ErrorCode::InvalidRequest,
                         format!("gregor describes topics (2) and brokers (4), not type {t}"),
@@ -111,58 +114,24 @@ impl KafkaApis {
                     sensitive: false,
                     config_type: keys::for_topic(k).map_or(0, |b| b.ty as i8),
                     documentation: None,
+                    synonyms: Vec::new(),
                 }
             })
             .collect())
     }
 
-    /// A topic-level key's value: the topic's own (source DYNAMIC_TOPIC_CONFIG) or the broker's
-    /// default (DEFAULT_CONFIG).
+    /// A topic-level key's value: the topic's own (source DYNAMIC_TOPIC_CONFIG) or the
+    /// broker's, with the source of the broker's value (a dynamic layer, the file, or the
+    /// built-in default), as Kafka reports it.
     pub(super) fn topic_value(&self, set: &BTreeMap<String, String>, key: &str) -> (String, i8) {
-        match set.get(key) {
-            Some(v) => (v.clone(), SOURCE_TOPIC),
-            None => (self.config.topic_default(key), SOURCE_DEFAULT),
+        if let Some(v) = set.get(key) {
+            return (v.clone(), SOURCE_TOPIC);
         }
-    }
-
-    /// This broker's settings; Kafka answers a broker resource only at that broker, and an
-    /// empty name (the cluster-wide dynamic defaults) with nothing, since gregor has none.
-    fn describe_broker_configs(
-        &self,
-        res: &ConfigResource,
-        include_documentation: bool,
-    ) -> Result<Vec<DescribedConfig>, (ErrorCode, String)> {
-        if res.name.is_empty() {
-            return Ok(Vec::new());
-        }
-        if res.name != self.broker_id.to_string() {
-            return Err((
-                ErrorCode::InvalidRequest,
-                format!(
-                    "this is broker {}; ask broker {} itself",
-                    self.broker_id, res.name
-                ),
-            ));
-        }
-        Ok(self
-            .config
-            .settings
-            .iter()
-            .filter(|s| wanted(&res.keys, s.key.name))
-            .map(|s| DescribedConfig {
-                name: s.key.name.to_owned(),
-                value: s.value.clone().filter(|_| !s.key.sensitive),
-                read_only: !s.key.dynamic,
-                source: if s.from_file {
-                    SOURCE_STATIC_BROKER
-                } else {
-                    SOURCE_DEFAULT
-                },
-                sensitive: s.key.sensitive,
-                config_type: s.key.ty as i8,
-                documentation: include_documentation.then(|| s.key.doc.to_owned()),
-            })
-            .collect())
+        let config = self.dynamic.current();
+        let source = keys::for_topic(key).map_or(SOURCE_DEFAULT, |k| {
+            super::broker_configs::source_code(config.source(k))
+        });
+        (config.topic_default(key), source)
     }
 
     pub(super) fn handle_describe_cluster(
@@ -248,14 +217,12 @@ impl KafkaApis {
                         "not authorized to alter the brokers' configuration".into(),
                     )),
                     RESOURCE_TOPIC => self.alter_topic_configs(res, incremental, req.validate_only),
-                    RESOURCE_BROKER => Err((
-                        ErrorCode::InvalidRequest,
-                        "gregor has no dynamic broker configuration: set it in server.properties"
-                            .to_owned(),
-                    )),
+                    RESOURCE_BROKER => {
+                        self.alter_broker_configs(res, incremental, req.validate_only)
+                    }
                     t => Err((
                         ErrorCode::InvalidRequest,
-                        format!("gregor configures topics (2), not type {t}"),
+                        format!("gregor configures topics (2) and brokers (4), not type {t}"),
                     )),
                 };
                 let (code, msg) = match r {

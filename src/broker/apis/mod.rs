@@ -10,6 +10,7 @@
 //! response for an unparseable request); ApiVersions always gets an answer.
 
 mod acls;
+mod broker_configs;
 mod client_quotas;
 mod configs;
 mod controller;
@@ -121,7 +122,10 @@ impl RequestContext<'_> {
 
 pub struct KafkaApis {
     pub broker_id: i32,
+    /// The configuration the broker started with: read only its static keys here; a dynamic
+    /// key (`config::keys`' `dynamic`) is read from `dynamic.current()`.
     pub config: Arc<BrokerConfig>,
+    pub dynamic: Arc<crate::broker::dynamic_config::DynamicBrokerConfig>,
     pub replica_manager: Arc<ReplicaManager>,
     pub metadata_cache: Arc<MetadataCache>,
     /// For auto-creating topics on Metadata requests, and the admin APIs.

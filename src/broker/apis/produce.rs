@@ -135,12 +135,14 @@ impl KafkaApis {
         version: i16,
     ) -> Result<Appended, (ErrorCode, Option<&'static str>)> {
         let part = self.partition(topic, partition).map_err(|e| (e, None))?;
+        // The topic defaults are dynamic broker keys: as they are now.
+        let cfg = self.dynamic.current();
         let set_len = set.len() as u64;
-        if set_len > self.config.log_segment_bytes {
+        if set_len > cfg.log_segment_bytes {
             return Err((ErrorCode::RecordListTooLarge, None));
         }
         let is_batch = set.get(record_batch::MAGIC_AT) == Some(&(record_batch::MAGIC as u8));
-        if part.is_compacted(self.config.log_cleaner.policy) && !all_keyed(set) {
+        if part.is_compacted(cfg.log_cleaner.policy) && !all_keyed(set) {
             // Kafka's answer: the cleaner keeps each key's latest record, and these have none.
             return Err((
                 ErrorCode::InvalidRecord,
@@ -158,15 +160,13 @@ impl KafkaApis {
             }
             let valid = record_batch::validate_for_append(
                 set,
-                part.max_message_bytes(self.config.message_max_bytes),
+                part.max_message_bytes(cfg.message_max_bytes),
             )
             .map_err(set_error)?;
             if valid.count == 0 {
                 return Err((ErrorCode::InvalidRecord, Some("empty batch")));
             }
-            let append_time = part
-                .log_append_time(self.config.log_append_time)
-                .then(now_ms);
+            let append_time = part.log_append_time(cfg.log_append_time).then(now_ms);
             Payload::Batch {
                 batch: set,
                 count: valid.count,
@@ -179,11 +179,9 @@ impl KafkaApis {
                     Some("format v2 batches need produce v3 or later"),
                 ));
             }
-            let valid = message::validate_for_append(
-                set,
-                part.max_message_bytes(self.config.message_max_bytes),
-            )
-            .map_err(set_error)?;
+            let valid =
+                message::validate_for_append(set, part.max_message_bytes(cfg.message_max_bytes))
+                    .map_err(set_error)?;
             if valid.count == 0 {
                 // Nothing to append, but the answer must still say whether we lead.
                 if part.role() != Role::Leader {

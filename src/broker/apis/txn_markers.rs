@@ -75,7 +75,7 @@ impl KafkaApis {
         if st.role != Role::Leader {
             return Err(ErrorCode::NotLeaderForPartition);
         }
-        if st.isr.len() < part.min_insync_replicas(rm.min_insync_replicas) {
+        if st.isr.len() < part.min_insync_replicas(rm.default_min_insync_replicas()) {
             return Err(ErrorCode::NotEnoughReplicas);
         }
         let marker = TxnMarker {

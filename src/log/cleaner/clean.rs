@@ -187,7 +187,7 @@ impl Log {
         out.swapped = true;
         for group in groups(
             &to_clean,
-            self.overrides.segment_bytes(self.config.segment_bytes),
+            self.overrides.segment_bytes(self.config.segment_bytes()),
         ) {
             let rules = Rules {
                 map,
@@ -282,7 +282,7 @@ impl Log {
         out: &mut Cleaned,
     ) -> io::Result<bool> {
         let base = group[0].base_offset;
-        let interval = self.config.index_interval_bytes;
+        let interval = self.config.index_interval_bytes();
         let writer = Segment::create_staged(&self.dir, base, interval, CLEANED_SUFFIX)?;
         let mut run = RunWriter::new(&writer, interval as usize);
         for s in group {

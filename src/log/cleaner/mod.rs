@@ -154,9 +154,12 @@ fn cleaner_loop(logs: &LogManager, cfg: &CleanerConfig, stop: &Receiver<()>, io:
     }
     let map_memory = cfg.dedupe_buffer_size / cfg.threads.max(1);
     loop {
-        match grab_dirtiest(logs, cfg) {
+        // The per-log defaults (policy, ratio, lags) as they are now: dynamic configuration
+        // may change them; the threads, buffers and rate stay as started.
+        let defaults = logs.cleaner_defaults();
+        match grab_dirtiest(logs, &defaults) {
             Some(log) => {
-                clean_one(logs, &log, cfg, map_memory, io);
+                clean_one(logs, &log, &defaults, map_memory, io);
                 log.cleaning.in_progress.store(false, Ordering::Release);
                 if !matches!(stop.try_recv(), Err(crossbeam_channel::TryRecvError::Empty)) {
                     return;

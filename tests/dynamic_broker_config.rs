@@ -1,0 +1,418 @@
+//! Dynamic broker configuration (KIP-226) through the tools an operator uses: Apache Kafka
+//! 4.4's own `kafka-configs` and confluent-kafka's AdminClient against real brokers and a real
+//! ZooKeeper. Values set per broker and as cluster-wide defaults are stored in Kafka's layout
+//! (`/config/brokers/<id>`, `/config/brokers/<default>`), reported by every broker with their
+//! source, kept across restarts, and take effect while the brokers run.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::Cluster;
+use common::wait_until;
+use gregor::zk::broker_config;
+
+const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
+
+/// Runs kafka-configs, which must succeed; its output.
+fn configs(c: &Cluster, args: &[&str]) -> String {
+    let (ok, out, err) = common::java::run_kafka_tool(CONFIGS, &c.bootstrap(), args);
+    assert!(ok, "kafka-configs {args:?}:\n{out}\n{err}");
+    out
+}
+
+/// Runs kafka-configs, which must fail; what it said.
+fn configs_refused(c: &Cluster, args: &[&str]) -> String {
+    let (ok, out, err) = common::java::run_kafka_tool(CONFIGS, &c.bootstrap(), args);
+    assert!(!ok, "kafka-configs {args:?} succeeded:\n{out}");
+    format!("{out}\n{err}")
+}
+
+fn broker_args(entity: &str) -> Vec<&str> {
+    if entity.is_empty() {
+        vec!["--entity-type", "brokers", "--entity-default"]
+    } else {
+        vec!["--entity-type", "brokers", "--entity-name", entity]
+    }
+}
+
+/// `kafka-configs --alter --add-config` on a broker, or the defaults when `entity` is empty.
+fn add_config(c: &Cluster, entity: &str, pairs: &str) -> String {
+    let args = [
+        &broker_args(entity)[..],
+        &["--alter", "--add-config", pairs],
+    ]
+    .concat();
+    configs(c, &args)
+}
+
+fn delete_config(c: &Cluster, entity: &str, keys: &str) -> String {
+    let args = [
+        &broker_args(entity)[..],
+        &["--alter", "--delete-config", keys],
+    ]
+    .concat();
+    configs(c, &args)
+}
+
+/// confluent-kafka's view of `keys` of broker `id` ("" for the defaults): value, source,
+/// read-only and sensitive flags of each.
+fn describe(c: &Cluster, id: &str, keys: &[&str]) -> serde_json::Value {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/broker_configs.py"
+    );
+    let mut cmd = common::python();
+    cmd.args([script, "describe", &c.bootstrap(), id])
+        .args(keys);
+    let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(60));
+    assert!(ok, "broker_configs.py describe failed:\n{out}\n{err}");
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{out:?}: {e}\n{err}"))
+}
+
+/// confluent-kafka's IncrementalAlterConfigs SET: "ok" or "error: …".
+fn alter(c: &Cluster, id: &str, args: &[&str]) -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/broker_configs.py"
+    );
+    let mut cmd = common::python();
+    cmd.args([script, "alter", &c.bootstrap(), id]).args(args);
+    let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(60));
+    assert!(ok, "broker_configs.py alter failed:\n{out}\n{err}");
+    out.trim().to_owned()
+}
+
+/// (value, source) of `key` at broker `id`.
+fn value_and_source(c: &Cluster, id: i32, key: &str) -> (String, String) {
+    let d = describe(c, &id.to_string(), &[key]);
+    let e = &d[key];
+    (
+        e["value"].as_str().unwrap_or("null").to_owned(),
+        e["source"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// Waits until every broker of `ids` reports `key` as `value` from `source`.
+fn wait_reported(c: &Cluster, ids: &[i32], key: &str, value: &str, source: &str) {
+    for &id in ids {
+        wait_until(
+            Duration::from_secs(30),
+            &format!("broker {id} to report {key}={value} from {source}"),
+            || value_and_source(c, id, key) == (value.to_owned(), source.to_owned()),
+        );
+    }
+}
+
+#[test]
+fn defaults_and_per_broker_values_are_reported_by_every_broker_and_kept_across_restarts() {
+    let mut c = Cluster::start("dyn-layers", 3, &[("log.retention.bytes", "1000000")]);
+    let key = "log.retention.bytes";
+    wait_reported(&c, &[1, 2, 3], key, "1000000", "STATIC_BROKER_CONFIG");
+    let out = add_config(&c, "", "log.retention.bytes=2000000");
+    assert!(
+        out.contains("Completed updating default config for brokers in the cluster."),
+        "{out}"
+    );
+    // Kafka's layout in ZooKeeper.
+    let stored = broker_config::read(&c.zk, "<default>").unwrap();
+    assert_eq!(stored.get(key).map(String::as_str), Some("2000000"));
+    wait_reported(
+        &c,
+        &[1, 2, 3],
+        key,
+        "2000000",
+        "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    );
+    // One broker's own value wins over the defaults, there only.
+    let out = add_config(&c, "2", "log.retention.bytes=3000000");
+    assert!(
+        out.contains("Completed updating config for broker 2."),
+        "{out}"
+    );
+    wait_reported(&c, &[2], key, "3000000", "DYNAMIC_BROKER_CONFIG");
+    wait_reported(&c, &[1, 3], key, "2000000", "DYNAMIC_DEFAULT_BROKER_CONFIG");
+    // kafka-configs' own describe: the broker's dynamic value, and the defaults'.
+    let out = configs(&c, &[&broker_args("2")[..], &["--describe"]].concat());
+    assert!(
+        out.contains("Dynamic configs for broker 2 are:")
+            && out.contains("log.retention.bytes=3000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.bytes=3000000, DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.bytes=2000000, STATIC_BROKER_CONFIG:log.retention.bytes=1000000, DEFAULT_CONFIG:log.retention.bytes=-1}"),
+        "{out}"
+    );
+    let out = configs(&c, &[&broker_args("")[..], &["--describe"]].concat());
+    assert!(
+        out.contains("Default configs for brokers in the cluster are:")
+            && out.contains("log.retention.bytes=2000000"),
+        "{out}"
+    );
+    // Kept across a restart of every broker: read from ZooKeeper at start.
+    for id in [1, 2, 3] {
+        c.terminate(id);
+        c.restart(id);
+    }
+    wait_reported(&c, &[2], key, "3000000", "DYNAMIC_BROKER_CONFIG");
+    wait_reported(&c, &[1, 3], key, "2000000", "DYNAMIC_DEFAULT_BROKER_CONFIG");
+    // Deleted, each falls back to the next source.
+    delete_config(&c, "2", key);
+    wait_reported(&c, &[2], key, "2000000", "DYNAMIC_DEFAULT_BROKER_CONFIG");
+    delete_config(&c, "", key);
+    wait_reported(&c, &[1, 2, 3], key, "1000000", "STATIC_BROKER_CONFIG");
+    assert!(broker_config::read(&c.zk, "<default>").unwrap().is_empty());
+}
+
+#[test]
+fn refused_changes_name_the_key_and_write_nothing() {
+    let c = Cluster::start("dyn-refused", 1, &[]);
+    for (pair, says) in [
+        (
+            "broker.id=7",
+            "Cannot update these configs dynamically: broker.id",
+        ),
+        (
+            "log.dirs=/tmp/elsewhere",
+            "Cannot update these configs dynamically: log.dirs",
+        ),
+        (
+            "log.retention.bytes=lots",
+            "`log.retention.bytes` must be a number",
+        ),
+        (
+            "min.insync.replicas=0",
+            "`min.insync.replicas` must be at least 1",
+        ),
+        (
+            "log.cleanup.policy=shred",
+            "`log.cleanup.policy` must be a comma-separated list",
+        ),
+    ] {
+        let args = [&broker_args("1")[..], &["--alter", "--add-config", pair]].concat();
+        let out = configs_refused(&c, &args);
+        assert!(out.contains(says), "{pair}: {out}");
+        let out = configs_refused(
+            &c,
+            &[&broker_args("")[..], &["--alter", "--add-config", pair]].concat(),
+        );
+        assert!(out.contains(says), "{pair} as a default: {out}");
+    }
+    // A key no broker has (kafka-configs lets it through to the broker).
+    let said = alter(&c, "1", &["log.retention.byte=5"]);
+    assert!(
+        said.contains("unknown broker configuration key `log.retention.byte`"),
+        "{said}"
+    );
+    // validate_only checks and writes nothing.
+    assert_eq!(
+        alter(&c, "1", &["--validate-only", "log.retention.bytes=5000"]),
+        "ok"
+    );
+    let said = alter(&c, "1", &["--validate-only", "log.retention.bytes=x"]);
+    assert!(said.contains("log.retention.bytes"), "{said}");
+    for entity in ["1", "<default>"] {
+        assert!(
+            broker_config::read(&c.zk, entity).unwrap().is_empty(),
+            "something was written for {entity}"
+        );
+    }
+    assert_eq!(
+        value_and_source(&c, 1, "log.retention.bytes"),
+        ("-1".to_owned(), "DEFAULT_CONFIG".to_owned())
+    );
+    // Read-only keys say so.
+    let d = describe(&c, "1", &["broker.id", "log.retention.bytes"]);
+    assert_eq!(d["broker.id"]["read_only"], true);
+    assert_eq!(d["log.retention.bytes"]["read_only"], false);
+}
+
+/// The `.log` files of a partition on broker `id`.
+fn segments(c: &Cluster, id: i32, topic: &str) -> usize {
+    std::fs::read_dir(c.data_dir(id).join(format!("{topic}-0")))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn log_start(c: &Cluster, topic: &str) -> i64 {
+    c.client(1).list_offsets(topic, 0, -2).1[0]
+}
+
+/// The topic defaults take effect live: a smaller `log.segment.bytes` rolls the next appends, a
+/// retention default deletes old segments of a topic without its own retention but not of
+/// one with it, and `min.insync.replicas` refuses acks=all until it is deleted again.
+#[test]
+fn topic_defaults_take_effect_on_running_brokers() {
+    let c = Cluster::start(
+        "dyn-effect",
+        1,
+        &[("log.retention.check.interval.ms", "200")],
+    );
+    c.create_topic("plain", 1, 1);
+    c.create_topic("own", 1, 1);
+    let own: std::collections::BTreeMap<String, String> =
+        [("retention.ms".to_owned(), "-1".to_owned())].into();
+    gregor::zk::topic_config::write(&c.zk, "own", &own).unwrap();
+    gregor::zk::topic_config::notify_change(&c.zk, "own").unwrap();
+    let value = vec![b'v'; 700];
+    let produce = |topic: &str, n: usize| {
+        let mut client = c.client(1);
+        for _ in 0..n {
+            let (code, _) = client.produce(1, topic, 0, &[&value[..]]);
+            assert_eq!(code, 0, "produce to {topic}");
+        }
+    };
+    produce("plain", 2);
+    produce("own", 2);
+    assert_eq!((segments(&c, 1, "plain"), segments(&c, 1, "own")), (1, 1));
+    add_config(&c, "", "log.segment.bytes=1024");
+    produce("plain", 4);
+    produce("own", 4);
+    assert!(segments(&c, 1, "plain") >= 3, "plain did not roll");
+    assert!(segments(&c, 1, "own") >= 3, "own did not roll");
+    add_config(&c, "", "log.retention.ms=1");
+    wait_until(Duration::from_secs(30), "retention of plain", || {
+        log_start(&c, "plain") > 0
+    });
+    // One more pass, begun after the one that deleted plain's segments, also saw own.
+    let first = log_start(&c, "plain");
+    produce("plain", 3);
+    wait_until(Duration::from_secs(30), "retention of plain again", || {
+        log_start(&c, "plain") > first
+    });
+    assert_eq!(
+        log_start(&c, "own"),
+        0,
+        "own's retention.ms=-1 was overridden"
+    );
+    // min.insync.replicas above the replication factor refuses acks=all, live.
+    add_config(&c, "", "min.insync.replicas=2");
+    let (code, _) = c.client(1).produce(-1, "plain", 0, &[&value[..]]);
+    assert_eq!(
+        code, 19,
+        "acks=all with an ISR of 1 under min.insync.replicas=2"
+    );
+    delete_config(&c, "", "min.insync.replicas");
+    let (code, _) = c.client(1).produce(-1, "plain", 0, &[&value[..]]);
+    assert_eq!(code, 0);
+}
+
+/// Fresh connections from 127.0.0.1, all held open at once, served out of `n` opened (each
+/// asked a Produce, which a refused connection never answers).
+fn served_of(c: &Cluster, n: usize) -> usize {
+    let mut held = Vec::new();
+    for _ in 0..n {
+        if let Some(mut k) = common::Client::try_connect(c.addr(1))
+            && k.try_produce_empty("t", 0).is_some()
+        {
+            held.push(k);
+        }
+    }
+    held.len()
+}
+
+/// `max.connections.per.ip` lowered refuses connections past it at once; deleted, they are
+/// served again.
+#[test]
+fn max_connections_per_ip_lowered_refuses_the_next_connection() {
+    let c = Cluster::start("dyn-connections", 1, &[]);
+    c.create_topic("t", 1, 1);
+    assert_eq!(served_of(&c, 8), 8);
+    // 4: the broker's own connections to itself and kafka-configs' next run still fit.
+    add_config(&c, "1", "max.connections.per.ip=4");
+    wait_until(
+        Duration::from_secs(30),
+        "connections past 4 to be refused",
+        || served_of(&c, 8) <= 4,
+    );
+    delete_config(&c, "1", "max.connections.per.ip");
+    wait_until(
+        Duration::from_secs(30),
+        "connections to be served again",
+        || served_of(&c, 8) == 8,
+    );
+}
+
+/// `gregor configs` takes kafka-configs' flags for brokers, list values in brackets; a list key
+/// takes IncrementalAlterConfigs' APPEND and SUBTRACT (confluent-kafka), from the value the
+/// broker runs with.
+#[test]
+fn gregor_configs_and_list_operations_on_broker_keys() {
+    let c = Cluster::start("dyn-cli", 1, &[]);
+    let b = c.bootstrap();
+    let out = common::gregor_ok(
+        &[
+            "configs",
+            "-b",
+            &b,
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--alter",
+            "--add-config",
+            "log.cleanup.policy=[compact,delete],log.retention.bytes=5000",
+        ],
+        "",
+    );
+    assert_eq!(
+        out.trim(),
+        "Completed updating default config for brokers in the cluster."
+    );
+    let out = common::gregor_ok(
+        &["configs", "-b", &b, "--broker-defaults", "--describe"],
+        "",
+    );
+    assert!(
+        out.contains("Default configs for brokers in the cluster are:")
+            && out.contains("  log.cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleanup.policy=compact,delete}"),
+        "{out}"
+    );
+    let out = common::gregor_ok(
+        &["configs", "-b", &b, "--broker", "1", "--describe", "--all"],
+        "",
+    );
+    assert!(
+        out.contains("All configs for broker 1 are:")
+            && out.contains("  log.cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleanup.policy=compact,delete, DEFAULT_CONFIG:log.cleanup.policy=delete}")
+            && out.contains("  broker.id=1 sensitive=false synonyms={STATIC_BROKER_CONFIG:broker.id=1}"),
+        "{out}"
+    );
+    // Nothing of broker 1's own yet.
+    let out = common::gregor_ok(&["configs", "-b", &b, "--broker", "1", "--describe"], "");
+    assert_eq!(out.trim(), "Dynamic configs for broker 1 are:");
+    // SUBTRACT and APPEND on broker 1's layer start from what it runs with.
+    assert_eq!(alter(&c, "1", &["-log.cleanup.policy=delete"]), "ok");
+    wait_reported(
+        &c,
+        &[1],
+        "log.cleanup.policy",
+        "compact",
+        "DYNAMIC_BROKER_CONFIG",
+    );
+    assert_eq!(alter(&c, "1", &["+log.cleanup.policy=delete"]), "ok");
+    wait_reported(
+        &c,
+        &[1],
+        "log.cleanup.policy",
+        "compact,delete",
+        "DYNAMIC_BROKER_CONFIG",
+    );
+    let said = alter(&c, "1", &["+log.retention.bytes=7"]);
+    assert!(
+        said.contains("`log.retention.bytes` is not a list"),
+        "{said}"
+    );
+    common::assert_cli_fails(
+        &[
+            "configs",
+            "-b",
+            &b,
+            "--broker",
+            "1",
+            "--alter",
+            "--add-config",
+            "num.partitions=3",
+        ],
+        "Cannot update these configs dynamically: num.partitions",
+    );
+}
