@@ -99,6 +99,8 @@ pub struct BrokerConfig {
     /// counts per broker and per address, the creation rate, idle time.
     pub connection_limits: ConnectionLimits,
     pub replica_lag_time_max: Duration,
+    /// `num.replica.fetchers`: fetcher threads per source broker.
+    pub num_replica_fetchers: usize,
     /// `replica.fetch.max.bytes`: the bytes a follower asks of each partition per fetch (a
     /// larger first batch still comes whole, KIP-74).
     pub replica_fetch_max_bytes: i32,
@@ -272,6 +274,7 @@ impl BrokerConfig {
             producer_id_expiration: p.millis("producer.id.expiration.ms")?,
             log_append_time: p.get::<String>("log.message.timestamp.type")? == "LogAppendTime",
             replica_lag_time_max: p.millis("replica.lag.time.max.ms")?,
+            num_replica_fetchers: p.get("num.replica.fetchers")?,
             replica_fetch_max_bytes: p.get("replica.fetch.max.bytes")?,
             replica_fetch_response_max_bytes: p.get("replica.fetch.response.max.bytes")?,
             fetch_max_bytes: p.get("fetch.max.bytes")?,

@@ -416,3 +416,172 @@ fn gregor_configs_and_list_operations_on_broker_keys() {
         "Cannot update these configs dynamically: num.partitions",
     );
 }
+
+/// The threads of broker `id` whose name starts with `prefix`.
+fn threads_named(c: &Cluster, id: i32, prefix: &str) -> usize {
+    let tasks = format!("/proc/{}/task", c.pid(id));
+    std::fs::read_dir(tasks)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|t| {
+                    std::fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|n| n.starts_with(prefix))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// `log.cleaner.threads` resized live restarts the cleaner with as many threads, and the new
+/// threads clean: a compacted topic's duplicate keys are gone after the change.
+#[test]
+fn the_cleaner_is_resized_live_and_keeps_cleaning() {
+    let c = Cluster::start("dyn-cleaner", 1, &[("log.cleaner.backoff.ms", "100")]);
+    assert_eq!(threads_named(&c, 1, "log-cleaner-"), 1);
+    add_config(&c, "", "log.cleaner.threads=3");
+    wait_until(Duration::from_secs(30), "three cleaner threads", || {
+        threads_named(&c, 1, "log-cleaner-") == 3
+    });
+    add_config(&c, "1", "log.cleaner.threads=2");
+    wait_until(Duration::from_secs(30), "two cleaner threads", || {
+        threads_named(&c, 1, "log-cleaner-") == 2
+    });
+    // The new threads clean: 50 values of one key in small segments become one.
+    c.create_topic("kv", 1, 1);
+    let set: std::collections::BTreeMap<String, String> = [
+        ("cleanup.policy", "compact"),
+        ("segment.bytes", "200"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .into();
+    gregor::zk::topic_config::write(&c.zk, "kv", &set).unwrap();
+    gregor::zk::topic_config::notify_change(&c.zk, "kv").unwrap();
+    // (Records produced before the notice applies are cleaned as well once it has.)
+    let b = c.bootstrap();
+    // One batch per run, so the 200-byte segments roll every few records.
+    for i in 0..20 {
+        let args = [
+            "produce",
+            "-b",
+            &b,
+            "--topic",
+            "kv",
+            "--key-separator",
+            "\t",
+        ];
+        common::gregor_ok(&args, &format!("k\t{i}\n"));
+    }
+    wait_until(Duration::from_secs(60), "the duplicates cleaned", || {
+        let out = common::gregor_ok(
+            &[
+                "consume",
+                "-b",
+                &b,
+                "--topic",
+                "kv",
+                "--from-beginning",
+                "--max-messages",
+                "20",
+                "--timeout-ms",
+                "2000",
+            ],
+            "",
+        );
+        out.lines().count() < 10
+    });
+}
+
+/// `num.replica.fetchers` 1 → 4 → 1 while a producer with acks=all writes to every partition:
+/// the fetcher threads follow the count, every acknowledged message is in the log (end
+/// offsets equal the acknowledgements), and every replica is back in every ISR.
+#[test]
+fn replica_fetchers_are_resized_under_an_acks_all_producer_and_nothing_is_lost() {
+    let c = Cluster::start("dyn-fetchers", 3, &[]);
+    let partitions = 24;
+    c.create_topic("r", partitions, 3);
+    for id in [1, 2, 3] {
+        c.wait_in_isr("r", id);
+    }
+    let fetchers = |id| threads_named(&c, id, "replica-fetcher");
+    for id in [1, 2, 3] {
+        assert_eq!(fetchers(id), 2, "broker {id}: one fetcher per other broker");
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let b = c.bootstrap();
+    let acked = std::thread::scope(|s| {
+        let producer = s.spawn(|| {
+            let mut acked = vec![0i64; partitions as usize];
+            let mut clients: std::collections::BTreeMap<i32, common::Client> = Default::default();
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::Acquire) || round < 3 {
+                for p in 0..partitions {
+                    let leader = c.leader("r", p);
+                    let client = clients.entry(leader).or_insert_with(|| c.client(leader));
+                    let (code, _) = client.produce(-1, "r", p, &[b"m".as_slice(); 10]);
+                    assert_eq!(code, 0, "partition {p} refused acks=all");
+                    acked[p as usize] += 10;
+                }
+                round += 1;
+            }
+            acked
+        });
+        // The producer stops however this thread leaves, a failed wait included.
+        let _stop = StopOnDrop(&stop);
+        common::gregor_ok(
+            &[
+                "configs",
+                "-b",
+                &b,
+                "--broker-defaults",
+                "--alter",
+                "--add-config",
+                "num.replica.fetchers=4",
+            ],
+            "",
+        );
+        for id in [1, 2, 3] {
+            wait_until(Duration::from_secs(30), "more fetchers", || {
+                fetchers(id) > 2
+            });
+        }
+        common::gregor_ok(
+            &[
+                "configs",
+                "-b",
+                &b,
+                "--broker-defaults",
+                "--alter",
+                "--delete-config",
+                "num.replica.fetchers",
+            ],
+            "",
+        );
+        for id in [1, 2, 3] {
+            wait_until(
+                Duration::from_secs(30),
+                "one fetcher per source again",
+                || fetchers(id) == 2,
+            );
+        }
+        drop(_stop);
+        producer.join().unwrap()
+    });
+    for p in 0..partitions {
+        let leader = c.leader("r", p);
+        let end = c.client(leader).list_offsets("r", p, -1).1[0];
+        assert_eq!(end, acked[p as usize], "partition {p}");
+    }
+    for id in [1, 2, 3] {
+        c.wait_in_isr("r", id);
+    }
+}
+
+/// Sets its flag when dropped, unwinding included.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}

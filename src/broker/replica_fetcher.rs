@@ -1,5 +1,7 @@
-//! Replica fetchers: one thread per source broker copies every partition this broker follows
-//! from it, with Fetch requests carrying our broker id as `replica_id`.
+//! Replica fetchers: `num.replica.fetchers` threads per source broker copy the partitions this
+//! broker follows from it (a partition always to the same one of them), with Fetch requests
+//! carrying our broker id as `replica_id`. The count may change while the broker runs
+//! (`resize`): every followed partition moves to its new fetcher with its place kept.
 //!
 //! A follower appends what it fetched with the leader's offsets, and keeps its high watermark
 //! at min(leader's HW, own LEO). Each followed partition has a lock of its own, held while
@@ -76,9 +78,22 @@ struct Fetcher {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// A fetcher's key: the source broker, and which of its `num.replica.fetchers`.
+type FetcherId = (i32, usize);
+
 pub struct ReplicaFetcherManager {
     settings: FetchSettings,
-    fetchers: Mutex<HashMap<i32, Arc<Fetcher>>>,
+    /// The fetcher count per source; changed only under `fetchers`' lock.
+    count: std::sync::atomic::AtomicUsize,
+    fetchers: Mutex<HashMap<FetcherId, Arc<Fetcher>>>,
+}
+
+/// Which of `count` fetchers copies `tp`: the same one for as long as the count stands.
+fn fetcher_index(tp: &TopicPartition, count: usize) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    tp.hash(&mut h);
+    (h.finish() % count.max(1) as u64) as usize
 }
 
 impl ReplicaFetcherManager {
@@ -92,8 +107,52 @@ impl ReplicaFetcherManager {
                 min_bytes: cfg.replica_fetch_min_bytes,
                 security: cfg.inter_broker_client.clone(),
             },
+            count: cfg.num_replica_fetchers.into(),
             fetchers: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// `num.replica.fetchers` changed: every followed partition moves to the fetcher the new
+    /// count gives it, from where it was (its offsets and checks carried over), and the old
+    /// threads stop. An append under way finishes first (each partition's lock), and the old
+    /// threads append nothing more (`removed`), so nothing is fetched twice or skipped.
+    pub fn resize(&self, count: usize) {
+        let mut fetchers = self.fetchers.lock();
+        if self.count.swap(count, Ordering::AcqRel) == count {
+            return;
+        }
+        let old: Vec<Arc<Fetcher>> = fetchers.drain().map(|(_, f)| f).collect();
+        let mut moved = 0;
+        for f in &old {
+            f.stop.store(true, Ordering::Release);
+            for (tp, entry) in f.partitions.lock().drain() {
+                let mut e = entry.lock();
+                if e.removed {
+                    continue;
+                }
+                e.removed = true;
+                let copy = Followed {
+                    partition: e.partition.clone(),
+                    fetch_offset: e.fetch_offset,
+                    verify_until: e.verify_until,
+                    ask_epoch: e.ask_epoch,
+                    removed: false,
+                };
+                let id = (f.source.id, fetcher_index(&tp, count));
+                fetchers
+                    .entry(id)
+                    .or_insert_with(|| start_fetcher(f.source.clone(), id.1, self.settings.clone()))
+                    .partitions
+                    .lock()
+                    .insert(tp, Arc::new(Mutex::new(copy)));
+                moved += 1;
+            }
+        }
+        log::info!(
+            "[Broker {}] num.replica.fetchers now {count}: {moved} partition(s) on {} fetcher(s)",
+            self.settings.broker_id,
+            fetchers.len()
+        );
     }
 
     /// Starts copying `partition` from `leader`, from offset `from` (our high watermark): first
@@ -103,9 +162,10 @@ impl ReplicaFetcherManager {
         let tp = TopicPartition::new(partition.topic.clone(), partition.partition);
         self.remove_partition(&tp);
         let mut fetchers = self.fetchers.lock();
+        let index = fetcher_index(&tp, self.count.load(Ordering::Acquire));
         let f = fetchers
-            .entry(leader.id)
-            .or_insert_with(|| start_fetcher(leader.clone(), self.settings.clone()));
+            .entry((leader.id, index))
+            .or_insert_with(|| start_fetcher(leader.clone(), index, self.settings.clone()));
         let verify_until = partition.log.log_end_offset();
         let ask_epoch = partition.log.latest_epoch();
         log::info!(
@@ -163,7 +223,7 @@ impl ReplicaFetcherManager {
     }
 }
 
-fn start_fetcher(source: BrokerInfo, settings: FetchSettings) -> Arc<Fetcher> {
+fn start_fetcher(source: BrokerInfo, index: usize, settings: FetchSettings) -> Arc<Fetcher> {
     let f = Arc::new(Fetcher {
         source,
         partitions: Mutex::new(HashMap::new()),
@@ -173,7 +233,7 @@ fn start_fetcher(source: BrokerInfo, settings: FetchSettings) -> Arc<Fetcher> {
     let me = f.clone();
     let h = std::thread::Builder::new()
         .name(format!(
-            "replica-fetcher-{}-from-{}",
+            "replica-fetcher-{}-from-{}-{index}",
             settings.broker_id, f.source.id
         ))
         .spawn(move || me.run(&settings))

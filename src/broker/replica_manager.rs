@@ -92,6 +92,7 @@ impl ReplicaManager {
             cfg.min_insync_replicas,
             std::sync::atomic::Ordering::Relaxed,
         );
+        self.fetchers.resize(cfg.num_replica_fetchers);
     }
 
     pub fn new(

@@ -56,6 +56,25 @@ pub struct CleanerConfig {
     pub max_compaction_lag_ms: i64,
 }
 
+impl CleanerConfig {
+    /// Whether `other` runs the same cleaner threads: count, memory, buffer, rate and backoff
+    /// (the per-log defaults aside, which the threads read as they go).
+    pub fn same_threads_as(&self, other: &CleanerConfig) -> bool {
+        (
+            self.enable,
+            self.threads,
+            self.dedupe_buffer_size,
+            self.io_buffer_size,
+        ) == (
+            other.enable,
+            other.threads,
+            other.dedupe_buffer_size,
+            other.io_buffer_size,
+        ) && self.io_max_bytes_per_second == other.io_max_bytes_per_second
+            && self.backoff == other.backoff
+    }
+}
+
 impl Default for CleanerConfig {
     /// Kafka's defaults.
     fn default() -> Self {

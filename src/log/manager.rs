@@ -172,9 +172,29 @@ impl LogManager {
 
     /// Takes the broker's new defaults (dynamic configuration): every log without a topic
     /// override of a setting uses the new value from its next append, retention pass or clean.
-    pub fn reconfigure(&self, new: &LogSettings) {
+    /// A change to the cleaner's threads, buffers, rate or backoff restarts it, as Kafka's
+    /// `LogCleaner.reconfigure` does: a clean under way gives up and is taken again by the new
+    /// threads (its log's dirty section is where it was).
+    pub fn reconfigure(self: &Arc<Self>, new: &LogSettings) {
+        let restart = !self.live.read().cleaner.same_threads_as(&new.cleaner);
         self.log_config.set(&new.log);
         *self.live.write() = new.into();
+        let mut cleaner = self.cleaner.lock();
+        if restart && let Some(old) = cleaner.take() {
+            old.shutdown();
+            let rate = new.cleaner.io_max_bytes_per_second;
+            let rate = if rate >= f64::MAX {
+                "unlimited".to_owned()
+            } else {
+                format!("{rate} B/s")
+            };
+            log::info!(
+                "log cleaner restarted: {} thread(s), {} B of offset maps, io {rate}",
+                new.cleaner.threads,
+                new.cleaner.dedupe_buffer_size,
+            );
+            *cleaner = Some(super::cleaner::LogCleaner::start(self, &new.cleaner));
+        }
     }
 
     /// The cleaner's settings now (`log.cleanup.policy` and the per-log ones may change
@@ -341,10 +361,8 @@ impl LogManager {
 
     /// Starts the cleaner's threads (`log.cleaner.threads`, when `log.cleaner.enable`).
     pub fn start_cleaner(self: &Arc<Self>) {
-        *self.cleaner.lock() = Some(super::cleaner::LogCleaner::start(
-            self,
-            &self.settings.cleaner,
-        ));
+        let settings = self.cleaner_defaults();
+        *self.cleaner.lock() = Some(super::cleaner::LogCleaner::start(self, &settings));
     }
 
     /// Logs the cleaner gave up on (`uncleanable_partitions_count`).
