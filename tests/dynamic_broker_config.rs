@@ -585,3 +585,27 @@ impl Drop for StopOnDrop<'_> {
         self.0.store(true, std::sync::atomic::Ordering::Release);
     }
 }
+
+/// `unclean.leader.election.enable` turned on as a default: a partition left without a live
+/// ISR member gets its out-of-sync replica as leader at once, as Kafka's controller elects on
+/// the change rather than at the next broker change.
+#[test]
+fn unclean_leader_election_turned_on_elects_an_offline_partition() {
+    let mut c = Cluster::start("dyn-unclean", 2, &[]);
+    c.create_topic_on("u", "1:2");
+    c.wait_in_isr("u", 2);
+    c.kill9(2);
+    wait_until(Duration::from_secs(30), "broker 2 out of the ISR", || {
+        c.state("u", 0).is_some_and(|s| s.isr == [1])
+    });
+    c.kill9(1);
+    c.restart(2);
+    // Broker 2 is alive but not in the ISR: without unclean election, no leader.
+    wait_until(Duration::from_secs(30), "u-0 marked leaderless", || {
+        c.controller() == Some(2) && c.leader("u", 0) == -1
+    });
+    add_config(&c, "", "unclean.leader.election.enable=true");
+    wait_until(Duration::from_secs(30), "broker 2 leading u-0", || {
+        c.leader("u", 0) == 2
+    });
+}

@@ -251,7 +251,13 @@ impl Broker {
         }
         log_manager.start_maintenance();
         log_manager.start_cleaner();
-        register_reconfigurables(&dynamic, &log_manager, &replica_manager, &quotas);
+        register_reconfigurables(
+            &dynamic,
+            &log_manager,
+            &replica_manager,
+            &quotas,
+            &controller,
+        );
         let broker = Arc::new(Broker {
             config: config.clone(),
             dynamic: dynamic.clone(),
@@ -465,19 +471,23 @@ fn advertised_endpoints(ls: &Listeners, servers: &[SocketServer]) -> Vec<EndPoin
 }
 
 /// Hands each part of the broker that holds a dynamic key every new configuration: the logs'
-/// defaults, replication's `min.insync.replicas`, the connection limits. (Request handlers
+/// defaults, replication's `min.insync.replicas` and fetchers, the connection limits, the
+/// controller's unclean leader election. (Request handlers
 /// read `DynamicBrokerConfig::current` themselves.)
 fn register_reconfigurables(
     dynamic: &dynamic_config::DynamicBrokerConfig,
     log_manager: &Arc<LogManager>,
     replica_manager: &Arc<ReplicaManager>,
     quotas: &Arc<ConnectionQuotas>,
+    controller: &Arc<KafkaController>,
 ) {
     let (logs, rm, q) = (log_manager.clone(), replica_manager.clone(), quotas.clone());
+    let controller = controller.clone();
     dynamic.add_reconfigurable(move |c| {
         logs.reconfigure(&c.into());
         rm.reconfigure(c);
         q.reconfigure(c.connection_limits.clone());
+        controller.set_unclean_leader_election(c.unclean_leader_election_enable);
     });
 }
 

@@ -288,7 +288,7 @@ pub const BROKER: &[Key] = &[
     key("auto.leader.rebalance.enable", BOOLEAN, "true", "Whether the controller moves leadership back to preferred replicas (the first assigned) by itself, every `leader.imbalance.check.interval.seconds`, for brokers over `leader.imbalance.per.broker.percentage`."),
     key("leader.imbalance.check.interval.seconds", LONG, "300", "How often the controller looks for brokers that lead too few of the partitions they are preferred for.").min(1),
     key("leader.imbalance.per.broker.percentage", INT, "10", "The share (percent) of a broker's preferred partitions led by others above which the controller elects it back (100 or more: never).").min(0),
-    key("unclean.leader.election.enable", BOOLEAN, "false", "Whether a replica outside the ISR may become leader when no ISR member is alive (losing acknowledged writes)."),
+    key("unclean.leader.election.enable", BOOLEAN, "false", "Whether a replica outside the ISR may become leader when no ISR member is alive (losing acknowledged writes).").live(),
     key("fetch.max.bytes", INT, "57671680", "The most record bytes one Fetch answer carries, whatever its partitions ask.").min(1),
     key("replica.lag.time.max.ms", LONG, "10000", "A follower that has not caught up for this long leaves the ISR.").min(1),
     key("num.replica.fetchers", INT, "1", "Fetcher threads per source broker copying the partitions this broker follows; a partition always goes to the same one (for as long as the count stands).").min(1).live(),

@@ -66,6 +66,8 @@ pub enum Event {
     ListReassignments(alter_reassignments::ListReassignments),
     /// `leader.imbalance.check.interval.seconds` passed (`leader_balance`).
     CheckLeaderImbalance,
+    /// `unclean.leader.election.enable` changed (dynamic broker configuration).
+    UncleanLeaderElection(bool),
     Stop,
 }
 
@@ -125,6 +127,17 @@ impl ControllerState {
             Event::ListReassignments(l) => {
                 let partitions = l.partitions;
                 self.answer_admin(&l.reply, |s, _| Ok(s.on_list_reassignments(partitions)))?
+            }
+            Event::UncleanLeaderElection(enabled) => {
+                let turned_on = enabled && !self.unclean_leader_election;
+                self.unclean_leader_election = enabled;
+                // As Kafka's controller: once allowed, offline partitions get a leader now,
+                // not at the next broker change.
+                if turned_on && self.active {
+                    let mut batch = CommandBatch::default();
+                    self.on_broker_change(&mut batch)?;
+                    batch.send(&self.ctx, &self.channels, self.broker_id);
+                }
             }
             // Watches of an earlier term may still fire: ignored unless we are controller.
             _ if !self.active => {}
@@ -276,6 +289,11 @@ impl KafkaController {
             thread: Mutex::new(Some(thread)),
             stats,
         })
+    }
+
+    /// `unclean.leader.election.enable` as the broker's configuration now says.
+    pub fn set_unclean_leader_election(&self, enabled: bool) {
+        let _ = self.events.send(Event::UncleanLeaderElection(enabled));
     }
 
     /// Enters the election on `/controller`.
