@@ -7,7 +7,9 @@
 # 200 ms (each change: IncrementalAlterConfigs, a ZooKeeper write and notice, every broker
 # reading both layers again and handing the new configuration to its logs, replication and
 # connection limits). Prints each run's line and each pair's p99 and p99.9 ratio (changing /
-# quiet).
+# quiet). DBENCH_ACTION=describe runs the same client loop with `--describe` instead, which
+# changes nothing: the control for what the tool's own processes cost a 2-core machine.
+# DBENCH_INTERVAL (default 0.2) is the pause between changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -18,6 +20,8 @@ G=$PWD/target/release/gregor
 pairs=${DBENCH_PAIRS:-3}
 rate=${DBENCH_RATE:-10000}
 secs=${DBENCH_SECONDS:-20}
+action=${DBENCH_ACTION:-alter}
+interval=${DBENCH_INTERVAL:-0.2}
 export GREGOR_HOME
 GREGOR_HOME=$(mktemp -d /tmp/gregor-dbench.XXXXXX)
 export ZK_PORT=${ZK_PORT:-43181} BASE_PORT=${BASE_PORT:-48092} METRICS_BASE_PORT=off GREGOR_BIN=$G
@@ -30,11 +34,15 @@ e2e() { "$G" perf e2e -b "$b" --topic lat --rate "$rate" --seconds "$secs" --ack
 changes() {
   local n=0
   while :; do
-    "$G" configs -b "$b" --broker-defaults --alter \
-      --add-config "log.retention.bytes=$((1000000000 + n % 2))" >/dev/null
+    if [ "$action" = describe ]; then
+      "$G" configs -b "$b" --broker 1 --describe --all >/dev/null
+    else
+      "$G" configs -b "$b" --broker-defaults --alter \
+        --add-config "log.retention.bytes=$((1000000000 + n % 2))" >/dev/null
+    fi
     n=$((n + 1))
     echo "$n" >"$GREGOR_HOME/changes"
-    sleep 0.2
+    sleep "$interval"
   done
 }
 field() { sed -E "s/.* $1 ([0-9.]+).*/\\1/"; }
@@ -46,9 +54,9 @@ for i in $(seq 1 "$pairs"); do
   loop=$!
   busy=$(e2e)
   kill "$loop"; wait "$loop" 2>/dev/null || true
-  echo "pair $i changing: $busy ($(cat "$GREGOR_HOME/changes") changes)"
+  echo "pair $i $action: $busy ($(cat "$GREGOR_HOME/changes") runs of the tool)"
   for q in p99 p99.9; do
     a=$(echo "$quiet" | field "$q"); c=$(echo "$busy" | field "$q")
-    echo "pair $i $q: quiet $a ms, changing $c ms, ratio $(awk -v a="$a" -v c="$c" 'BEGIN { printf "%.2f", c / a }')"
+    echo "pair $i $q: quiet $a ms, $action $c ms, ratio $(awk -v a="$a" -v c="$c" 'BEGIN { printf "%.2f", c / a }')"
   done
 done
