@@ -36,23 +36,19 @@ fn broker_args(entity: &str) -> Vec<&str> {
     }
 }
 
-/// `kafka-configs --alter --add-config` on a broker, or the defaults when `entity` is empty.
-fn add_config(c: &Cluster, entity: &str, pairs: &str) -> String {
-    let args = [
-        &broker_args(entity)[..],
-        &["--alter", "--add-config", pairs],
-    ]
-    .concat();
+/// `kafka-configs --alter` on a broker, or the defaults when `entity` is empty: `change` is
+/// `--add-config` or `--delete-config`.
+fn alter_config(c: &Cluster, entity: &str, change: &str, what: &str) -> String {
+    let args = [&broker_args(entity)[..], &["--alter", change, what]].concat();
     configs(c, &args)
 }
 
+fn add_config(c: &Cluster, entity: &str, pairs: &str) -> String {
+    alter_config(c, entity, "--add-config", pairs)
+}
+
 fn delete_config(c: &Cluster, entity: &str, keys: &str) -> String {
-    let args = [
-        &broker_args(entity)[..],
-        &["--alter", "--delete-config", keys],
-    ]
-    .concat();
-    configs(c, &args)
+    alter_config(c, entity, "--delete-config", keys)
 }
 
 /// confluent-kafka's view of `keys` of broker `id` ("" for the defaults): value, source,
@@ -528,35 +524,26 @@ fn replica_fetchers_are_resized_under_an_acks_all_producer_and_nothing_is_lost()
         });
         // The producer stops however this thread leaves, a failed wait included.
         let _stop = StopOnDrop(&stop);
-        common::gregor_ok(
-            &[
+        // gregor's own tool here: the changes must come while the writer writes.
+        let defaults = |change: &str, what: &str| {
+            let args = [
                 "configs",
                 "-b",
                 &b,
                 "--broker-defaults",
                 "--alter",
-                "--add-config",
-                "num.replica.fetchers=4",
-            ],
-            "",
-        );
+                change,
+                what,
+            ];
+            common::gregor_ok(&args, "")
+        };
+        defaults("--add-config", "num.replica.fetchers=4");
         for id in [1, 2, 3] {
             wait_until(Duration::from_secs(30), "more fetchers", || {
                 fetchers(id) > 2
             });
         }
-        common::gregor_ok(
-            &[
-                "configs",
-                "-b",
-                &b,
-                "--broker-defaults",
-                "--alter",
-                "--delete-config",
-                "num.replica.fetchers",
-            ],
-            "",
-        );
+        defaults("--delete-config", "num.replica.fetchers");
         for id in [1, 2, 3] {
             wait_until(
                 Duration::from_secs(30),

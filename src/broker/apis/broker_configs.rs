@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use super::KafkaApis;
+use super::configs::wanted;
 use crate::config::dynamic::Source;
 use crate::config::keys::{self, Type};
 use crate::protocol::ErrorCode;
@@ -32,11 +33,6 @@ pub(super) fn source_code(s: Source) -> i8 {
         Source::Static => SOURCE_STATIC_BROKER,
         Source::Default => SOURCE_DEFAULT,
     }
-}
-
-/// Whether `key` is one the request asks for (`None`: all).
-fn wanted(keys: &Option<Vec<String>>, key: &str) -> bool {
-    keys.as_ref().is_none_or(|k| k.iter().any(|x| x == key))
 }
 
 impl KafkaApis {

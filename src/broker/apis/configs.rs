@@ -24,7 +24,7 @@ use crate::protocol::admin_describe::{
 use crate::zk::{paths, topic_config};
 
 /// Whether `key` is one the request asks for (`None`: all).
-fn wanted(keys: &Option<Vec<String>>, key: &str) -> bool {
+pub(super) fn wanted(keys: &Option<Vec<String>>, key: &str) -> bool {
     keys.as_ref().is_none_or(|k| k.iter().any(|x| x == key))
 }
 
