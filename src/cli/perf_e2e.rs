@@ -72,24 +72,14 @@ pub fn e2e(a: E2eArgs) -> Result<(), String> {
         StartAt::Latest,
         "gregor-perf-e2e",
     )?;
-    let leaders = partition_leaders(
-        &a.bootstrap,
-        &a.topic,
-        "gregor-perf-e2e",
-        Duration::from_secs(10),
-    )?;
-    if !leaders.contains_key(&a.partition) {
-        return Err(format!(
-            "topic `{}` has no partition {}",
-            a.topic, a.partition
-        ));
-    }
-    let link = PartitionLink {
+    // Connected to the leader before the clock starts: a missing partition is an error now.
+    let mut link = PartitionLink {
         bootstrap: a.bootstrap.clone(),
         topic: a.topic.clone(),
         partition: a.partition,
         chan: None,
     };
+    link.connect()?;
     let start = Instant::now();
     let failed = Arc::new(AtomicBool::new(false));
     let producer = {

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use super::KafkaApis;
-use super::configs::wanted;
+use super::configs::{named_once, wanted};
 use crate::config::dynamic::Source;
 use crate::config::keys::{self, Type};
 use crate::protocol::ErrorCode;
@@ -141,10 +141,8 @@ impl KafkaApis {
         } else {
             BTreeMap::new()
         };
-        for (i, c) in res.configs.iter().enumerate() {
-            if res.configs[..i].iter().any(|o| o.name == c.name) {
-                return Err(invalid(format!("`{}` is named more than once", c.name)));
-            }
+        named_once(res)?;
+        for c in &res.configs {
             self.apply_op(&mut layer, c, incremental).map_err(invalid)?;
         }
         self.dynamic

@@ -23,6 +23,22 @@ use crate::protocol::admin_describe::{
 };
 use crate::zk::{paths, topic_config};
 
+/// Refuses a resource that names a key twice (42 INVALID_REQUEST, as Kafka).
+pub(super) fn named_once(res: &AlterConfigsResource) -> Result<(), (ErrorCode, String)> {
+    match res
+        .configs
+        .iter()
+        .enumerate()
+        .find(|(i, c)| res.configs[..*i].iter().any(|o| o.name == c.name))
+    {
+        Some((_, c)) => Err((
+            ErrorCode::InvalidRequest,
+            format!("`{}` is named more than once", c.name),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Whether `key` is one the request asks for (`None`: all).
 pub(super) fn wanted(keys: &Option<Vec<String>>, key: &str) -> bool {
     keys.as_ref().is_none_or(|k| k.iter().any(|x| x == key))
@@ -259,13 +275,8 @@ impl KafkaApis {
         } else {
             BTreeMap::new()
         };
-        for (i, c) in res.configs.iter().enumerate() {
-            if res.configs[..i].iter().any(|o| o.name == c.name) {
-                return Err((
-                    ErrorCode::InvalidRequest,
-                    format!("`{}` is named more than once", c.name),
-                ));
-            }
+        named_once(res)?;
+        for c in &res.configs {
             match (c.op.unwrap_or(OP_SET), c.value.as_deref()) {
                 (OP_SET, Some(v)) => {
                     topic_config::check(&c.name, v).map_err(invalid)?;

@@ -11,6 +11,7 @@ use crate::broker::inflation;
 use crate::broker::partition::{Partition, Role};
 use crate::broker::purgatory::{Parked, Watch};
 use crate::broker::replica_manager::{Payload, ReplicaManager};
+use crate::config::BrokerConfig;
 use crate::network::{Action, Response};
 use crate::protocol::header::PRODUCE;
 use crate::protocol::message::{self, SetError};
@@ -53,6 +54,8 @@ impl KafkaApis {
             return Ok(Action::Respond);
         }
         let mut appended_bytes = 0;
+        // The topic defaults are dynamic broker keys: read as they are now, once a request.
+        let cfg = self.dynamic.current();
         for t in &req.topics {
             let may_write = self.allowed(cx, Operation::Write, ResourceType::Topic, &t.0);
             for p in &t.1 {
@@ -61,7 +64,7 @@ impl KafkaApis {
                     continue;
                 }
                 let set = &mut body[p.set.clone()];
-                let r = self.append_one(&t.0, p.partition, set, req.acks, version);
+                let r = self.append_one(&cfg, &t.0, p.partition, set, req.acks, version);
                 if r.error == ErrorCode::None {
                     appended_bytes += set.len();
                 }
@@ -104,13 +107,14 @@ impl KafkaApis {
     /// Validates and appends one partition's set; the outcome, error or not.
     fn append_one(
         &self,
+        cfg: &BrokerConfig,
         topic: &str,
         partition: i32,
         set: &mut [u8],
         acks: i16,
         version: i16,
     ) -> Appended {
-        match self.try_append(topic, partition, set, acks, version) {
+        match self.try_append(cfg, topic, partition, set, acks, version) {
             Ok(a) => a,
             Err((e, why)) => {
                 if e != ErrorCode::NotLeaderForPartition && e != ErrorCode::UnknownTopicOrPartition
@@ -128,6 +132,7 @@ impl KafkaApis {
 
     fn try_append(
         &self,
+        cfg: &BrokerConfig,
         topic: &str,
         partition: i32,
         set: &mut [u8],
@@ -135,8 +140,6 @@ impl KafkaApis {
         version: i16,
     ) -> Result<Appended, (ErrorCode, Option<&'static str>)> {
         let part = self.partition(topic, partition).map_err(|e| (e, None))?;
-        // The topic defaults are dynamic broker keys: as they are now.
-        let cfg = self.dynamic.current();
         let set_len = set.len() as u64;
         if set_len > cfg.log_segment_bytes {
             return Err((ErrorCode::RecordListTooLarge, None));
