@@ -36,13 +36,14 @@ ensure_jdk() {
 PYTHON_VENV=target/python-venv
 ensure_python_clients() {
   local venv=$PYTHON_VENV
-  "$venv/bin/python" -c 'import kafka, snappy, confluent_kafka, aiokafka' 2>/dev/null && return 0
+  "$venv/bin/python" -c 'import kafka, snappy, confluent_kafka, aiokafka, kazoo' 2>/dev/null && return 0
   echo "installing the Python clients into the virtual environment $venv ..." >&2
   if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" 2>/dev/null || { ensure_packages python3-venv; python3 -m venv "$venv"; }
   fi
   if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    kafka-python==3.0.12 python-snappy==0.7.3 confluent-kafka==2.16.1 aiokafka==0.14.0; then
+    kafka-python==3.0.12 python-snappy==0.7.3 confluent-kafka==2.16.1 aiokafka==0.14.0 \
+    kazoo==2.11.0; then
     echo "could not install the Python clients with pip (its output is above): PyPI must be reachable" >&2
     exit 1
   fi

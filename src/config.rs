@@ -149,6 +149,8 @@ pub struct BrokerConfig {
     pub file: BTreeMap<String, String>,
     /// The dynamic layers laid over the file (`config::dynamic`); empty at first.
     pub dynamic: dynamic::Layers,
+    /// How the layers' secrets are stored (`password.encoder.*`); `None` without a secret.
+    pub password_encoder: Option<crate::security::password_encoder::PasswordEncoder>,
 }
 
 /// Reads `key=value` lines; `#` and `!` start comments, as in Java properties.
@@ -318,6 +320,7 @@ impl BrokerConfig {
             settings: Settings::default(),
             file,
             dynamic: dynamic::Layers::default(),
+            password_encoder: dynamic::read_password_encoder(&mut p)?,
         };
         cfg.settings = p.settings();
         Ok(cfg)

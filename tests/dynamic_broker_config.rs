@@ -9,96 +9,9 @@ mod common;
 use std::time::Duration;
 
 use common::cluster::Cluster;
+use common::dynamic::*;
 use common::wait_until;
 use gregor::zk::broker_config;
-
-const CONFIGS: &str = "org.apache.kafka.tools.ConfigCommand";
-
-/// Runs kafka-configs, which must succeed; its output.
-fn configs(c: &Cluster, args: &[&str]) -> String {
-    let (ok, out, err) = common::java::run_kafka_tool(CONFIGS, &c.bootstrap(), args);
-    assert!(ok, "kafka-configs {args:?}:\n{out}\n{err}");
-    out
-}
-
-/// Runs kafka-configs, which must fail; what it said.
-fn configs_refused(c: &Cluster, args: &[&str]) -> String {
-    let (ok, out, err) = common::java::run_kafka_tool(CONFIGS, &c.bootstrap(), args);
-    assert!(!ok, "kafka-configs {args:?} succeeded:\n{out}");
-    format!("{out}\n{err}")
-}
-
-fn broker_args(entity: &str) -> Vec<&str> {
-    if entity.is_empty() {
-        vec!["--entity-type", "brokers", "--entity-default"]
-    } else {
-        vec!["--entity-type", "brokers", "--entity-name", entity]
-    }
-}
-
-/// `kafka-configs --alter` on a broker, or the defaults when `entity` is empty: `change` is
-/// `--add-config` or `--delete-config`.
-fn alter_config(c: &Cluster, entity: &str, change: &str, what: &str) -> String {
-    let args = [&broker_args(entity)[..], &["--alter", change, what]].concat();
-    configs(c, &args)
-}
-
-fn add_config(c: &Cluster, entity: &str, pairs: &str) -> String {
-    alter_config(c, entity, "--add-config", pairs)
-}
-
-fn delete_config(c: &Cluster, entity: &str, keys: &str) -> String {
-    alter_config(c, entity, "--delete-config", keys)
-}
-
-/// confluent-kafka's view of `keys` of broker `id` ("" for the defaults): value, source,
-/// read-only and sensitive flags of each.
-fn describe(c: &Cluster, id: &str, keys: &[&str]) -> serde_json::Value {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/broker_configs.py"
-    );
-    let mut cmd = common::python();
-    cmd.args([script, "describe", &c.bootstrap(), id])
-        .args(keys);
-    let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(60));
-    assert!(ok, "broker_configs.py describe failed:\n{out}\n{err}");
-    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{out:?}: {e}\n{err}"))
-}
-
-/// confluent-kafka's IncrementalAlterConfigs SET: "ok" or "error: …".
-fn alter(c: &Cluster, id: &str, args: &[&str]) -> String {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/clients/broker_configs.py"
-    );
-    let mut cmd = common::python();
-    cmd.args([script, "alter", &c.bootstrap(), id]).args(args);
-    let (ok, out, err) = common::run_with_deadline(&mut cmd, "", Duration::from_secs(60));
-    assert!(ok, "broker_configs.py alter failed:\n{out}\n{err}");
-    out.trim().to_owned()
-}
-
-/// (value, source) of `key` at broker `id`.
-fn value_and_source(c: &Cluster, id: i32, key: &str) -> (String, String) {
-    let d = describe(c, &id.to_string(), &[key]);
-    let e = &d[key];
-    (
-        e["value"].as_str().unwrap_or("null").to_owned(),
-        e["source"].as_str().unwrap().to_owned(),
-    )
-}
-
-/// Waits until every broker of `ids` reports `key` as `value` from `source`.
-fn wait_reported(c: &Cluster, ids: &[i32], key: &str, value: &str, source: &str) {
-    for &id in ids {
-        wait_until(
-            Duration::from_secs(30),
-            &format!("broker {id} to report {key}={value} from {source}"),
-            || value_and_source(c, id, key) == (value.to_owned(), source.to_owned()),
-        );
-    }
-}
 
 #[test]
 fn defaults_and_per_broker_values_are_reported_by_every_broker_and_kept_across_restarts() {

@@ -12,9 +12,12 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::config::BrokerConfig;
 use crate::config::dynamic::{self, Layers};
+use crate::network::tls::TlsAcceptor;
+use crate::security::password_encoder::PasswordEncoder;
 use crate::zk::{ZkClient, ZkError, broker_config};
 
 type Reconfigurable = Box<dyn Fn(&BrokerConfig) + Send + Sync>;
+type Validator = Box<dyn Fn(&BrokerConfig) -> Result<(), String> + Send + Sync>;
 
 pub struct DynamicBrokerConfig {
     broker_id: i32,
@@ -22,6 +25,12 @@ pub struct DynamicBrokerConfig {
     /// One reload at a time, so an older read never replaces a newer one.
     reload: Mutex<()>,
     reconfigurables: Mutex<Vec<Reconfigurable>>,
+    /// Called at every reload, whether a value changed or not: parts that read files a value
+    /// names (a keystore rewritten in place is read again, as Kafka reads a modified one).
+    rereaders: Mutex<Vec<Reconfigurable>>,
+    /// Checks a configuration this broker would run with beyond what reading it checks
+    /// (a keystore that loads and names itself as the served one).
+    validators: Mutex<Vec<Validator>>,
 }
 
 impl DynamicBrokerConfig {
@@ -32,6 +41,8 @@ impl DynamicBrokerConfig {
             current: RwLock::new(Arc::new(file)),
             reload: Mutex::new(()),
             reconfigurables: Mutex::new(Vec::new()),
+            rereaders: Mutex::new(Vec::new()),
+            validators: Mutex::new(Vec::new()),
         }
     }
 
@@ -45,14 +56,47 @@ impl DynamicBrokerConfig {
         self.reconfigurables.lock().push(Box::new(f));
     }
 
+    /// A TLS listener's keystore and truststore follow the configuration: a change is checked
+    /// against what the listener serves before it is stored, and served to new connections
+    /// once it is, as is a keystore file rewritten in place.
+    pub fn add_tls_listener(&self, name: &str, acceptor: Arc<TlsAcceptor>) {
+        let (check, reread) = (acceptor.clone(), acceptor);
+        let (n1, n2) = (name.to_owned(), name.to_owned());
+        self.add_validator(move |c| match c.security.tls.get(&n1) {
+            Some(s) => check.check(s),
+            None => Ok(()),
+        });
+        self.add_rereader(move |c| {
+            if let Some(s) = c.security.tls.get(&n2) {
+                reread.reconfigure(s);
+            }
+        });
+    }
+
+    /// `f` is called with the configuration at every reload, changed or not.
+    pub fn add_rereader(&self, f: impl Fn(&BrokerConfig) + Send + Sync + 'static) {
+        self.rereaders.lock().push(Box::new(f));
+    }
+
+    /// `f` must accept a configuration before this broker's layer is changed to it.
+    pub fn add_validator(
+        &self,
+        f: impl Fn(&BrokerConfig) -> Result<(), String> + Send + Sync + 'static,
+    ) {
+        self.validators.lock().push(Box::new(f));
+    }
+
     /// Reads both layers and, when they changed, runs with them. A stored value the whole
     /// configuration does not accept (written around the checks of the alter requests) keeps
     /// the previous configuration, with an error naming it.
     pub fn reload(&self, zk: &ZkClient) -> Result<(), ZkError> {
         let _one = self.reload.lock();
-        let layers = read_layers(zk, self.broker_id)?;
         let old = self.current();
+        let layers = read_layers(zk, self.broker_id, old.password_encoder.as_ref())?;
         if old.dynamic == layers {
+            for f in self.rereaders.lock().iter() {
+                f(&old);
+            }
             return Ok(());
         }
         let new = match old.with_dynamic(&layers) {
@@ -74,37 +118,84 @@ impl DynamicBrokerConfig {
         for f in self.reconfigurables.lock().iter() {
             f(&new);
         }
+        for f in self.rereaders.lock().iter() {
+            f(&new);
+        }
         Ok(())
     }
 
     /// Checks `layer` as the new keys of `entity` (this broker's id, another's, or
     /// `<default>`): every key dynamic with a value its row accepts, and the whole
     /// configuration this broker would run with accepted. Another broker's layer is checked
-    /// against this broker's file, the nearest this broker can see.
+    /// against this broker's file, the nearest this broker can see, and only this broker's
+    /// own layer against its files (a keystore is on the broker that serves it).
     pub fn validate(&self, entity: &str, layer: &BTreeMap<String, String>) -> Result<(), String> {
+        let default = entity == broker_config::DEFAULT;
         for (k, v) in layer {
             dynamic::check(k, v)?;
+            if default {
+                dynamic::check_default(k)?;
+            }
         }
         let now = self.current();
         let mut layers = now.dynamic.clone();
-        if entity == broker_config::DEFAULT {
+        if default {
             layers.default = layer.clone();
         } else {
             layers.broker = layer.clone();
         }
-        now.with_dynamic(&layers).map(|_| ()).map_err(|e| e.0)
+        let new = now.with_dynamic(&layers).map_err(|e| e.0)?;
+        if default || entity == self.broker_id.to_string() {
+            for f in self.validators.lock().iter() {
+                f(&new)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `entity`'s layer as stored, with its secrets decrypted.
+    pub fn read_layer(
+        &self,
+        zk: &ZkClient,
+        entity: &str,
+    ) -> Result<BTreeMap<String, String>, ZkError> {
+        let encoder = self.current().password_encoder.clone();
+        Ok(dynamic::decode_secrets(broker_config::read(zk, entity)?, encoder.as_ref(), entity).0)
+    }
+
+    /// Stores `layer` as `entity`'s, its secrets encrypted; an error when a secret cannot be.
+    pub fn encoded(
+        &self,
+        layer: &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, String> {
+        dynamic::encode_secrets(layer, self.current().password_encoder.as_ref())
     }
 }
 
-/// The defaults layer and this broker's, without what may not be stored there.
-fn read_layers(zk: &ZkClient, broker_id: i32) -> Result<Layers, ZkError> {
+/// The defaults layer and this broker's, their secrets decrypted, without what may not be
+/// stored there. Secrets stored under `password.encoder.old.secret` are stored again under
+/// the new one, as Kafka does at start.
+fn read_layers(
+    zk: &ZkClient,
+    broker_id: i32,
+    encoder: Option<&PasswordEncoder>,
+) -> Result<Layers, ZkError> {
     let id = broker_id.to_string();
+    let (default, _) = dynamic::decode_secrets(
+        broker_config::read(zk, broker_config::DEFAULT)?,
+        encoder,
+        broker_config::DEFAULT,
+    );
+    let (broker, under_old) = dynamic::decode_secrets(broker_config::read(zk, &id)?, encoder, &id);
+    if under_old && let Ok(stored) = dynamic::encode_secrets(&broker, encoder) {
+        log::info!(
+            "[Broker {id}] dynamic configuration's secrets stored again under the new `password.encoder.secret`"
+        );
+        broker_config::write(zk, &id, &stored)?;
+    }
     Ok(Layers {
-        default: dynamic::accepted(
-            broker_config::read(zk, broker_config::DEFAULT)?,
-            broker_config::DEFAULT,
-        ),
-        broker: dynamic::accepted(broker_config::read(zk, &id)?, &id),
+        default: dynamic::accepted(default, broker_config::DEFAULT),
+        broker: dynamic::accepted(broker, &id),
     })
 }
 

@@ -225,10 +225,13 @@ impl Broker {
                 .map_err(|e| err(&format!("cannot listen on {addr}"), &e))?;
             let inter_broker = l.name == ls.inter_broker;
             let tls = match config.security.tls.get(&l.name) {
-                Some(settings) => Some(Arc::new(
-                    TlsAcceptor::new(settings)
-                        .map_err(|e| err(&format!("listener {}", l.name), &e))?,
-                )),
+                Some(settings) => {
+                    let a = TlsAcceptor::new(&l.name, settings)
+                        .map_err(|e| err(&format!("listener {}", l.name), &e))?;
+                    let a = Arc::new(a);
+                    dynamic.add_tls_listener(&l.name, a.clone());
+                    Some(a)
+                }
                 None => None,
             };
             let spec = ListenerSpec {

@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 
 use super::keys::{self, Key};
-use super::{BrokerConfig, ConfigError};
+use super::{BrokerConfig, ConfigError, Props};
+use crate::security::password_encoder::{self as encoder, PasswordEncoder};
 
 /// The dynamic layers: key → value as stored in ZooKeeper.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,10 +38,49 @@ pub struct Synonym {
     pub source: Source,
 }
 
+/// The `ssl.` keys a listener's TLS is rebuilt from when they change (Kafka's
+/// `SslConfigs.RECONFIGURABLE_CONFIGS`, and the two that allow a new certificate to name
+/// itself differently): dynamic per listener and per broker only.
+const LISTENER_SSL: &[&str] = &[
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.key.password",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.certificates",
+    "ssl.allow.dn.changes",
+    "ssl.allow.san.changes",
+];
+
+/// Whether `name` is a per-listener key that may be set dynamically: a listener's TLS
+/// keystore or truststore, or one of its JAAS entries.
+pub fn dynamic_listener_key(name: &str) -> Option<&'static str> {
+    let (_, key) = keys::listener_key(name)?;
+    (LISTENER_SSL.contains(&key) || key.ends_with("sasl.jaas.config")).then_some(key)
+}
+
+/// Whether the value of a layer's key is a secret, stored encrypted.
+pub fn is_secret(name: &str) -> bool {
+    match keys::listener_key(name) {
+        Some((_, key)) => keys::listener_key_is_secret(key),
+        None => keys::find(name).is_some_and(|k| k.sensitive),
+    }
+}
+
 /// Whether `value` may be stored for `name` in a dynamic layer: a key of the table that the
-/// broker applies while it runs, with a value its row accepts. The message names the key,
-/// with Kafka's words for a key that cannot change at runtime.
+/// broker applies while it runs, or a listener's keystore, truststore or JAAS entry, with a
+/// value its row accepts. The message names the key, in Kafka's words where it has them.
 pub fn check(name: &str, value: &str) -> Result<(), String> {
+    if let Some(key) = dynamic_listener_key(name) {
+        return match keys::find(key) {
+            Some(row) => row.check_as(name, value),
+            None => Ok(()),
+        };
+    }
     let key = keys::find(name).ok_or_else(|| {
         if keys::listener_key(name).is_some() {
             format!("Cannot update these configs dynamically: {name}")
@@ -48,10 +88,103 @@ pub fn check(name: &str, value: &str) -> Result<(), String> {
             format!("unknown broker configuration key `{name}`")
         }
     })?;
+    if LISTENER_SSL.contains(&name) {
+        return Err(format!(
+            "These security configs can be dynamically updated only per-listener using the listener prefix: {name}"
+        ));
+    }
     if !key.dynamic {
         return Err(format!("Cannot update these configs dynamically: {name}"));
     }
     key.check(value)
+}
+
+/// Whether `name` may be set for every broker at once, Kafka's rule: a listener's keystore,
+/// truststore and JAAS entries belong to one broker.
+pub fn check_default(name: &str) -> Result<(), String> {
+    match dynamic_listener_key(name) {
+        Some(_) => Err(format!(
+            "Cannot update these configs at default cluster level, broker id must be specified: {name}"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `password.encoder.*`: how secrets are stored; `None` without a secret.
+pub(super) fn read_password_encoder(p: &mut Props) -> Result<Option<PasswordEncoder>, ConfigError> {
+    let secret: String = p.get("password.encoder.secret")?;
+    let old_secret: String = p.get("password.encoder.old.secret")?;
+    let factory: String = p.get("password.encoder.keyfactory.algorithm")?;
+    let _cipher: String = p.get("password.encoder.cipher.algorithm")?;
+    let key_length: usize = p.get("password.encoder.key.length")?;
+    let iterations: u32 = p.get("password.encoder.iterations")?;
+    Ok((!secret.is_empty()).then(|| PasswordEncoder {
+        secret,
+        old_secret: Some(old_secret).filter(|s| !s.is_empty()),
+        key_factory: if factory == encoder::PBKDF2_SHA256 {
+            encoder::PBKDF2_SHA256
+        } else {
+            encoder::PBKDF2_SHA512
+        },
+        key_length,
+        iterations,
+    }))
+}
+
+/// `layer` as stored in ZooKeeper: each secret encrypted. A secret cannot be stored without
+/// `password.encoder.secret`, as in Kafka.
+pub fn encode_secrets(
+    layer: &BTreeMap<String, String>,
+    encoder: Option<&PasswordEncoder>,
+) -> Result<BTreeMap<String, String>, String> {
+    layer
+        .iter()
+        .map(|(k, v)| {
+            if !is_secret(k) {
+                return Ok((k.clone(), v.clone()));
+            }
+            let e = encoder.ok_or_else(|| {
+                format!("`{k}` is a secret, stored encrypted with `password.encoder.secret`, which this broker does not have: set it in every broker's server.properties")
+            })?;
+            Ok((k.clone(), e.encode(v)))
+        })
+        .collect()
+}
+
+/// A layer as read from ZooKeeper with its secrets decrypted; a secret that cannot be (no
+/// encoder, another secret, a damaged value) is left out with an error logged. The flag says
+/// whether any was stored under `password.encoder.old.secret`.
+pub fn decode_secrets(
+    layer: BTreeMap<String, String>,
+    encoder: Option<&PasswordEncoder>,
+    what: &str,
+) -> (BTreeMap<String, String>, bool) {
+    let mut old = false;
+    let decoded = layer
+        .into_iter()
+        .filter_map(|(k, v)| {
+            if !is_secret(&k) {
+                return Some((k, v));
+            }
+            let Some(e) = encoder else {
+                log::error!(
+                    "dynamic broker configuration {what}: `{k}` ignored: it is a secret and this broker has no `password.encoder.secret`"
+                );
+                return None;
+            };
+            match e.decode(&v) {
+                Ok((plain, under_old)) => {
+                    old |= under_old;
+                    Some((k, plain))
+                }
+                Err(err) => {
+                    log::error!("dynamic broker configuration {what}: `{k}` ignored: {}", err.0);
+                    None
+                }
+            }
+        })
+        .collect();
+    (decoded, old)
 }
 
 /// A layer without what `check` refuses (a value written to ZooKeeper by other means, or by a
@@ -176,6 +309,30 @@ mod tests {
     }
 
     #[test]
+    fn secrets_are_stored_encrypted_and_only_with_an_encoder() {
+        let c = file("password.encoder.secret=enc-secret\npassword.encoder.iterations=1024\n");
+        let enc = c.password_encoder.as_ref().unwrap();
+        let layer = layer(&[
+            ("listener.name.ssl.ssl.key.password", "key-pass"),
+            ("log.retention.bytes", "5"),
+        ]);
+        let stored = encode_secrets(&layer, Some(enc)).unwrap();
+        assert_eq!(stored["log.retention.bytes"], "5");
+        assert!(!stored["listener.name.ssl.ssl.key.password"].contains("key-pass"));
+        assert_eq!(
+            decode_secrets(stored.clone(), Some(enc), "t"),
+            (layer.clone(), false)
+        );
+        // Without the secret nothing is stored, and a stored one is left out.
+        let e = encode_secrets(&layer, None).unwrap_err();
+        assert!(e.contains("password.encoder.secret"), "{e}");
+        let (read, _) = decode_secrets(stored, None, "t");
+        assert_eq!(read.keys().collect::<Vec<_>>(), ["log.retention.bytes"]);
+        assert!(file("").password_encoder.is_none());
+        assert!(format!("{enc:?}").find("enc-secret").is_none());
+    }
+
+    #[test]
     fn a_retention_in_hours_stands_in_for_milliseconds() {
         let c = file("");
         let ms = keys::find("log.retention.ms").unwrap();
@@ -211,6 +368,15 @@ mod tests {
             e.contains("log.retention.bytes") && e.contains("number"),
             "{e}"
         );
+        // A listener's keystore per listener and per broker; unprefixed, Kafka's words.
+        assert!(check("listener.name.ssl.ssl.keystore.location", "/k.pem").is_ok());
+        assert!(check("listener.name.sasl_ssl.plain.sasl.jaas.config", "x").is_ok());
+        let e = check("ssl.keystore.location", "/k.pem").unwrap_err();
+        assert!(e.starts_with("These security configs can be dynamically updated only per-listener using the listener prefix"), "{e}");
+        assert!(check("listener.name.ssl.ssl.client.auth", "required").is_err());
+        let e = check_default("listener.name.ssl.ssl.key.password").unwrap_err();
+        assert!(e.contains("broker id must be specified"), "{e}");
+        assert!(check_default("log.retention.bytes").is_ok());
         let kept = accepted(
             layer(&[("broker.id", "3"), ("min.insync.replicas", "2")]),
             "t",

@@ -142,6 +142,8 @@ pub(super) fn settings(
         verify_hostname,
         principal_rules: PrincipalRules::parse(&get("ssl.principal.mapping.rules")?.1)
             .map_err(ConfigError)?,
+        allow_dn_changes: get("ssl.allow.dn.changes")?.1 == "true",
+        allow_san_changes: get("ssl.allow.san.changes")?.1 == "true",
     })
 }
 

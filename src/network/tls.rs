@@ -22,7 +22,9 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use super::transport::Transport;
 use crate::security::Principal;
-use crate::security::tls::{ClientAuth, Pem, PrincipalRules, TlsSettings, subject_name};
+use parking_lot::RwLock;
+
+use crate::security::tls::{ClientAuth, Pem, TlsSettings, subject_alt_names, subject_name};
 
 /// How long a client has to complete its TLS handshake.
 pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
@@ -237,25 +239,108 @@ impl ServerCertVerifier for AnyName {
     }
 }
 
-/// A TLS listener's acceptor: its configuration and how a client certificate names its
-/// principal.
+/// A TLS listener's acceptor: its configuration, swapped whole when the listener's keystore
+/// or truststore changes while the broker runs (KIP-226), so new connections get the new
+/// certificate and open ones keep the one they started with.
 pub struct TlsAcceptor {
+    listener: String,
+    served: RwLock<Arc<Served>>,
+}
+
+/// What a listener serves, with what it was built from.
+struct Served {
+    settings: TlsSettings,
+    /// A digest of the PEM files' text, so a keystore rewritten in place is read again.
+    files: Vec<u8>,
+    /// The leaf certificate's subject and subject alternative names.
+    names: (String, Vec<String>),
     config: Arc<ServerConfig>,
-    rules: PrincipalRules,
 }
 
 impl std::fmt::Debug for TlsAcceptor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TlsAcceptor")
+        write!(f, "TlsAcceptor({})", self.listener)
     }
 }
 
+/// A digest of the text of every file `s` names.
+fn files_digest(s: &TlsSettings) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in [&s.key, &s.chain, &s.trust].into_iter().flatten() {
+        if let Pem::File(path) = p {
+            h.update(std::fs::read(path).unwrap_or_default());
+            h.update([0]);
+        }
+    }
+    h.finalize().to_vec()
+}
+
+fn build(s: &TlsSettings) -> Result<Served, String> {
+    let chain = certificates(s.chain.as_ref().ok_or("no certificate chain")?, "keystore")?;
+    let names = (subject_name(&chain[0])?, subject_alt_names(&chain[0])?);
+    Ok(Served {
+        settings: s.clone(),
+        files: files_digest(s),
+        names,
+        config: server_config(s)?,
+    })
+}
+
 impl TlsAcceptor {
-    pub fn new(s: &TlsSettings) -> Result<TlsAcceptor, String> {
+    pub fn new(listener: &str, s: &TlsSettings) -> Result<TlsAcceptor, String> {
         Ok(TlsAcceptor {
-            config: server_config(s)?,
-            rules: s.principal_rules.clone(),
+            listener: listener.to_owned(),
+            served: RwLock::new(Arc::new(build(s)?)),
         })
+    }
+
+    /// What the listener would serve with `new`, when that differs from what it serves —
+    /// settings or the files' text — and may replace it: a keystore that loads, whose
+    /// certificate names itself as the served one does unless `ssl.allow.dn.changes` /
+    /// `ssl.allow.san.changes` say otherwise (Kafka's check, so that a certificate for
+    /// another host is not put on a listener by mistake).
+    fn replacement(&self, new: &TlsSettings) -> Result<Option<Served>, String> {
+        let now = self.served.read().clone();
+        if now.settings == *new && now.files == files_digest(new) {
+            return Ok(None);
+        }
+        let l = &self.listener;
+        let next = build(new).map_err(|e| format!("listener {l}: {e}"))?;
+        let ((dn, san), (new_dn, new_san)) = (&now.names, &next.names);
+        if dn != new_dn && !new.allow_dn_changes {
+            return Err(format!(
+                "listener {l}: Keystore DistinguishedName does not match: existing={{DN={dn}}}, new={{DN={new_dn}}} (set `ssl.allow.dn.changes` to allow it)"
+            ));
+        }
+        if san != new_san && !new.allow_san_changes {
+            return Err(format!(
+                "listener {l}: Keystore SubjectAltNames do not match: existing={{SAN={san:?}}}, new={{SAN={new_san:?}}} (set `ssl.allow.san.changes` to allow it)"
+            ));
+        }
+        Ok(Some(next))
+    }
+
+    /// Whether the listener may take `new`: the check of a change before it is stored.
+    pub fn check(&self, new: &TlsSettings) -> Result<(), String> {
+        self.replacement(new).map(|_| ())
+    }
+
+    /// Serves `new` to the connections accepted from now on, when it differs from what is
+    /// served and passes `check`; a refusal keeps the served configuration, logged.
+    pub fn reconfigure(&self, new: &TlsSettings) {
+        match self.replacement(new) {
+            Ok(None) => {}
+            Ok(Some(next)) => {
+                log::info!(
+                    "listener {}: new TLS keystore/truststore served to new connections (certificate {})",
+                    self.listener,
+                    next.names.0
+                );
+                *self.served.write() = Arc::new(next);
+            }
+            Err(e) => log::error!("{e}; the listener keeps its current certificate"),
+        }
     }
 
     /// Completes the server side of a handshake within `HANDSHAKE_DEADLINE`: the connection,
@@ -278,7 +363,8 @@ impl TlsAcceptor {
                 ));
             }
         }
-        let mut conn = ServerConnection::new(self.config.clone()).map_err(|e| e.to_string())?;
+        let served = self.served.read().clone();
+        let mut conn = ServerConnection::new(served.config.clone()).map_err(|e| e.to_string())?;
         let mut sock = sock;
         let started = Instant::now();
         while conn.is_handshaking() {
@@ -297,7 +383,9 @@ impl TlsAcceptor {
             }
         }
         let principal = match conn.peer_certificates().and_then(|c| c.first()) {
-            Some(cert) => Some(Principal::user(&self.rules.apply(&subject_name(cert)?))),
+            Some(cert) => Some(Principal::user(
+                &served.settings.principal_rules.apply(&subject_name(cert)?),
+            )),
             None => None,
         };
         Ok((

@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod jaas;
+pub mod password_encoder;
 pub mod scram;
 pub mod scram_client;
 pub mod scram_server;

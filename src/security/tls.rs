@@ -54,6 +54,10 @@ pub struct TlsSettings {
     /// `ssl.endpoint.identification.algorithm=https`: a client checks the server's name.
     pub verify_hostname: bool,
     pub principal_rules: PrincipalRules,
+    /// `ssl.allow.dn.changes` / `ssl.allow.san.changes`: whether a keystore changed while the
+    /// broker runs may name itself differently from the one it replaces.
+    pub allow_dn_changes: bool,
+    pub allow_san_changes: bool,
 }
 
 impl std::fmt::Debug for TlsSettings {
@@ -235,6 +239,26 @@ pub fn subject_name(cert_der: &[u8]) -> Result<String, String> {
     }
     rdns.reverse();
     Ok(rdns.join(","))
+}
+
+/// The subject alternative names of a DER certificate, sorted, each as `DNS:name`,
+/// `IP:address` and so on: what a replacement certificate must keep (Kafka's check on a
+/// keystore changed while the broker runs).
+pub fn subject_alt_names(cert_der: &[u8]) -> Result<Vec<String>, String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(cert_der)
+        .map_err(|e| format!("unreadable certificate: {e}"))?;
+    let mut names: Vec<String> = match cert.subject_alternative_name() {
+        Ok(Some(ext)) => ext
+            .value
+            .general_names
+            .iter()
+            .map(|n| format!("{n}"))
+            .collect(),
+        Ok(None) => Vec::new(),
+        Err(e) => return Err(format!("unreadable subject alternative names: {e}")),
+    };
+    names.sort();
+    Ok(names)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 pub mod brokers;
 pub mod certs;
 pub mod cluster;
+pub mod dynamic;
 pub mod java;
 pub mod logs;
 pub mod net;

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use super::KafkaApis;
 use super::configs::{named_once, wanted};
-use crate::config::dynamic::Source;
+use crate::config::BrokerConfig;
+use crate::config::dynamic::{self, Source};
 use crate::config::keys::{self, Type};
 use crate::protocol::ErrorCode;
 use crate::protocol::admin_configs::{
@@ -93,7 +94,7 @@ impl KafkaApis {
                 ),
             ));
         }
-        Ok(config
+        let mut described: Vec<DescribedConfig> = config
             .settings
             .iter()
             .filter(|s| wanted(&res.keys, s.key.name))
@@ -116,7 +117,9 @@ impl KafkaApis {
                 };
                 entry(s.key, s.value.clone(), source, synonyms)
             })
-            .collect())
+            .collect();
+        described.extend(listener_entries(&config, res, include_synonyms));
+        Ok(described)
     }
 
     /// Sets a broker's layer or the defaults: checked here, written, announced, and applied
@@ -137,7 +140,7 @@ impl KafkaApis {
         }
         let entity = broker_config::entity(&res.name);
         let mut layer = if incremental {
-            broker_config::read(&self.zk, entity).map_err(zk_err)?
+            self.dynamic.read_layer(&self.zk, entity).map_err(zk_err)?
         } else {
             BTreeMap::new()
         };
@@ -148,10 +151,11 @@ impl KafkaApis {
         self.dynamic
             .validate(entity, &layer)
             .map_err(|e| invalid(format!("Invalid config value for broker `{entity}`: {e}")))?;
+        let stored = self.dynamic.encoded(&layer).map_err(invalid)?;
         if validate_only {
             return Ok(());
         }
-        broker_config::write(&self.zk, entity, &layer).map_err(zk_err)?;
+        broker_config::write(&self.zk, entity, &stored).map_err(zk_err)?;
         log::info!(
             "[Broker {}] dynamic configuration of {entity} set to {}",
             self.broker_id,
@@ -210,6 +214,53 @@ impl KafkaApis {
     }
 }
 
+/// The per-listener keys set for this broker (`listener.name.<l>.…`), from its dynamic
+/// layer or its file: the most specific value with its source, secrets without a value.
+fn listener_entries(
+    config: &BrokerConfig,
+    res: &ConfigResource,
+    include_synonyms: bool,
+) -> Vec<DescribedConfig> {
+    let layers = [
+        (&config.dynamic.broker, SOURCE_DYNAMIC_BROKER),
+        (&config.file, SOURCE_STATIC_BROKER),
+    ];
+    let mut names: Vec<&String> = layers
+        .iter()
+        .flat_map(|(m, _)| m.keys())
+        .filter(|k| keys::listener_key(k).is_some() && wanted(&res.keys, k))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let secret = dynamic::is_secret(name);
+            let found: Vec<ConfigSynonym> = layers
+                .iter()
+                .filter_map(|(m, source)| {
+                    Some(ConfigSynonym {
+                        name: name.clone(),
+                        value: m.get(name).cloned().filter(|_| !secret),
+                        source: *source,
+                    })
+                    .filter(|_| m.contains_key(name))
+                })
+                .collect();
+            DescribedConfig {
+                name: name.clone(),
+                value: found[0].value.clone(),
+                read_only: dynamic::dynamic_listener_key(name).is_none(),
+                source: found[0].source,
+                sensitive: secret,
+                config_type: if secret { Type::Password } else { Type::String } as i8,
+                documentation: None,
+                synonyms: if include_synonyms { found } else { Vec::new() },
+            }
+        })
+        .collect()
+}
+
 fn split_list(text: &str) -> Vec<String> {
     text.split(',')
         .map(str::trim)
@@ -222,9 +273,12 @@ fn split_list(text: &str) -> Vec<String> {
 fn shown(layer: &BTreeMap<String, String>) -> String {
     let entries: Vec<String> = layer
         .iter()
-        .map(|(k, v)| match keys::find(k) {
-            Some(key) if key.sensitive => format!("{k}=(secret)"),
-            _ => format!("{k}={v}"),
+        .map(|(k, v)| {
+            if dynamic::is_secret(k) {
+                format!("{k}=(secret)")
+            } else {
+                format!("{k}={v}")
+            }
         })
         .collect();
     format!("{{{}}}", entries.join(", "))

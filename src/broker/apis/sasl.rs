@@ -36,8 +36,14 @@ impl KafkaApis {
         else {
             return None;
         };
-        let listener = self.config.security.listener(&conn.listener)?;
-        Some(match self.step(exchange, frame, conn, listener) {
+        // The configuration running now: a listener's JAAS entry may change while it runs.
+        let listener = self
+            .dynamic
+            .current()
+            .security
+            .listener(&conn.listener)?
+            .clone();
+        Some(match self.step(exchange, frame, conn, &listener) {
             Ok((token, _)) => {
                 out.extend_from_slice(&token);
                 Action::Respond
@@ -55,9 +61,16 @@ impl KafkaApis {
         out: &mut Response,
     ) -> Action {
         let conn = cx.conn;
-        let Some(listener) = self.config.security.listener(&conn.listener) else {
+        let Some(listener) = self
+            .dynamic
+            .current()
+            .security
+            .listener(&conn.listener)
+            .cloned()
+        else {
             return Action::Close;
         };
+        let listener = &*listener;
         let answer = match cx.api_key {
             header::SASL_HANDSHAKE => cx
                 .read::<SaslHandshakeRequest>(body)
