@@ -15,6 +15,7 @@ pub mod dynamic;
 pub mod keys;
 mod listeners;
 mod props;
+pub mod replication_throttle;
 pub mod security;
 mod tls;
 pub mod transactions;
@@ -143,6 +144,8 @@ pub struct BrokerConfig {
     /// `quota.window.size.seconds`; controller mutations over the `controller.` pair.
     pub quota_windows: (usize, Duration),
     pub controller_quota_windows: (usize, Duration),
+    /// The replication throttles' rates (KIP-73; the throttled replicas are topics' settings).
+    pub replication_rates: replication_throttle::ReplicationRates,
     /// Every key as the broker runs with it, for DescribeConfigs.
     pub settings: Settings,
     /// `server.properties` (with `--override`s) as given, under the dynamic layers.
@@ -317,6 +320,7 @@ impl BrokerConfig {
                 p.get("controller.quota.window.num")?,
                 Duration::from_secs(p.get("controller.quota.window.size.seconds")?),
             ),
+            replication_rates: replication_throttle::read(&mut p)?,
             settings: Settings::default(),
             file,
             dynamic: dynamic::Layers::default(),

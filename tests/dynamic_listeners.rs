@@ -204,32 +204,18 @@ fn a_keystore_rotated_with_kafka_configs_is_served_to_new_connections_without_a_
     let other = l
         .certs
         .issue("other", "/O=gregor/CN=someone-else", "ca", 30, None);
-    let said = configs_refused(
+    let said = add_config_refused(
         &l.c,
-        &[
-            &broker_args("1")[..],
-            &[
-                "--alter",
-                "--add-config",
-                &format!("listener.name.ssl.ssl.keystore.location={other}"),
-            ],
-        ]
-        .concat(),
+        "1",
+        &format!("listener.name.ssl.ssl.keystore.location={other}"),
     );
     assert!(said.contains("DistinguishedName does not match"), "{said}");
     assert_eq!(zk_node(&l.c, "/config/brokers/1"), node);
     // A keystore is one broker's: not a cluster-wide default.
-    let said = configs_refused(
+    let said = add_config_refused(
         &l.c,
-        &[
-            &broker_args("")[..],
-            &[
-                "--alter",
-                "--add-config",
-                &format!("listener.name.ssl.ssl.keystore.location={rotated}"),
-            ],
-        ]
-        .concat(),
+        "",
+        &format!("listener.name.ssl.ssl.keystore.location={rotated}"),
     );
     assert!(said.contains("broker id must be specified"), "{said}");
 

@@ -218,9 +218,9 @@ fn kafka_log_dirs_describes_each_brokers_directory_and_partition_sizes() {
 }
 
 /// A partition's move through kafka-reassign-partitions.sh, end to end: --generate proposes
-/// brokers of the list given, --execute starts the move, --verify (with --preserve-throttles:
-/// clearing the throttles needs dynamic broker configuration, which gregor does not have yet)
-/// sees it complete, and the data is on the new replicas. Then a move that cannot finish —
+/// brokers of the list given, --execute starts the move, --verify sees it complete (and clears
+/// the replication throttles, none here: `replication_throttle` moves one with them), and the
+/// data is on the new replicas. Then a move that cannot finish —
 /// its new replica's broker cannot make the partition's directory (a file has its name) — is
 /// listed with what it adds and removes, verified as in progress, and cancelled: the original
 /// replicas are back and nothing is listed.
@@ -276,14 +276,7 @@ fn kafka_reassign_partitions_moves_lists_and_cancels() {
         out.contains("Successfully started partition reassignment for m-0"),
         "{out}"
     );
-    let verify = |f: &str| {
-        run(&[
-            "--verify",
-            "--reassignment-json-file",
-            f,
-            "--preserve-throttles",
-        ])
-    };
+    let verify = |f: &str| run(&["--verify", "--reassignment-json-file", f]);
     wait_until(
         Duration::from_secs(60),
         "the move to [2, 3] to complete",
@@ -307,12 +300,7 @@ fn kafka_reassign_partitions_moves_lists_and_cancels() {
         "{out}"
     );
     assert!(verify(&stuck).contains("Reassignment of partition n-0 is still in progress."));
-    let out = run(&[
-        "--cancel",
-        "--reassignment-json-file",
-        &stuck,
-        "--preserve-throttles",
-    ]);
+    let out = run(&["--cancel", "--reassignment-json-file", &stuck]);
     assert!(
         out.contains("Successfully cancelled partition reassignment for: n-0"),
         "{out}"

@@ -14,6 +14,7 @@ use crate::config::BrokerConfig;
 use crate::config::dynamic::{self, Layers};
 use crate::network::tls::TlsAcceptor;
 use crate::security::password_encoder::PasswordEncoder;
+use crate::security::tls::TlsSettings;
 use crate::zk::{ZkClient, ZkError, broker_config};
 
 type Reconfigurable = Box<dyn Fn(&BrokerConfig) + Send + Sync>;
@@ -56,11 +57,16 @@ impl DynamicBrokerConfig {
         self.reconfigurables.lock().push(Box::new(f));
     }
 
-    /// A TLS listener's keystore and truststore follow the configuration: a change is checked
-    /// against what the listener serves before it is stored, and served to new connections
-    /// once it is, as is a keystore file rewritten in place.
-    pub fn add_tls_listener(&self, name: &str, acceptor: Arc<TlsAcceptor>) {
-        let (check, reread) = (acceptor.clone(), acceptor);
+    /// A TLS listener's acceptor, whose keystore and truststore follow the configuration: a
+    /// change is checked against what the listener serves before it is stored, and served to
+    /// new connections once it is, as is a keystore file rewritten in place.
+    pub fn tls_listener(
+        &self,
+        name: &str,
+        settings: &TlsSettings,
+    ) -> Result<Arc<TlsAcceptor>, String> {
+        let acceptor = Arc::new(TlsAcceptor::new(name, settings)?);
+        let (check, reread) = (acceptor.clone(), acceptor.clone());
         let (n1, n2) = (name.to_owned(), name.to_owned());
         self.add_validator(move |c| match c.security.tls.get(&n1) {
             Some(s) => check.check(s),
@@ -71,6 +77,7 @@ impl DynamicBrokerConfig {
                 reread.reconfigure(s);
             }
         });
+        Ok(acceptor)
     }
 
     /// `f` is called with the configuration at every reload, changed or not.

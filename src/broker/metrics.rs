@@ -125,6 +125,30 @@ fn replica_families(b: &Broker, out: &mut Vec<MetricFamily>) {
         .single(c.lso_lag_max as f64),
     );
     purgatory_families(&b.replica_manager.purgatory, out);
+    replication_quota_families(&b.replica_manager, out);
+}
+
+/// KIP-73's throttles, in the JMX exporter's names of Kafka's `LeaderReplication` and
+/// `FollowerReplication` `byte-rate`, with the bytes behind them.
+fn replication_quota_families(rm: &ReplicaManager, out: &mut Vec<MetricFamily>) {
+    let mut total = Family::counter(
+        "gregor_replication_throttled_bytes_total",
+        "Bytes of throttled replicas moved (KIP-73), as leader and as follower",
+    );
+    for (side, quota) in [
+        ("leader", &rm.leader_quota),
+        ("follower", &rm.follower_quota),
+    ] {
+        out.push(
+            Family::gauge(
+                &format!("kafka_server_{side}replication_byte_rate"),
+                &format!("Bytes a second of throttled replicas moved as {side}, over the replication quota windows"),
+            )
+            .single(quota.byte_rate()),
+        );
+        total.add(&[("side", side)], quota.total_bytes() as f64);
+    }
+    out.push(total.done());
 }
 
 /// The transaction coordinator: its transactional ids by state, and Kafka's

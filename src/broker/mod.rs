@@ -23,6 +23,7 @@ pub mod producer_ids;
 pub mod purgatory;
 pub mod replica_fetcher;
 pub mod replica_manager;
+pub mod replication_quota;
 mod session_fence;
 mod topic_configs;
 pub mod txn_coordinator;
@@ -42,7 +43,6 @@ use crate::coordinator::{Coordinator, CoordinatorConfig};
 use crate::log::{LogConfig, LogManager, LogSettings};
 use crate::metrics::BrokerMetrics;
 use crate::metrics::http::MetricsServer;
-use crate::network::tls::TlsAcceptor;
 use crate::network::{ConnectionQuotas, ListenerSpec, RequestPool, SocketServer};
 use crate::protocol::EndPoint;
 use crate::zk::{ZkClient, paths};
@@ -225,13 +225,11 @@ impl Broker {
                 .map_err(|e| err(&format!("cannot listen on {addr}"), &e))?;
             let inter_broker = l.name == ls.inter_broker;
             let tls = match config.security.tls.get(&l.name) {
-                Some(settings) => {
-                    let a = TlsAcceptor::new(&l.name, settings)
-                        .map_err(|e| err(&format!("listener {}", l.name), &e))?;
-                    let a = Arc::new(a);
-                    dynamic.add_tls_listener(&l.name, a.clone());
-                    Some(a)
-                }
+                Some(settings) => Some(
+                    dynamic
+                        .tls_listener(&l.name, settings)
+                        .map_err(|e| err(&format!("listener {}", l.name), &e))?,
+                ),
                 None => None,
             };
             let spec = ListenerSpec {

@@ -123,6 +123,25 @@ impl Partition {
         *self.overrides.write() = o;
     }
 
+    /// Whether this broker, leading, holds `replica`'s fetches to the leader's replication
+    /// throttle: the topic lists this partition's replica here and `replica` is out of sync
+    /// (KIP-73: an in-sync replica is never throttled, so no throttle takes one out of the ISR).
+    pub fn leader_throttles(&self, replica: i32) -> bool {
+        self.overrides
+            .read()
+            .leader_throttled
+            .covers(self.partition, self.broker_id)
+            && !self.lock().isr.contains(&replica)
+    }
+
+    /// Whether this broker's replica, following, is listed for the follower's throttle.
+    pub fn follower_throttled(&self) -> bool {
+        self.overrides
+            .read()
+            .follower_throttled
+            .covers(self.partition, self.broker_id)
+    }
+
     /// Whether the topic is compacted (`cleanup.policy` of the topic, or the broker's
     /// `log.cleanup.policy`): its records need keys.
     pub fn is_compacted(&self, broker_default: crate::config::CleanupPolicy) -> bool {

@@ -20,18 +20,19 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::partition::Partition;
+use super::replication_quota::ReplicationQuota;
 use crate::config::BrokerConfig;
 use crate::network::BlockingChannel;
 use crate::network::ClientSecurity;
 use crate::protocol::fetch::{self, FetchPartition, FetchRequest, FetchResponse};
 use crate::protocol::header::FETCH;
-use crate::protocol::offsets::{EARLIEST_TIME, LATEST_TIME};
 use crate::protocol::{BrokerInfo, ErrorCode};
 
 mod compare;
 mod truncation;
 
-use compare::{append_fetched, cut_to};
+use compare::append_fetched;
+use truncation::{handle_offset_out_of_range, leader_ends};
 
 use crate::protocol::TopicPartition;
 
@@ -53,6 +54,8 @@ struct FetchSettings {
     min_bytes: i32,
     /// How to dial the leader's inter-broker listener.
     security: ClientSecurity,
+    /// The follower's replication throttle (KIP-73).
+    quota: Arc<ReplicationQuota>,
 }
 
 struct Followed {
@@ -66,6 +69,8 @@ struct Followed {
     ask_epoch: Option<i32>,
     /// No longer followed by this fetcher: nothing more is appended.
     removed: bool,
+    /// At the leader's high watermark as of its last answer: in sync, never throttled.
+    caught_up: bool,
 }
 
 /// A followed partition, under its own lock.
@@ -97,7 +102,7 @@ fn fetcher_index(tp: &TopicPartition, count: usize) -> usize {
 }
 
 impl ReplicaFetcherManager {
-    pub fn new(cfg: &BrokerConfig) -> Self {
+    pub fn new(cfg: &BrokerConfig, quota: Arc<ReplicationQuota>) -> Self {
         ReplicaFetcherManager {
             settings: FetchSettings {
                 broker_id: cfg.broker_id,
@@ -106,6 +111,7 @@ impl ReplicaFetcherManager {
                 max_wait: cfg.replica_fetch_wait_max,
                 min_bytes: cfg.replica_fetch_min_bytes,
                 security: cfg.inter_broker_client.clone(),
+                quota,
             },
             count: cfg.num_replica_fetchers.into(),
             fetchers: Mutex::new(HashMap::new()),
@@ -137,6 +143,7 @@ impl ReplicaFetcherManager {
                     verify_until: e.verify_until,
                     ask_epoch: e.ask_epoch,
                     removed: false,
+                    caught_up: e.caught_up,
                 };
                 let id = (f.source.id, fetcher_index(&tp, count));
                 fetchers
@@ -183,6 +190,7 @@ impl ReplicaFetcherManager {
                 verify_until,
                 ask_epoch,
                 removed: false,
+                caught_up: false,
             })),
         );
     }
@@ -281,11 +289,12 @@ impl Fetcher {
                 }
                 epoch_failures = 0;
             }
-            let request = self.build_request(s);
+            let (request, held) = self.build_request(s);
             if request.topics.is_empty() {
                 // Every partition still waits for its epoch answer (a leader not yet
-                // leading at our epoch answers with an error).
-                std::thread::sleep(BACKOFF);
+                // leading at our epoch answers with an error), or for the throttle.
+                let wait = if held { s.quota.delay() } else { BACKOFF };
+                std::thread::sleep(wait.clamp(Duration::from_millis(1), BACKOFF));
                 continue;
             }
             let resp: FetchResponse = match c.send(FETCH, fetch::CLIENT_VERSION, &request) {
@@ -318,8 +327,12 @@ impl Fetcher {
 
     /// The next Fetch. Each entry's lock is taken under the map's (never the other way round,
     /// so this cannot deadlock with `apply`, which looks entries up before locking one).
-    fn build_request(&self, s: &FetchSettings) -> FetchRequest {
+    /// With whether a throttled partition was left out (its wait is then cut to when the
+    /// throttle lets it go again).
+    fn build_request(&self, s: &FetchSettings) -> (FetchRequest, bool) {
         let mut by_topic: HashMap<String, Vec<FetchPartition>> = HashMap::new();
+        // Asked once per request, and only when a throttled partition is behind.
+        let mut held: Option<bool> = None;
         for (
             TopicPartition {
                 topic: t,
@@ -332,20 +345,32 @@ impl Fetcher {
             if f.ask_epoch.is_some() {
                 continue; // not before our log is cut where the leader's parts from it
             }
+            if !f.caught_up
+                && f.partition.follower_throttled()
+                && *held.get_or_insert_with(|| s.quota.exceeded())
+            {
+                continue; // over the follower's throttle: left for a later request
+            }
             by_topic
                 .entry(t.clone())
                 .or_default()
                 .push(FetchPartition::new(*p, f.fetch_offset, s.max_bytes));
         }
-        FetchRequest {
+        let held = held == Some(true);
+        let max_wait = match held {
+            true => s.max_wait.min(s.quota.delay()),
+            false => s.max_wait,
+        };
+        let request = FetchRequest {
             max_bytes: s.response_max_bytes,
             ..FetchRequest::new(
                 s.broker_id,
-                s.max_wait.as_millis() as i32,
+                max_wait.as_millis() as i32,
                 s.min_bytes,
                 by_topic.into_iter().collect(),
             )
-        }
+        };
+        (request, held)
     }
 
     /// Applies a fetch response, each partition under its own lock; false when every
@@ -387,8 +412,16 @@ impl Fetcher {
                 match ErrorCode::from_code(p.error_code) {
                     ErrorCode::None => {
                         progress = true;
+                        let throttled = !f.caught_up && f.partition.follower_throttled();
                         match append_fetched(&mut f, &p.message_set, p.high_watermark) {
-                            Ok(()) => f.partition.metrics.replicated(p.message_set.len() as u64),
+                            Ok(()) => {
+                                let n = p.message_set.len() as u64;
+                                f.partition.metrics.replicated(n);
+                                if throttled {
+                                    s.quota.record(n);
+                                }
+                                f.caught_up = f.fetch_offset >= p.high_watermark;
+                            }
                             Err(e) => log::error!(
                                 "{tag} {}-{}: cannot append fetched data: {e}",
                                 tp.topic,
@@ -432,55 +465,4 @@ impl Fetcher {
         }
         progress
     }
-}
-
-/// The leader's log end and, when our fetch offset `asked` is not past it, its log start.
-fn leader_ends(
-    chan: &mut BlockingChannel,
-    me: i32,
-    partition: &Partition,
-    asked: i64,
-) -> Result<(i64, Option<i64>), String> {
-    let end = chan.list_offset_as(me, &partition.topic, partition.partition, LATEST_TIME)?;
-    if end < asked {
-        return Ok((end, None));
-    }
-    Ok((
-        end,
-        Some(chan.list_offset_as(me, &partition.topic, partition.partition, EARLIEST_TIME)?),
-    ))
-}
-
-/// Kafka 0.8's rule: when the leader's log ends before our fetch offset, truncate to the
-/// leader's end; when it starts after it (retention), drop our log and start at the leader's
-/// start.
-fn handle_offset_out_of_range(
-    tag: &str,
-    f: &mut Followed,
-    (leader_end, leader_start): (i64, Option<i64>),
-) -> Result<(), String> {
-    let partition = f.partition.clone();
-    let log = &partition.log;
-    let (t, p) = (&partition.topic, partition.partition);
-    if leader_end < f.fetch_offset {
-        let ours = f.fetch_offset;
-        cut_to(f, leader_end).map_err(|e| e.to_string())?;
-        log::warn!(
-            "{tag} {t}-{p}: our offset {ours} is past the leader's end {leader_end}; truncated to {}",
-            f.fetch_offset
-        );
-    } else {
-        let leader_start = leader_start.ok_or("the leader's log start is not known")?;
-        log.truncate_fully_and_start_at(leader_start)
-            .map_err(|e| e.to_string())?;
-        log::warn!(
-            "{tag} {t}-{p}: our offset {} is before the leader's start {leader_start}; log reset to start there",
-            f.fetch_offset
-        );
-        f.fetch_offset = leader_start;
-        f.verify_until = leader_start;
-        f.partition.set_high_watermark(leader_start);
-        f.partition.watchers.wake_all();
-    }
-    Ok(())
 }

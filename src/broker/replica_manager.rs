@@ -5,6 +5,7 @@
 //! the same partition cannot interleave; the partition map is an `RwLock` read by every
 //! produce and fetch.
 
+use super::replication_quota::ReplicationQuota;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,6 +78,10 @@ pub struct ReplicaManager {
     /// The partitions a lost ZooKeeper session fenced, until it is back (`session_fence`).
     pub(super) fenced: Mutex<Vec<Arc<Partition>>>,
     pub metrics: Arc<BrokerMetrics>,
+    /// KIP-73's throttles: what this broker serves throttled followers as leader, and what
+    /// its fetchers fetch for throttled replicas (`replication_quota`).
+    pub leader_quota: Arc<ReplicationQuota>,
+    pub follower_quota: Arc<ReplicationQuota>,
 }
 
 impl ReplicaManager {
@@ -93,6 +98,9 @@ impl ReplicaManager {
             std::sync::atomic::Ordering::Relaxed,
         );
         self.fetchers.resize(cfg.num_replica_fetchers);
+        self.leader_quota.set_bound(cfg.replication_rates.leader);
+        self.follower_quota
+            .set_bound(cfg.replication_rates.follower);
     }
 
     pub fn new(
@@ -101,19 +109,23 @@ impl ReplicaManager {
         zk: Arc<ZkClient>,
         metrics: Arc<BrokerMetrics>,
     ) -> ReplicaManager {
+        let r = &cfg.replication_rates;
+        let follower_quota = Arc::new(ReplicationQuota::new(r.follower, r.windows));
         ReplicaManager {
             broker_id: cfg.broker_id,
             min_insync_replicas: cfg.min_insync_replicas.into(),
             replica_lag_time_max: cfg.replica_lag_time_max,
             log_manager,
             zk: zk.clone(),
-            fetchers: ReplicaFetcherManager::new(cfg),
+            fetchers: ReplicaFetcherManager::new(cfg, follower_quota.clone()),
             partitions: RwLock::new(HashMap::new()),
             controller_epoch: ControllerEpoch::new(cfg.broker_id, zk.clone()),
             state_change_lock: Mutex::new(()),
             purgatory: Default::default(),
             fenced: Mutex::new(Vec::new()),
             metrics,
+            leader_quota: Arc::new(ReplicationQuota::new(r.leader, r.windows)),
+            follower_quota,
         }
     }
 

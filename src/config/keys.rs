@@ -46,6 +46,8 @@ pub enum Valid {
     ListOf(&'static [&'static str]),
     /// A number from 0 to 1.
     Ratio,
+    /// KIP-73's throttled replicas: `partition:broker,…` or `*`.
+    Replicas,
 }
 
 /// A key's default when the file does not set it.
@@ -166,6 +168,7 @@ impl Key {
             (Valid::OneOf(allowed), _) => allowed.contains(&v),
             (Valid::ListOf(allowed), _) => v.split(',').all(|x| allowed.contains(&x.trim())),
             (Valid::Ratio, Some(n)) => (0.0..=1.0).contains(&n),
+            (Valid::Replicas, _) => super::replication_throttle::parse(v).is_ok(),
             (_, None) => true,
         };
         if ok {
@@ -181,6 +184,9 @@ impl Key {
                 allowed.join(", ")
             ),
             Valid::Ratio => format!("`{k}` must be between 0 and 1, got `{v}`"),
+            Valid::Replicas => {
+                format!("`{k}` must be `*` or a list of partition:broker, got `{v}`")
+            }
             Valid::PositiveOrUnlimited => {
                 format!("`{k}` must be positive, or -1 for unlimited, got `{v}`")
             }
@@ -326,6 +332,10 @@ pub const BROKER: &[Key] = &[
     key("connections.max.idle.ms", LONG, "600000", "An idle connection, or one whose request or answer has been in transit for longer, is closed.").min(1),
     key("quota.window.num", INT, "11", "Client quotas are measured over this many windows (KIP-13).").min(1),
     key("quota.window.size.seconds", INT, "1", "The length of one client quota window.").min(1),
+    key("leader.replication.throttled.rate", LONG, "9223372036854775807", "Bytes a second this broker, as leader, serves the replicas its topics list in `leader.replication.throttled.replicas` while they are out of sync (KIP-73; `kafka-reassign-partitions --throttle` sets it).").min(0).live(),
+    key("follower.replication.throttled.rate", LONG, "9223372036854775807", "Bytes a second this broker, as follower, fetches for its replicas listed in `follower.replication.throttled.replicas` while they are out of sync.").min(0).live(),
+    key("replication.quota.window.num", INT, "11", "Replication throttles are measured over this many windows.").min(1),
+    key("replication.quota.window.size.seconds", INT, "1", "The length of one replication throttle window.").min(1),
     key("controller.quota.window.num", INT, "11", "Controller mutation quotas are measured over this many windows (KIP-599).").min(1),
     key("controller.quota.window.size.seconds", INT, "1", "The length of one controller mutation quota window.").min(1),
     derived("metrics.listener", STRING, "`HOST:PORT` where `GET /metrics` serves Prometheus metrics; unset, none."),
@@ -400,14 +410,28 @@ pub fn synonyms(name: &str) -> Vec<&'static str> {
     find(name).map(|k| vec![k.name]).unwrap_or_default()
 }
 
-/// The broker key a topic-level key overrides.
+/// Topic-level keys with no broker key under them (Kafka's, with its defaults).
+#[rustfmt::skip] // a table: one row per line
+pub const TOPIC_ONLY: &[Key] = &[
+    key("leader.replication.throttled.replicas", LIST, "", "The replicas whose leader holds them to `leader.replication.throttled.rate` while they are out of sync: `partition:broker,…` (the brokers leading), or `*` for all (KIP-73).").valid(Valid::Replicas).live(),
+    key("follower.replication.throttled.replicas", LIST, "", "The replicas a follower holds to `follower.replication.throttled.rate` while they are out of sync: `partition:broker,…` (the brokers following), or `*`.").valid(Valid::Replicas).live(),
+];
+
+/// The key of a topic-level key's rules: the broker key it overrides, or its own row of
+/// `TOPIC_ONLY`.
 pub fn for_topic(topic_key: &str) -> Option<&'static Key> {
-    BROKER.iter().find(|k| k.topic == Some(topic_key))
+    BROKER
+        .iter()
+        .find(|k| k.topic == Some(topic_key))
+        .or_else(|| TOPIC_ONLY.iter().find(|k| k.name == topic_key))
 }
 
 /// The topic-level keys gregor serves.
 pub fn topic_keys() -> impl Iterator<Item = &'static str> {
-    BROKER.iter().filter_map(|k| k.topic)
+    BROKER
+        .iter()
+        .filter_map(|k| k.topic)
+        .chain(TOPIC_ONLY.iter().map(|k| k.name))
 }
 
 /// The README's table of keys, generated from the one above.

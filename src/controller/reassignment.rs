@@ -69,7 +69,9 @@ impl ControllerState {
         batch: &mut CommandBatch,
     ) -> ZkResult<bool> {
         let oar = self.ctx.assignments[tp].clone();
-        if oar == rar {
+        // Nothing to do unless a move is under way: a move that only adds replicas has
+        // AR = OAR ∪ RAR = RAR from step 1 on, and is done only once they are in the ISR.
+        if oar == rar && !self.ctx.reassigning.contains_key(tp) {
             return Ok(true);
         }
         // Watch before reading: an ISR change between the read and a later watch would be

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::keys;
+use crate::config::replication_throttle::{self, ThrottledReplicas};
 use crate::zk::ZkError;
 use serde::{Deserialize, Serialize};
 
@@ -85,6 +86,9 @@ pub struct TopicOverrides {
     pub delete_retention_ms: Option<i64>,
     pub min_compaction_lag_ms: Option<i64>,
     pub max_compaction_lag_ms: Option<i64>,
+    /// KIP-73: the replicas held to the leader's and the follower's throttled rates.
+    pub leader_throttled: ThrottledReplicas,
+    pub follower_throttled: ThrottledReplicas,
 }
 
 impl TopicOverrides {
@@ -92,6 +96,12 @@ impl TopicOverrides {
     /// is treated as unset).
     pub fn from_config(config: &BTreeMap<String, String>) -> Self {
         let num = |k: &str| config.get(k).and_then(|v| v.parse::<i64>().ok());
+        let throttled = |k: &str| {
+            config
+                .get(k)
+                .and_then(|v| replication_throttle::parse(v).ok())
+                .unwrap_or_default()
+        };
         TopicOverrides {
             log_append_time: config
                 .get("message.timestamp.type")
@@ -112,6 +122,8 @@ impl TopicOverrides {
             delete_retention_ms: num("delete.retention.ms"),
             min_compaction_lag_ms: num("min.compaction.lag.ms"),
             max_compaction_lag_ms: num("max.compaction.lag.ms"),
+            leader_throttled: throttled("leader.replication.throttled.replicas"),
+            follower_throttled: throttled("follower.replication.throttled.replicas"),
         }
     }
 }

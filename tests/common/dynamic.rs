@@ -38,6 +38,17 @@ pub fn alter_config(c: &Cluster, entity: &str, change: &str, what: &str) -> Stri
     configs(c, &args)
 }
 
+/// `kafka-configs --alter --add-config` on a broker (or the defaults), which must be refused:
+/// what the tool said.
+pub fn add_config_refused(c: &Cluster, entity: &str, pairs: &str) -> String {
+    let args = [
+        &broker_args(entity)[..],
+        &["--alter", "--add-config", pairs],
+    ]
+    .concat();
+    configs_refused(c, &args)
+}
+
 pub fn add_config(c: &Cluster, entity: &str, pairs: &str) -> String {
     alter_config(c, entity, "--add-config", pairs)
 }

@@ -140,11 +140,20 @@ impl KafkaApis {
                 }
                 for (part, n) in pass.read.iter().filter(|(_, n)| *n > 0) {
                     part.metrics.fetched(*n as u64, req.replica_id >= 0);
+                    if req.replica_id >= 0 && part.leader_throttles(req.replica_id) {
+                        self.replica_manager.leader_quota.record(*n as u64);
+                    }
                 }
                 return Action::Respond;
             }
+            // A follower held back by the leader's replication throttle wakes when the
+            // throttle lets it go again, not at the end of its wait.
+            let wake = match req.replica_id >= 0 {
+                true => deadline.min(Instant::now() + self.replica_manager.leader_quota.delay()),
+                false => deadline,
+            };
             if let Some(p) = &parked {
-                p.sleep_until(deadline);
+                p.sleep_until(wake);
                 continue;
             }
             // Listed in the partitions' watchers, then sleeps at once unless an event came
@@ -157,7 +166,7 @@ impl KafkaApis {
             let watched = pass.read.iter().map(|(part, _)| (part.clone(), on));
             let p = Parked::watch(&self.replica_manager.purgatory.fetch, watched);
             if p.events() == pass.events {
-                p.sleep_until(deadline);
+                p.sleep_until(wake);
             }
             parked = Some(p);
         }
@@ -280,6 +289,13 @@ impl KafkaApis {
         let spent = max_bytes == 0
             && first_entry != FirstEntry::Whole
             && (part.log.log_start_offset()..=part.log.log_end_offset()).contains(&p.fetch_offset);
+        // A throttled follower over the leader's replication throttle gets no records
+        // (KIP-73), its fetch otherwise answered as ever.
+        let held = replica_id >= 0
+            && part.leader_throttles(replica_id)
+            && self.replica_manager.leader_quota.exceeded()
+            && (part.log.log_start_offset()..=part.log.log_end_offset()).contains(&p.fetch_offset);
+        let spent = spent || held;
         let read_result = if spent {
             if replica_id < 0 && magic < 2 {
                 fetch::finish_partition(o, at);

@@ -18,7 +18,7 @@
 //! The user is the connection's SASL principal; a client on a listener without SASL is Kafka's
 //! `User:ANONYMOUS`.
 
-mod sensor;
+pub(super) mod sensor;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;

@@ -9,14 +9,19 @@
 //! epoch to offer (format 0 and 1 messages carry none), the comparison of `verify_held` is
 //! all there is, as before leader epochs. It stays in force after the cut as well: what we
 //! hold above the high watermark is still compared entry by entry with the leader's.
+//!
+//! And a fetch answered OFFSET_OUT_OF_RANGE, Kafka 0.8's way: cut to the leader's end, or
+//! start again at its log start (`handle_offset_out_of_range`).
 
-use super::{Fetcher, Followed, TopicPartition};
+use super::compare::cut_to;
+use super::{Fetcher, Followed, Partition, TopicPartition};
 use crate::network::BlockingChannel;
 use crate::protocol::ErrorCode;
 use crate::protocol::header::OFFSET_FOR_LEADER_EPOCH;
 use crate::protocol::offset_for_leader_epoch::{
     self as ofle, EpochEndOffset, EpochQuery, OffsetForLeaderEpochRequest,
 };
+use crate::protocol::offsets::{EARLIEST_TIME, LATEST_TIME};
 
 impl Fetcher {
     /// Whether some partition still waits for its epoch answer (it is not fetched until then).
@@ -168,5 +173,56 @@ fn apply_epoch_answer(tag: &str, f: &mut Followed, a: &EpochEndOffset) -> std::i
         f.partition.watchers.wake_all();
     }
     f.ask_epoch = None;
+    Ok(())
+}
+
+/// The leader's log end and, when our fetch offset `asked` is not past it, its log start.
+pub(super) fn leader_ends(
+    chan: &mut BlockingChannel,
+    me: i32,
+    partition: &Partition,
+    asked: i64,
+) -> Result<(i64, Option<i64>), String> {
+    let end = chan.list_offset_as(me, &partition.topic, partition.partition, LATEST_TIME)?;
+    if end < asked {
+        return Ok((end, None));
+    }
+    Ok((
+        end,
+        Some(chan.list_offset_as(me, &partition.topic, partition.partition, EARLIEST_TIME)?),
+    ))
+}
+
+/// Kafka 0.8's rule: when the leader's log ends before our fetch offset, truncate to the
+/// leader's end; when it starts after it (retention), drop our log and start at the leader's
+/// start.
+pub(super) fn handle_offset_out_of_range(
+    tag: &str,
+    f: &mut Followed,
+    (leader_end, leader_start): (i64, Option<i64>),
+) -> Result<(), String> {
+    let partition = f.partition.clone();
+    let log = &partition.log;
+    let (t, p) = (&partition.topic, partition.partition);
+    if leader_end < f.fetch_offset {
+        let ours = f.fetch_offset;
+        cut_to(f, leader_end).map_err(|e| e.to_string())?;
+        log::warn!(
+            "{tag} {t}-{p}: our offset {ours} is past the leader's end {leader_end}; truncated to {}",
+            f.fetch_offset
+        );
+    } else {
+        let leader_start = leader_start.ok_or("the leader's log start is not known")?;
+        log.truncate_fully_and_start_at(leader_start)
+            .map_err(|e| e.to_string())?;
+        log::warn!(
+            "{tag} {t}-{p}: our offset {} is before the leader's start {leader_start}; log reset to start there",
+            f.fetch_offset
+        );
+        f.fetch_offset = leader_start;
+        f.verify_until = leader_start;
+        f.partition.set_high_watermark(leader_start);
+        f.partition.watchers.wake_all();
+    }
     Ok(())
 }
