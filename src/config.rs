@@ -4,6 +4,7 @@
 //! field below; a key the table does not have is an error naming it, so a typo never silently
 //! falls back to a default. `--override key=value` wins over the file.
 
+use crate::protocol::record_batch::CompressionType;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -91,6 +92,8 @@ pub struct BrokerConfig {
     /// One index entry per this many bytes of log.
     pub log_index_interval_bytes: u32,
     pub message_max_bytes: usize,
+    /// `compression.type`: the codec produced batches are stored with.
+    pub compression_type: crate::protocol::record_batch::CompressionType,
     /// `producer.id.expiration.ms`: how long an idle idempotent producer's state is kept.
     pub producer_id_expiration: Duration,
     /// `log.message.timestamp.type=LogAppendTime`: batches get the broker's clock as their
@@ -276,6 +279,8 @@ impl BrokerConfig {
                 .map(|ms| Duration::from_millis(ms.parse().expect("checked as a long"))),
             log_index_interval_bytes: p.get("log.index.interval.bytes")?,
             message_max_bytes: p.get("message.max.bytes")?,
+            compression_type: CompressionType::parse(&p.get::<String>("compression.type")?)
+                .unwrap_or_default(),
             producer_id_expiration: p.millis("producer.id.expiration.ms")?,
             log_append_time: p.get::<String>("log.message.timestamp.type")? == "LogAppendTime",
             replica_lag_time_max: p.millis("replica.lag.time.max.ms")?,

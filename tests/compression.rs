@@ -4,10 +4,12 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::cluster::Cluster;
 use common::*;
 use gregor::protocol::fetch::DEBUGGING_REPLICA_ID;
-use gregor::protocol::{ErrorCode, compression};
+use gregor::protocol::{ErrorCode, compression, record_batch};
 use gregor::protocol::{message, records::decode_deep};
 
 /// Every message of a replica, decompressed, read as a debugging consumer.
@@ -244,4 +246,106 @@ fn compressed_sets_from_many_connections_are_inflated_a_few_at_a_time() {
 
 fn client_end(c: &Cluster) -> i64 {
     c.client(1).list_offsets("z", 0, -1).1[0]
+}
+
+/// The codec of every batch stored in partition 0 of `topic`, in order.
+fn stored_codecs(c: &Cluster, topic: &str) -> Vec<i8> {
+    let f = c.client(1).fetch_as(DEBUGGING_REPLICA_ID, topic, 0, 0, 0);
+    assert_eq!(f.error_code, 0);
+    let mut rest = &f.message_set[..];
+    let mut codecs = Vec::new();
+    while let Ok(b) = record_batch::parse_batch(rest) {
+        codecs.push(b.codec());
+        rest = &rest[b.bytes().len()..];
+    }
+    codecs
+}
+
+/// kcat sends `n` lines as batches compressed with `codec` (librdkafka's name).
+fn kcat_send(c: &Cluster, topic: &str, codec: &str, lines: &[String]) {
+    let bootstrap = c.bootstrap();
+    kcat(
+        &[
+            "-P",
+            "-b",
+            &bootstrap,
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-X",
+            &format!("compression.codec={codec}"),
+        ],
+        &(lines.join("\n") + "\n"),
+    );
+}
+
+/// A topic's `compression.type` set with Kafka 4.4's kafka-configs: kcat's uncompressed
+/// batches are stored zstd, its lz4 ones uncompressed once the topic says `uncompressed`, the
+/// broker's own dynamic default applies to a topic without one, and kcat reads every record
+/// back whatever it was stored as.
+#[test]
+fn compression_type_stores_batches_in_the_codec_asked_for_and_changes_live() {
+    let c = Cluster::start("compress-type", 1, &[]);
+    c.create_topic("ct", 1, 1);
+    let topic_config = |pair: &str| {
+        let args = ["--alter", "--entity-type", "topics", "--entity-name", "ct"];
+        let (flag, what) = match pair.contains('=') {
+            true => ("--add-config", pair),
+            false => ("--delete-config", pair),
+        };
+        common::dynamic::configs(&c, &[&args[..], &[flag, what]].concat());
+    };
+    let mut sent: Vec<String> = Vec::new();
+    // Sends probes until the last stored batch has `want`: the setting reached the broker.
+    let mut send_until = |codec: &str, want: i8, what: &str| {
+        wait_until(Duration::from_secs(30), what, || {
+            // Long and repetitive: librdkafka sends a batch compression does not shrink as is.
+            let line = format!("probe-{}-{}", sent.len(), "z".repeat(500));
+            kcat_send(&c, "ct", codec, std::slice::from_ref(&line));
+            sent.push(line);
+            stored_codecs(&c, "ct").last() == Some(&want)
+        });
+        let lines: Vec<String> = (0..100)
+            .map(|i| format!("{codec}-{i:03}-{}", "y".repeat(i % 40)))
+            .collect();
+        kcat_send(&c, "ct", codec, &lines);
+        sent.extend(lines);
+    };
+    topic_config("compression.type=zstd");
+    send_until(
+        "none",
+        compression::ZSTD,
+        "uncompressed batches stored zstd",
+    );
+    topic_config("compression.type=uncompressed");
+    send_until("lz4", 0, "lz4 batches stored uncompressed");
+    // The topic's own setting gone, the brokers' dynamic default applies...
+    topic_config("compression.type");
+    common::dynamic::add_config(&c, "", "compression.type=gzip");
+    send_until("snappy", compression::GZIP, "snappy batches stored gzip");
+    // ...and without it, the producer's codec is kept.
+    common::dynamic::delete_config(&c, "", "compression.type");
+    send_until("lz4", compression::LZ4, "lz4 batches kept lz4");
+    let codecs = stored_codecs(&c, "ct");
+    assert!(
+        codecs.iter().all(|c| [0, 1, 3, 4].contains(c)),
+        "{codecs:?}"
+    );
+    let read = kcat(
+        &[
+            "-C",
+            "-b",
+            &c.bootstrap(),
+            "-t",
+            "ct",
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+        ],
+        "",
+    );
+    assert_eq!(read.lines().collect::<Vec<_>>(), sent);
 }

@@ -232,13 +232,30 @@ fn a_keystore_rotated_with_kafka_configs_is_served_to_new_connections_without_a_
         || served_fingerprint(l.ssl) == want,
     );
 
-    // Kept across a restart: the broker decrypts its stored password at start.
+    // Kept across a restart, with `password.encoder.secret` changed meanwhile: the broker
+    // reads its stored password with the old secret and stores it again under the new one...
+    let before = zk_node(&l.c, "/config/brokers/1");
     l.c.terminate(1);
+    l.c.set_config("password.encoder.secret", "the-new-encoder-secret");
+    l.c.set_config("password.encoder.old.secret", "the-encoder-secret");
     l.c.restart(1);
+    let serving = || served_fingerprint(l.ssl) == want;
     wait_until(
         Duration::from_secs(60),
         "the restarted broker serving",
-        || served_fingerprint(l.ssl) == want,
+        serving,
+    );
+    wait_until(Duration::from_secs(30), "the secret stored again", || {
+        zk_node(&l.c, "/config/brokers/1") != before
+    });
+    // ...so that once the old secret is gone, it still starts with the certificate.
+    l.c.terminate(1);
+    l.c.set_config("password.encoder.old.secret", "");
+    l.c.restart(1);
+    wait_until(
+        Duration::from_secs(60),
+        "serving without the old secret",
+        serving,
     );
 }
 

@@ -15,6 +15,7 @@
 //! replica fetcher's round trips. Parked requests are woken through the partition's
 //! `watchers` (`purgatory`), never by a scan of other partitions.
 
+use crate::protocol::record_batch::CompressionType;
 use crate::zk::topic_config::TopicOverrides;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -121,6 +122,15 @@ impl Partition {
             max_compaction_lag_ms: o.max_compaction_lag_ms,
         });
         *self.overrides.write() = o;
+    }
+
+    /// The codec produced batches are stored with: the topic's `compression.type`, else the
+    /// broker's.
+    pub fn compression_type(&self, broker_default: CompressionType) -> CompressionType {
+        self.overrides
+            .read()
+            .compression_type
+            .unwrap_or(broker_default)
     }
 
     /// Whether this broker, leading, holds `replica`'s fetches to the leader's replication

@@ -19,6 +19,8 @@ pub struct ReplicationQuota {
     bound: AtomicU64,
     rate: Mutex<Sampled>,
     started: Instant,
+    /// One window's length: no window takes more than its share of the rate.
+    window: Duration,
     /// Throttled replicas' bytes, ever: the metric's counter.
     total: AtomicU64,
 }
@@ -32,6 +34,7 @@ impl ReplicationQuota {
                 size_ms: size.as_millis() as u64,
             })),
             started: Instant::now(),
+            window: size,
             total: AtomicU64::new(0),
         }
     }
@@ -45,21 +48,35 @@ impl ReplicationQuota {
         self.bound.store(bytes_per_second, Ordering::Relaxed);
     }
 
-    /// Whether the throttled replicas' rate is above the bound (Kafka's `isQuotaExceeded`).
+    /// Whether throttled replicas must wait: their rate over the windows is above the bound
+    /// (Kafka's `isQuotaExceeded`), or the window under way holds a window's worth already.
     pub fn exceeded(&self) -> bool {
-        let bound = self.bound.load(Ordering::Relaxed);
-        bound != UNTHROTTLED && self.rate.lock().rate(self.now_ms()) > bound as f64
+        !self.delay().is_zero()
     }
 
     /// How long until the rate is back to the bound (zero when it is not above it): how long
     /// a held replica waits, so it goes again as soon as the throttle allows and no later.
+    ///
+    /// The second bound is gregor's: the rate over the windows alone lets a throttled replica
+    /// take (windows − 1) × the rate at once when a throttle starts and again each time a
+    /// window full of bytes expires — bursts of 10 s' worth, then 10 s of nothing, with
+    /// Kafka's 11 windows. Capping each window at its share keeps every second near the rate.
     pub fn delay(&self) -> Duration {
         let bound = self.bound.load(Ordering::Relaxed);
         if bound == UNTHROTTLED {
             return Duration::ZERO;
         }
-        let ms = self.rate.lock().throttle_ms(bound as f64, self.now_ms());
-        Duration::from_millis(ms)
+        let now = self.now_ms();
+        let mut rate = self.rate.lock();
+        let over_windows = if rate.rate(now) > bound as f64 {
+            rate.throttle_ms(bound as f64, now).max(1)
+        } else {
+            0
+        };
+        let (in_window, ends) = rate.current(now);
+        let share = bound as f64 * self.window.as_secs_f64();
+        let window_full = if in_window >= share { ends - now } else { 0 };
+        Duration::from_millis(over_windows.max(window_full))
     }
 
     /// `bytes` of throttled replicas moved.
@@ -104,5 +121,16 @@ mod tests {
         assert!(!q.exceeded());
         assert_eq!(q.delay(), Duration::ZERO);
         assert_eq!(q.total_bytes(), 10_000_000);
+    }
+
+    #[test]
+    fn no_window_takes_more_than_its_share() {
+        // Kafka's 11 windows: 2 MB is 0.2 MB/s over them, well under 1 MB/s...
+        let q = ReplicationQuota::new(1_000_000, (11, Duration::from_secs(1)));
+        q.record(2_000_000);
+        // ...but the window under way holds two windows' worth: it waits for the next.
+        let d = q.delay();
+        assert!(d > Duration::ZERO && d <= Duration::from_secs(1), "{d:?}");
+        assert!(q.exceeded());
     }
 }

@@ -288,6 +288,7 @@ pub const BROKER: &[Key] = &[
     derived("log.flush.interval.ms", LONG, "Force an fsync of a log written to longer ago than this; unset, leave it to the OS.").min(0),
     key("log.index.interval.bytes", INT, "4096", "One offset-index entry per this many bytes of log.").min(1).live(),
     key("message.max.bytes", INT, "1000012", "The largest record batch a producer may send.").min(0).topic("max.message.bytes").live(),
+    key("compression.type", STRING, "producer", "The codec produced batches are stored with: `producer` (as the producer sent them), `uncompressed`, `gzip`, `snappy`, `lz4` or `zstd`; a batch in another codec is compressed again on append (format v2 batches; v0/v1 message sets are stored as sent).").valid(Valid::OneOf(&["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"])).topic("compression.type").live(),
     key("log.message.timestamp.type", STRING, "CreateTime", "`CreateTime`, or `LogAppendTime`: format v2 batches get the broker's clock as their timestamp.").valid(Valid::OneOf(TIMESTAMP_TYPES)).topic("message.timestamp.type").live(),
     key("producer.id.expiration.ms", INT, "86400000", "How long an idle idempotent producer's state is kept.").min(1),
     key("transaction.state.log.num.partitions", INT, "50", "Partitions of `__transaction_state`, the compacted topic holding the transaction coordinators' state: a transactional id's coordinator is the leader of its partition (Java `hashCode` of the id, modulo this).").min(1),
@@ -452,6 +453,14 @@ pub fn markdown_table() -> String {
             "| `{}` | {} | {default} | {topic} | {dynamic} | {} |\n",
             k.name,
             k.ty.name(),
+            k.doc
+        ));
+    }
+    for k in TOPIC_ONLY {
+        out.push_str(&format!(
+            "| (topic only) | {} | (empty) | `{}` | yes | {} |\n",
+            k.ty.name(),
+            k.name,
             k.doc
         ));
     }

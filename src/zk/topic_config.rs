@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::config::keys;
 use crate::config::replication_throttle::{self, ThrottledReplicas};
+use crate::protocol::record_batch::CompressionType;
 use crate::zk::ZkError;
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,7 @@ pub struct TopicOverrides {
     /// KIP-73: the replicas held to the leader's and the follower's throttled rates.
     pub leader_throttled: ThrottledReplicas,
     pub follower_throttled: ThrottledReplicas,
+    pub compression_type: Option<CompressionType>,
 }
 
 impl TopicOverrides {
@@ -124,6 +126,9 @@ impl TopicOverrides {
             max_compaction_lag_ms: num("max.compaction.lag.ms"),
             leader_throttled: throttled("leader.replication.throttled.replicas"),
             follower_throttled: throttled("follower.replication.throttled.replicas"),
+            compression_type: config
+                .get("compression.type")
+                .and_then(|v| CompressionType::parse(v)),
         }
     }
 }

@@ -205,6 +205,13 @@ impl Cluster {
         self.signal(id, libc::SIGCONT);
     }
 
+    /// Sets `key` for every broker from its next start on (as an operator edits
+    /// server.properties before a rolling restart); `value` replaces an earlier one.
+    pub fn set_config(&mut self, key: &str, value: &str) {
+        self.extra.retain(|(k, _)| k != key);
+        self.extra.push((key.to_owned(), value.to_owned()));
+    }
+
     /// Starts a stopped (killed or terminated) broker again on the same port and data.
     pub fn restart(&mut self, id: i32) {
         assert!(

@@ -152,6 +152,9 @@ impl KafkaApis {
                 Some("Compacted topic cannot accept message without key"),
             ));
         }
+        // A batch compressed anew for `compression.type` lives here, for the append.
+        let mut recompressed: Vec<u8>;
+        let mut set: &mut [u8] = set;
         // Held through validation and append: the inflated data lives that long.
         let _slot = inflation::needs_inflating(set, is_batch).then(|| self.inflation.acquire());
         let payload = if version >= 3 {
@@ -168,6 +171,12 @@ impl KafkaApis {
             .map_err(set_error)?;
             if valid.count == 0 {
                 return Err((ErrorCode::InvalidRecord, Some("empty batch")));
+            }
+            // `compression.type` other than the producer's codec: stored compressed anew.
+            let codec = record_batch::codec_of(set).unwrap_or(0);
+            if let Some(to) = part.compression_type(cfg.compression_type).converts(codec) {
+                recompressed = record_batch::recompress(set, to).map_err(set_error)?;
+                set = &mut recompressed[..];
             }
             let append_time = part.log_append_time(cfg.log_append_time).then(now_ms);
             Payload::Batch {

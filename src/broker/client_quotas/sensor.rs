@@ -52,6 +52,17 @@ impl Sampled {
         s.count += 1;
     }
 
+    /// What was recorded in the window under way, and when (ms) that window ends; nothing,
+    /// ending now, when no window is under way.
+    pub fn current(&mut self, now: u64) -> (f64, u64) {
+        self.expire(now);
+        let s = &self.samples[self.current];
+        match s.start {
+            Some(t) if now < t + self.w.size_ms => (s.value, t + self.w.size_ms),
+            _ => (0.0, now),
+        }
+    }
+
     /// Forgets samples older than the whole span of windows.
     fn expire(&mut self, now: u64) {
         let span = self.w.size_ms * self.samples.len() as u64;

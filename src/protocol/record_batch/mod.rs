@@ -20,8 +20,10 @@ use super::message::{MessageError, SetError};
 use super::primitives::{Reader, Writer};
 
 mod control;
+mod recompress;
 mod retain;
 pub use control::{MARKER_PEEK, TxnMarker, encode_marker, header_flags, parse_marker};
+pub use recompress::{CompressionType, recompress};
 pub use retain::{DELETE_HORIZON, rebuild_retained};
 
 pub const MAGIC: i8 = 2;
