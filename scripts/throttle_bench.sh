@@ -4,7 +4,7 @@
 # one-second windows (THROTTLE_MB, THROTTLE_RATE in bytes/s, THROTTLE_WINDOWS to change them),
 # an acks=all producer on another topic of the same leader throughout (THROTTLE_PRODUCE
 # messages). Prints the move's time against the time the rate implies, the producer's
-# throughput during and after the move, and how far the copy's rate strays from the throttle
+# throughput before, during and after the move, and how far the copy's rate strays from the throttle
 # over every 1 s and 10 s window of the move. The test's whole output, the copy's progress
 # included ("trace SECONDS BYTES"), is kept in target/throttle-bench.log.
 set -euo pipefail

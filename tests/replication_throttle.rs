@@ -107,6 +107,32 @@ fn a_throttled_reassignment_keeps_its_rate_and_verify_removes_the_throttles() {
     .unwrap();
     let plan = plan.display().to_string();
 
+    // An acks=all producer on `live`, before the move (the benchmark's baseline) and during
+    // it: nothing refused, its ISR whole throughout.
+    let produce_live = {
+        let b = b.clone();
+        let n = env_or("GREGOR_THROTTLE_PRODUCE", 20_000).to_string();
+        move || {
+            let args = [
+                "perf",
+                "produce",
+                "-b",
+                &b,
+                "--topic",
+                "live",
+                "--messages",
+                &n,
+                "--acks",
+                "-1",
+                "--batch-size",
+                "20",
+            ];
+            gregor_cli(&args, "")
+        }
+    };
+    let (ok, before, err) = produce_live();
+    assert!(ok, "the producer on live: {before}{err}");
+
     let out = reassign(
         &c,
         &[
@@ -139,28 +165,6 @@ fn a_throttled_reassignment_keeps_its_rate_and_verify_removes_the_throttles() {
         rate.to_string()
     );
 
-    // An acks=all producer on `live` meanwhile: nothing refused, its ISR whole throughout.
-    let produce_live = {
-        let b = b.clone();
-        let n = env_or("GREGOR_THROTTLE_PRODUCE", 20_000).to_string();
-        move || {
-            let args = [
-                "perf",
-                "produce",
-                "-b",
-                &b,
-                "--topic",
-                "live",
-                "--messages",
-                &n,
-                "--acks",
-                "-1",
-                "--batch-size",
-                "20",
-            ];
-            gregor_cli(&args, "")
-        }
-    };
     let producer = std::thread::spawn(produce_live.clone());
     let mut live_isr_shrank = false;
     let mut follower_rate_seen: f64 = 0.0;
@@ -201,10 +205,12 @@ fn a_throttled_reassignment_keeps_its_rate_and_verify_removes_the_throttles() {
     // judged: timings belong in benchmarks).
     let (ok, after, err) = produce_live();
     assert!(ok, "the producer on live: {after}{err}");
+    let last = |out: &str| out.lines().last().unwrap_or_default().to_owned();
     eprintln!(
-        "producer on live during the move: {}\nproducer on live after the move: {}",
-        during.lines().last().unwrap_or_default(),
-        after.lines().last().unwrap_or_default()
+        "producer on live before the move: {}\nproducer on live during the move: {}\nproducer on live after the move: {}",
+        last(&before),
+        last(&during),
+        last(&after)
     );
     assert!(
         !live_isr_shrank,
