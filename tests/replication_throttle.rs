@@ -49,6 +49,20 @@ fn partition_bytes(c: &Cluster, id: i32, dir: &str) -> u64 {
         .sum()
 }
 
+/// The CPU seconds (user and system) broker `id` has used.
+fn cpu_seconds(c: &Cluster, id: i32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", c.pid(id))).unwrap();
+    // utime and stime: fields 14 and 15, the 12th and 13th after the command's parenthesis.
+    let after: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = after[11].parse::<f64>().unwrap() + after[12].parse::<f64>().unwrap();
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
 #[test]
 fn a_throttled_reassignment_keeps_its_rate_and_verify_removes_the_throttles() {
     let mb = env_or("GREGOR_THROTTLE_MB", 24);
@@ -215,6 +229,31 @@ fn a_throttled_reassignment_keeps_its_rate_and_verify_removes_the_throttles() {
     assert!(
         !live_isr_shrank,
         "live's in-sync follower fell out of its ISR"
+    );
+
+    // Idle, the rates still set, nothing held back: followers' fetches wait on the leader as
+    // ever. (A zero throttle delay once woke them at once, over and over, for their whole
+    // wait: a core spent on nothing.) Looked at over four of broker 2's fetches from broker 1,
+    // each a full `replica.fetch.wait.max.ms` with nothing to copy.
+    let follower_fetches = || {
+        scrape(c.metrics_addr(1))
+            .get(
+                "kafka_network_requestmetrics_totaltimems_count",
+                &[("request", "FetchFollower")],
+            )
+            .unwrap_or(0.0)
+    };
+    let (fetches, cpu, at) = (follower_fetches(), cpu_seconds(&c, 1), Instant::now());
+    // Looked at every 250 ms: each look is a scrape of broker 1, whose CPU is measured.
+    let idle = common::poll_until(Duration::from_secs(30), Duration::from_millis(250), || {
+        follower_fetches() >= fetches + 4.0
+    });
+    assert!(idle, "four idle follower fetches did not come within 30 s");
+    let (cpu, wall) = (cpu_seconds(&c, 1) - cpu, at.elapsed().as_secs_f64());
+    eprintln!("broker 1 idle with the rates set: {cpu:.2} s of CPU in {wall:.2} s");
+    assert!(
+        cpu < 0.25 * wall,
+        "broker 1 spent {cpu:.2} s of CPU in {wall:.2} s with nothing to do"
     );
     assert!(follower_rate_seen > 0.0);
 

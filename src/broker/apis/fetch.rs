@@ -147,10 +147,15 @@ impl KafkaApis {
                 return Action::Respond;
             }
             // A follower held back by the leader's replication throttle wakes when the
-            // throttle lets it go again, not at the end of its wait.
-            let wake = match req.replica_id >= 0 {
-                true => deadline.min(Instant::now() + self.replica_manager.leader_quota.delay()),
-                false => deadline,
+            // throttle lets it go again, not at the end of its wait (a zero delay: nothing is
+            // held back, and the wait is the request's).
+            let held_for = match req.replica_id >= 0 {
+                true => self.replica_manager.leader_quota.delay(),
+                false => Duration::ZERO,
+            };
+            let wake = match held_for.is_zero() {
+                true => deadline,
+                false => deadline.min(Instant::now() + held_for),
             };
             if let Some(p) = &parked {
                 p.sleep_until(wake);
