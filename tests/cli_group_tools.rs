@@ -111,13 +111,12 @@ fn reassign_takes_kafkas_reassignment_json_file() {
     let c = Cluster::start("spell-reassign", 2, &[]);
     c.create_topic_on("moving", "1");
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("move.json");
-    std::fs::write(
-        &file,
+    let file = common::write_file(
+        dir.path(),
+        "move.json",
         r#"{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[2]}]}"#,
-    )
-    .unwrap();
-    let file = file.to_str().unwrap();
+    );
+    let file = file.as_str();
     let zk = c.zk_connect.as_str();
     ok(
         &[

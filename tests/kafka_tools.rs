@@ -130,17 +130,12 @@ fn kafka_configs_get_offsets_and_delete_records() {
     let out = ok(&c, GET_OFFSETS, &["--topic", "t"]);
     assert_eq!(out.lines().collect::<Vec<_>>(), ["t:0:5"], "{out}");
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("delete.json");
-    std::fs::write(
-        &json,
+    let json = common::write_file(
+        dir.path(),
+        "delete.json",
         r#"{"partitions":[{"topic":"t","partition":0,"offset":3}],"version":1}"#,
-    )
-    .unwrap();
-    let out = ok(
-        &c,
-        DELETE_RECORDS,
-        &["--offset-json-file", json.to_str().unwrap()],
     );
+    let out = ok(&c, DELETE_RECORDS, &["--offset-json-file", &json]);
     assert!(out.contains("partition: t-0\tlow_watermark: 3"), "{out}");
     let out = ok(&c, GET_OFFSETS, &["--topic", "t", "--time", "-2"]);
     assert_eq!(out.lines().collect::<Vec<_>>(), ["t:0:3"], "{out}");

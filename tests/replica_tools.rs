@@ -6,11 +6,10 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::cluster::Cluster;
-use common::{gregor_ok, wait_until};
+use common::{gregor_ok, segment_bytes, wait_until};
 use gregor::protocol::elect_leaders::{ElectLeadersRequest, ElectLeadersResponse, PREFERRED};
 use gregor::protocol::header::{
     ALTER_PARTITION_REASSIGNMENTS, DESCRIBE_LOG_DIRS, ELECT_LEADERS, LIST_PARTITION_REASSIGNMENTS,
@@ -233,11 +232,7 @@ fn kafka_reassign_partitions_moves_lists_and_cancels() {
     let b = c.bootstrap();
     gregor_ok(&["produce", "-b", &b, "--topic", "m"], &"v\n".repeat(200));
     let dir = tempfile::tempdir().unwrap();
-    let file = |name: &str, json: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, json).unwrap();
-        p.display().to_string()
-    };
+    let file = |name: &str, json: &str| common::write_file(dir.path(), name, json);
     let topics = file("topics.json", r#"{"version":1,"topics":[{"topic":"m"}]}"#);
     let forth = file(
         "forth.json",
@@ -471,14 +466,4 @@ fn alter_reassignment(
         .chan
         .send(ALTER_PARTITION_REASSIGNMENTS, version, &req)
         .unwrap()
-}
-
-/// The bytes of a partition's segment files (`*.log`).
-fn segment_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .map(|p| std::fs::metadata(p).unwrap().len())
-        .sum()
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::Cluster;
 use common::prometheus::scrape;
-use common::{gregor_cli, gregor_ok, wait_until};
+use common::{gregor_cli, gregor_ok, segment_bytes, wait_until, write_file};
 use gregor::zk::{broker_config, topic_config};
 
 const REASSIGN: &str = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
@@ -33,20 +33,6 @@ fn reassign(c: &Cluster, args: &[&str]) -> String {
     let (ok, out, err) = common::java::run_kafka_tool(REASSIGN, &c.bootstrap(), args);
     assert!(ok, "kafka-reassign-partitions {args:?}: {out}{err}");
     out
-}
-
-/// The bytes of a partition's segment files on broker `id`.
-fn partition_bytes(c: &Cluster, id: i32, dir: &str) -> u64 {
-    let Ok(entries) = std::fs::read_dir(c.data_dir(id).join(dir)) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum()
 }
 
 /// The CPU seconds (user and system) broker `id` has used.
@@ -97,7 +83,7 @@ fn a_throttled_reassignment_keeps_its_rate_and_verify_removes_the_throttles() {
         ],
         "",
     );
-    let bytes = partition_bytes(&c, 1, "big-0");
+    let bytes = segment_bytes(&c.data_dir(1).join("big-0"));
     c.create_topic_on("live", "1:2");
     // Listed as throttled on its leader, but its follower is in sync: never held back.
     common::dynamic::configs(
@@ -113,13 +99,11 @@ fn a_throttled_reassignment_keeps_its_rate_and_verify_removes_the_throttles() {
         ],
     );
     let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("plan.json");
-    std::fs::write(
-        &plan,
+    let plan = write_file(
+        dir.path(),
+        "plan.json",
         r#"{"version":1,"partitions":[{"topic":"big","partition":0,"replicas":[1,2]}]}"#,
-    )
-    .unwrap();
-    let plan = plan.display().to_string();
+    );
 
     // An acks=all producer on `live`, before the move (the benchmark's baseline) and during
     // it: nothing refused, its ISR whole throughout.
@@ -196,7 +180,7 @@ fn a_throttled_reassignment_keeps_its_rate_and_verify_removes_the_throttles() {
             follower_rate_seen = follower_rate_seen.max(r);
             if std::env::var("GREGOR_THROTTLE_TRACE").is_ok() {
                 // For scripts/throttle_bench.sh: the copy's progress as it goes.
-                let done = partition_bytes(&c, 2, "big-0");
+                let done = segment_bytes(&c.data_dir(2).join("big-0"));
                 eprintln!("trace {:.3} {done}", started.elapsed().as_secs_f64());
             }
             c.state("big", 0).is_some_and(|s| s.isr.contains(&2))
@@ -299,5 +283,5 @@ fn a_throttled_reassignment_keeps_its_rate_and_verify_removes_the_throttles() {
             "{id}: {layer:?}"
         );
     }
-    assert_eq!(partition_bytes(&c, 2, "big-0"), bytes);
+    assert_eq!(segment_bytes(&c.data_dir(2).join("big-0")), bytes);
 }

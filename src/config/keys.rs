@@ -440,27 +440,27 @@ pub fn markdown_table() -> String {
     let mut out = String::from(
         "| key | type | default | topic-level key | dynamic | |\n|---|---|---|---|---|---|\n",
     );
-    for k in BROKER {
+    // A topic-only key's row: no broker key, its own name in the topic-level column.
+    let rows = BROKER
+        .iter()
+        .map(|k| (format!("`{}`", k.name), k.topic, k))
+        .chain(
+            TOPIC_ONLY
+                .iter()
+                .map(|k| ("(topic only)".into(), Some(k.name), k)),
+        );
+    for (name, topic, k) in rows {
         let default = match k.default {
             DefaultIs::Value("") => "(empty)".to_owned(),
             DefaultIs::Value(v) => format!("`{v}`"),
             DefaultIs::Required => "required".to_owned(),
             DefaultIs::Derived => String::new(),
         };
-        let topic = k.topic.map_or(String::new(), |t| format!("`{t}`"));
+        let topic = topic.map_or(String::new(), |t| format!("`{t}`"));
         let dynamic = if k.dynamic { "yes" } else { "" };
         out.push_str(&format!(
-            "| `{}` | {} | {default} | {topic} | {dynamic} | {} |\n",
-            k.name,
+            "| {name} | {} | {default} | {topic} | {dynamic} | {} |\n",
             k.ty.name(),
-            k.doc
-        ));
-    }
-    for k in TOPIC_ONLY {
-        out.push_str(&format!(
-            "| (topic only) | {} | (empty) | `{}` | yes | {} |\n",
-            k.ty.name(),
-            k.name,
             k.doc
         ));
     }

@@ -40,6 +40,28 @@ pub fn init_logging() {
     let _ = env_logger::builder().is_test(true).try_init();
 }
 
+/// Writes `text` to the file `name` in `dir` (a test's temporary directory); its path, for a
+/// tool's `--…-json-file` argument.
+pub fn write_file(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// The bytes of a partition directory's segment files (`*.log`); 0 while it does not exist.
+pub fn segment_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
 /// Waits for `f` to hold, polling every 20 ms, failing the test with `what` after `limit`.
 pub fn wait_until(limit: Duration, what: &str, f: impl FnMut() -> bool) {
     assert!(

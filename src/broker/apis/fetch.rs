@@ -291,16 +291,14 @@ impl KafkaApis {
         // Once the answer's budget is spent, later partitions get no records: no read at all
         // (a 1,000-partition fetch with a small budget looked into every segment), unless
         // the offset is out of range, which the read reports.
-        let spent = max_bytes == 0
-            && first_entry != FirstEntry::Whole
-            && (part.log.log_start_offset()..=part.log.log_end_offset()).contains(&p.fetch_offset);
+        let in_range =
+            (part.log.log_start_offset()..=part.log.log_end_offset()).contains(&p.fetch_offset);
         // A throttled follower over the leader's replication throttle gets no records
         // (KIP-73), its fetch otherwise answered as ever.
         let held = replica_id >= 0
             && part.leader_throttles(replica_id)
-            && self.replica_manager.leader_quota.exceeded()
-            && (part.log.log_start_offset()..=part.log.log_end_offset()).contains(&p.fetch_offset);
-        let spent = spent || held;
+            && self.replica_manager.leader_quota.exceeded();
+        let spent = in_range && ((max_bytes == 0 && first_entry != FirstEntry::Whole) || held);
         let read_result = if spent {
             if replica_id < 0 && magic < 2 {
                 fetch::finish_partition(o, at);
